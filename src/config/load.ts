@@ -1,0 +1,165 @@
+/**
+ * loadConfig: defaults ← config file (`--config` / SANDPIT_CONFIG, YAML or JSON) ← the seed's
+ * environment variables ← `SANDPIT_*` environment variables. Every error names the field, where the
+ * value came from, and the accepted form.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import * as z from 'zod';
+import { AppError } from '../shared/errors.js';
+import { ConfigSchema, type Config } from './schema.js';
+
+/** The seed servers' documented variables, and the config field each one sets. */
+export const SEED_ENV: Readonly<Record<string, string>> = {
+  MCP_PORT: 'server.port',
+  MCP_AUTH_TOKEN: 'auth.token',
+  SANDBOX_IMAGE_ALLOWLIST: 'sandbox.imageAllowlist',
+  MAX_CONTAINER_CPU: 'sandbox.maxCpu',
+  MAX_CONTAINER_MEMORY: 'sandbox.maxMemory',
+  CONTAINER_TIMEOUT_SECONDS: 'sandbox.timeoutSeconds',
+  DISABLE_NETWORK: 'sandbox.disableNetwork',
+};
+
+const SECRET_FIELDS = new Set(['auth.token', 'auth.tokens']);
+
+/** Every leaf field of the schema, as a dotted path (`sandbox.maxMemory`). */
+export function configFields(): string[] {
+  const out: string[] = [];
+  const walk = (schema: z.ZodType, path: string[]): void => {
+    const inner = unwrap(schema);
+    if (inner instanceof z.ZodObject) {
+      for (const [key, child] of Object.entries(inner.shape as Record<string, z.ZodType>)) walk(child, [...path, key]);
+    } else {
+      out.push(path.join('.'));
+    }
+  };
+  walk(ConfigSchema, []);
+  return out;
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let s: z.ZodType = schema;
+  for (;;) {
+    const def = s._zod.def as { innerType?: z.ZodType };
+    if (!def.innerType || s instanceof z.ZodObject) return s;
+    s = def.innerType;
+  }
+}
+
+/** `sandbox.maxMemory` → `SANDPIT_SANDBOX_MAX_MEMORY`. */
+export function envNameFor(field: string): string {
+  return `SANDPIT_${field
+    .split('.')
+    .map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase())
+    .join('_')}`;
+}
+
+export interface LoadOptions {
+  env?: Readonly<Record<string, string | undefined>>;
+  configPath?: string;
+}
+
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? {};
+  const raw: Record<string, unknown> = {};
+  const sources = new Map<string, string>();
+
+  const configPath = options.configPath ?? env.SANDPIT_CONFIG;
+  if (configPath) {
+    const fromFile = readConfigFile(configPath);
+    for (const field of configFields()) {
+      const value = getPath(fromFile, field);
+      if (value !== undefined) sources.set(field, `file ${configPath}`);
+    }
+    Object.assign(raw, fromFile);
+  }
+  for (const [name, field] of Object.entries(SEED_ENV)) apply(env, name, field, raw, sources);
+  for (const field of configFields()) apply(env, envNameFor(field), field, raw, sources);
+
+  const result = ConfigSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => describeIssue(issue, raw, sources));
+  throw new AppError('CONFIG_INVALID', `invalid configuration:\n  ${lines.join('\n  ')}`, {
+    hint: 'fix the named settings; `sandpit --help` lists every setting and its environment variable',
+  });
+}
+
+function apply(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  field: string,
+  raw: Record<string, unknown>,
+  sources: Map<string, string>,
+): void {
+  const value = env[name];
+  if (value === undefined || value === '') return;
+  setPath(raw, field, value);
+  sources.set(field, `env ${name}`);
+}
+
+function describeIssue(issue: z.core.$ZodIssue, raw: Record<string, unknown>, sources: Map<string, string>): string {
+  const field = issue.path.map(String).join('.');
+  const leaf = [...sources.keys()].find((f) => field === f || field.startsWith(`${f}.`)) ?? field;
+  const source = sources.get(leaf);
+  const value = getPath(raw, leaf);
+  const shown = SECRET_FIELDS.has(leaf) || value === undefined ? '' : ` = ${JSON.stringify(value)}`;
+  const from = source ? ` (from ${source}${shown})` : shown ? ` (${shown.slice(3)})` : '';
+  if (issue.code === 'unrecognized_keys') {
+    return `${field || '(top level)'}: unknown setting(s) ${issue.keys.join(', ')}${source ? ` in ${source}` : ''}`;
+  }
+  return `${field || '(top level)'}${from}: ${issue.message}`;
+}
+
+function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new AppError('CONFIG_INVALID', `cannot read config file ${path}: ${(e as Error).message}`, {
+      hint: 'check the path given to --config or SANDPIT_CONFIG',
+    });
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (e) {
+    throw new AppError('CONFIG_INVALID', `config file ${path} is not valid YAML or JSON: ${(e as Error).message}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new AppError('CONFIG_INVALID', `config file ${path} must hold a mapping (server:, auth:, sandbox:, …)`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function getPath(obj: Record<string, unknown>, field: string): unknown {
+  let cur: unknown = obj;
+  for (const key of field.split('.')) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Record<string, unknown>)[key];
+  }
+  return cur;
+}
+
+function setPath(obj: Record<string, unknown>, field: string, value: unknown): void {
+  const keys = field.split('.');
+  let cur = obj;
+  for (const key of keys.slice(0, -1)) {
+    const next = cur[key];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) cur[key] = {};
+    cur = cur[key] as Record<string, unknown>;
+  }
+  cur[keys[keys.length - 1]!] = value;
+}
+
+/** Settings that are accepted but do less than their name suggests; logged at start-up. */
+export function configWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (!config.sandbox.disableNetwork) {
+    warnings.push(
+      'DISABLE_NETWORK=false (sandbox.disableNetwork: false) is accepted but grants nothing: egress rules do not ' +
+        'exist yet, so every sandbox still runs with no network',
+    );
+  }
+  return warnings;
+}

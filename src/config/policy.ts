@@ -1,0 +1,22 @@
+import { createPolicy, type Policy } from '../policy/policy.js';
+import type { Config } from './schema.js';
+
+/** The policy that a configuration describes. */
+export function policyFromConfig(config: Config): Policy {
+  const s = config.sandbox;
+  return createPolicy({
+    ...(s.imageAllowlist ? { imageAllowlist: s.imageAllowlist } : {}),
+    ...(s.runtime ? { defaultRuntime: s.runtime } : {}),
+    ...(s.allowedRuntimes ? { allowedRuntimes: s.allowedRuntimes } : {}),
+    ceilings: {
+      cpuMilli: s.maxCpu,
+      memoryBytes: s.maxMemory,
+      pids: s.maxPids,
+      workspaceBytes: s.maxWorkspace,
+      tmpBytes: s.tmpSize,
+      timeoutSeconds: s.timeoutSeconds,
+      outputBytes: s.maxOutputBytes,
+      requestBytes: s.maxRequestBytes,
+    },
+  });
+}

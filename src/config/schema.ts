@@ -1,0 +1,137 @@
+/**
+ * The one configuration schema. Values may come from a YAML/JSON file or from environment variables,
+ * so every leaf accepts its text form too (`"512m"`, `"true"`, `"a,b"`), and every error says
+ * which form is accepted.
+ */
+import * as z from 'zod';
+import { CPU_FORM, parseCpu, parseSize, SIZE_FORM } from '../shared/quantity.js';
+
+const int = (min: number, max: number) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v),
+    z
+      .number({ error: `expected a whole number from ${min} to ${max}` })
+      .int({ error: `expected a whole number from ${min} to ${max}` })
+      .min(min, { error: `expected a whole number from ${min} to ${max}` })
+      .max(max, { error: `expected a whole number from ${min} to ${max}` }),
+  );
+
+const TRUE = ['true', '1', 'yes', 'on'];
+const FALSE = ['false', '0', 'no', 'off'];
+const bool = () =>
+  z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    const s = v.trim().toLowerCase();
+    return TRUE.includes(s) ? true : FALSE.includes(s) ? false : v;
+  }, z.boolean({ error: 'expected true or false' }));
+
+const list = () =>
+  z.preprocess(
+    (v) =>
+      typeof v === 'string'
+        ? v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : v,
+    z.array(z.string().min(1), { error: 'expected a list (YAML list, or comma-separated text)' }),
+  );
+
+const quantity = (form: string, parse: (v: string | number) => number | undefined) =>
+  z.union([z.string(), z.number()], { error: `expected ${form}` }).transform((v, ctx) => {
+    const n = parse(v);
+    if (n === undefined || n <= 0) {
+      ctx.addIssue({ code: 'custom', message: `expected ${form}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+const size = () => quantity(SIZE_FORM, parseSize);
+const cpu = () => quantity(CPU_FORM, parseCpu);
+
+const json = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      return v;
+    }
+  }, schema);
+
+export const TokenSchema = z
+  .object({
+    name: z.string().min(1).describe('Who holds the token; appears in audit logs'),
+    token: z.string().min(8, { error: 'expected at least 8 characters' }).optional(),
+    tokenSha256: z
+      .string()
+      .regex(/^[a-f0-9]{64}$/, { error: 'expected 64 lowercase hex digits (sha256 of the token)' })
+      .optional(),
+    templates: list().optional().describe('Templates this token may use (all when absent)'),
+    images: list().optional().describe('Images this token may use, within the allowlist (all when absent)'),
+    maxConcurrentRuns: int(1, 10_000).optional(),
+  })
+  .strict()
+  .refine((t) => (t.token === undefined) !== (t.tokenSha256 === undefined), {
+    error: 'give exactly one of token or tokenSha256',
+  });
+export type TokenConfig = z.infer<typeof TokenSchema>;
+
+const RUNTIME = z.string().regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { error: 'expected a runtime name like runsc' });
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const ConfigSchema = z
+  .object({
+    server: z
+      .object({
+        port: int(0, 65535).default(8080),
+        host: z.string().min(1).default('127.0.0.1'),
+        allowedHosts: list().optional(),
+        stateless: bool().default(false),
+      })
+      .strict()
+      .prefault({}),
+    auth: z
+      .object({
+        token: z.string().min(8, { error: 'expected at least 8 characters' }).optional(),
+        tokens: json(z.array(TokenSchema)).default([]),
+      })
+      .strict()
+      .prefault({}),
+    sandbox: z
+      .object({
+        backend: z.enum(['docker', 'kubernetes'], { error: 'expected docker or kubernetes' }).default('docker'),
+        imageAllowlist: list().optional(),
+        maxCpu: cpu().default(1000),
+        maxMemory: size().default(512 * 1024 ** 2),
+        maxPids: int(8, 65_536).default(128),
+        maxWorkspace: size().default(64 * 1024 ** 2),
+        tmpSize: size().default(64 * 1024 ** 2),
+        timeoutSeconds: int(1, 86_400).default(30),
+        maxOutputBytes: size().default(1024 ** 2),
+        maxRequestBytes: size().default(4 * 1024 ** 2),
+        disableNetwork: bool().default(true),
+        runtime: RUNTIME.optional(),
+        allowedRuntimes: list().optional(),
+        maxConcurrentRuns: int(1, 10_000).default(8),
+        maxQueuedRuns: int(0, 100_000).default(32),
+      })
+      .strict()
+      .prefault({}),
+    docker: z
+      .object({
+        socketPath: z.string().min(1).default('/var/run/docker.sock'),
+      })
+      .strict()
+      .prefault({}),
+    logging: z
+      .object({
+        level: z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;

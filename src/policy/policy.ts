@@ -1,0 +1,71 @@
+/**
+ * The policy: templates, the image allowlist, runtimes, and the defaults and ceilings of every limit.
+ * Built once from config; `evaluate()` applies it to a request.
+ */
+import type { Template } from './templates.js';
+import { BUILTIN_TEMPLATES } from './templates.js';
+
+export interface Ceilings {
+  cpuMilli: number;
+  memoryBytes: number;
+  pids: number;
+  workspaceBytes: number;
+  tmpBytes: number;
+  timeoutSeconds: number;
+  /** Bytes kept of each output stream (head + tail). */
+  outputBytes: number;
+  /** Bytes of code, files, stdin, argv and env together. */
+  requestBytes: number;
+  files: number;
+  envVars: number;
+}
+
+export interface Policy {
+  templates: readonly Template[];
+  imageAllowlist: readonly string[];
+  ceilings: Ceilings;
+  /** The runtime used when a request names none; undefined means the engine's default. */
+  defaultRuntime: string | undefined;
+  allowedRuntimes: readonly string[];
+  /** Egress other than 'none' is not implemented: nothing may ask for it. */
+  egress: 'none';
+}
+
+export const DEFAULT_CEILINGS: Ceilings = {
+  cpuMilli: 1000,
+  memoryBytes: 512 * 1024 ** 2,
+  pids: 128,
+  workspaceBytes: 64 * 1024 ** 2,
+  tmpBytes: 64 * 1024 ** 2,
+  timeoutSeconds: 30,
+  outputBytes: 1024 ** 2,
+  requestBytes: 4 * 1024 ** 2,
+  files: 256,
+  envVars: 128,
+};
+
+export interface PolicyOptions {
+  templates?: readonly Template[];
+  imageAllowlist?: readonly string[];
+  ceilings?: Partial<Ceilings>;
+  defaultRuntime?: string;
+  allowedRuntimes?: readonly string[];
+}
+
+export function createPolicy(options: PolicyOptions = {}): Policy {
+  const templates = options.templates ?? BUILTIN_TEMPLATES;
+  const defaultRuntime = options.defaultRuntime;
+  return {
+    templates,
+    imageAllowlist: options.imageAllowlist ?? defaultImageAllowlist(templates),
+    ceilings: { ...DEFAULT_CEILINGS, ...options.ceilings },
+    defaultRuntime,
+    allowedRuntimes: options.allowedRuntimes ?? (defaultRuntime ? [defaultRuntime] : ['runc', 'runsc']),
+    egress: 'none',
+  };
+}
+
+/** Every template's image, plus `python:3.11` so the seed's examples run verbatim. */
+export function defaultImageAllowlist(templates: readonly Template[]): string[] {
+  return [...new Set([...templates.map((t) => t.image), 'python:3.11'])];
+}

@@ -1,0 +1,90 @@
+/**
+ * The one error type that crosses layers. Each boundary (CLI, MCP, HTTP, controller status) maps
+ * `AppError.code` exactly once; nothing downstream inspects messages.
+ */
+export const ErrorCodes = {
+  INVALID_REQUEST: { http: 400, exit: 2, retryable: false },
+  POLICY_DENIED: { http: 403, exit: 3, retryable: false },
+  UNAUTHORIZED: { http: 401, exit: 4, retryable: false },
+  FORBIDDEN: { http: 403, exit: 4, retryable: false },
+  NOT_FOUND: { http: 404, exit: 2, retryable: false },
+  TOO_LARGE: { http: 413, exit: 2, retryable: false },
+  BUSY: { http: 429, exit: 75, retryable: true },
+  CANCELLED: { http: 409, exit: 130, retryable: false },
+  CONFIG_INVALID: { http: 500, exit: 78, retryable: false },
+  ENGINE_UNAVAILABLE: { http: 503, exit: 69, retryable: true },
+  IMAGE_NOT_FOUND: { http: 503, exit: 69, retryable: false },
+  RUNTIME_NOT_FOUND: { http: 503, exit: 69, retryable: false },
+  BACKEND_ERROR: { http: 502, exit: 70, retryable: true },
+  INTERNAL: { http: 500, exit: 70, retryable: false },
+} as const;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+/** One reason a request was refused, naming the field and the limit it broke. */
+export interface Violation {
+  field: string;
+  message: string;
+  limit?: string | number;
+  requested?: string | number;
+}
+
+export interface AppErrorOptions {
+  hint?: string;
+  violations?: Violation[];
+  cause?: unknown;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly hint: string | undefined;
+  readonly violations: Violation[];
+
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.hint = options.hint;
+    this.violations = options.violations ?? [];
+  }
+
+  get httpStatus(): number {
+    return ErrorCodes[this.code].http;
+  }
+
+  get exitCode(): number {
+    return ErrorCodes[this.code].exit;
+  }
+
+  get retryable(): boolean {
+    return ErrorCodes[this.code].retryable;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; hint?: string; violations?: Violation[] } {
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.hint ? { hint: this.hint } : {}),
+      ...(this.violations.length ? { violations: this.violations } : {}),
+    };
+  }
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}
+
+/** Wraps anything thrown into an AppError without losing an AppError's own code. */
+export function toAppError(e: unknown, fallback: ErrorCode = 'INTERNAL'): AppError {
+  if (e instanceof AppError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new AppError(fallback, message, { cause: e });
+}
+
+export function policyDenied(violations: Violation[]): AppError {
+  const summary = violations.map((v) => `${v.field}: ${v.message}`).join('; ');
+  return new AppError('POLICY_DENIED', `request denied by policy: ${summary}`, {
+    violations,
+    hint: 'change the named fields to fit within the limits, or ask the operator to raise them',
+  });
+}
