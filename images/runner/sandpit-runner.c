@@ -1,0 +1,548 @@
+/*
+ * sandpit-runner: the main process of every sandbox container.
+ *
+ * It waits for exactly one framed job on stdin, sets up the workspace, runs the job's argv as a
+ * child, and reports the child's output and exit status in-band on stdout, framed so the child
+ * cannot forge frames (the runner is non-dumpable, so the child cannot reach its descriptors, and
+ * as PID 1 it cannot be signalled by the child). The container is never reused: after the exit
+ * frame the runner exits and the engine removes the container.
+ *
+ * Job (stdin):   "SPJ1" u32be:len  records...      record = u8:type u32be:len bytes
+ *   'a' argv element (repeatable, at least one)   'e' NAME=VALUE (repeatable)
+ *   'f' file: u8 flags(1=exec) u16be:pathlen path content (repeatable)
+ *   'c' code: exposed to the child as a sealed read-only memfd on fd 3 (/sandpit/code/main.* link to it)
+ *   'i' stdin content (else /dev/null)            't' u32be deadline in ms (from job receipt)
+ *   'w' working directory (default /workspace)    'o' u32be head u32be tail: output bytes kept per stream
+ * Frames (stdout): u8:type u32be:len bytes
+ *   'R' ready (no payload)   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + last bytes kept
+ *   'X' exit: JSON {exitCode, signal, timedOut, oomKilled, stdoutBytes, stderrBytes, durationMs}
+ *   'F' failure of the runner itself: text (the job never ran)
+ *
+ * `--job FILE --plain`: read the job from FILE and let the child write straight to our stdout and
+ * stderr (Kubernetes pods, where the pod log is the output); exit with the child's status, and write
+ * the exit JSON to /dev/termination-log when it exists.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_JOB (256u << 20)
+#define MAX_ARGS 1024
+#define MAX_ENV 512
+#define CODE_FD 3
+
+struct ring {
+	char *buf;
+	size_t cap, len, start; /* circular buffer of the last `cap` bytes */
+};
+
+struct stream {
+	int fd;
+	char id;                /* 'O' or 'E' */
+	unsigned long long total;
+	size_t head_left;       /* bytes still forwarded live */
+	struct ring tail;
+};
+
+static char *job_args[MAX_ARGS + 1];
+static int n_args;
+static char *job_env[MAX_ENV + 16];
+static int n_env;
+static const char *code_data, *stdin_data, *workdir = "/workspace";
+static size_t code_len, stdin_len;
+static int have_stdin;
+static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail;
+static int plain;
+
+static void die_frame(const char *fmt, ...);
+
+static void write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(111); /* our reader is gone: nothing left to report to */
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+}
+
+static void frame(char type, const void *data, size_t len)
+{
+	unsigned char hdr[5] = {(unsigned char)type, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
+				(unsigned char)(len >> 8), (unsigned char)len};
+	if (plain)
+		return;
+	write_all(1, hdr, 5);
+	if (len)
+		write_all(1, data, len);
+}
+
+static void die_frame(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (plain)
+		dprintf(2, "sandpit-runner: %s\n", msg);
+	else
+		frame('F', msg, strlen(msg));
+	exit(plain ? 125 : 0);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+	char *c = p;
+	while (n > 0) {
+		ssize_t r = read(fd, c, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static char *read_job(int fd, size_t *len)
+{
+	unsigned char hdr[8];
+	if (read_full(fd, hdr, 8) != 0)
+		exit(0); /* closed before any job: a pool container being retired */
+	if (memcmp(hdr, "SPJ1", 4) != 0)
+		die_frame("bad job header");
+	*len = be32(hdr + 4);
+	if (*len > MAX_JOB)
+		die_frame("job of %zu bytes is too large", *len);
+	char *buf = malloc(*len + 1);
+	if (!buf || read_full(fd, buf, *len) != 0)
+		die_frame("job truncated");
+	return buf;
+}
+
+static char *dupstr(const char *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (!s)
+		die_frame("out of memory");
+	memcpy(s, p, n);
+	s[n] = 0;
+	if (strlen(s) != n)
+		die_frame("NUL byte inside a text field");
+	return s;
+}
+
+/* A workspace path: relative, no empty, "." or ".." segments. */
+static int safe_path(const char *p)
+{
+	if (!*p || *p == '/')
+		return 0;
+	for (const char *s = p; *s;) {
+		const char *e = strchrnul(s, '/');
+		size_t n = (size_t)(e - s);
+		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		s = *e ? e + 1 : e;
+	}
+	return 1;
+}
+
+static void write_file(const char *path, const char *data, size_t len, int exec)
+{
+	if (!safe_path(path))
+		die_frame("unsafe file path: %s", path);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	for (char *s = dir; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			die_frame("cannot create directory %s: %s", dir, strerror(errno));
+		*s = '/';
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644);
+	if (fd < 0)
+		die_frame("cannot create %s: %s", path, strerror(errno));
+	while (len > 0) {
+		ssize_t w = write(fd, data, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			die_frame("cannot write %s: %s", path, strerror(errno));
+		data += w;
+		len -= (size_t)w;
+	}
+	close(fd);
+}
+
+static void parse_job(char *buf, size_t len, int write_files)
+{
+	size_t off = 0;
+	while (off < len) {
+		if (len - off < 5)
+			die_frame("job record truncated");
+		char type = buf[off];
+		uint32_t n = be32((unsigned char *)buf + off + 1);
+		off += 5;
+		if (n > len - off)
+			die_frame("job record overruns the job");
+		char *p = buf + off;
+		off += n;
+		if (write_files != (type == 'f'))
+			continue; /* pass one reads everything but files; pass two writes the files */
+		switch (type) {
+		case 'a':
+			if (n_args >= MAX_ARGS)
+				die_frame("too many arguments");
+			job_args[n_args++] = dupstr(p, n);
+			break;
+		case 'e':
+			if (n_env >= MAX_ENV)
+				die_frame("too many environment variables");
+			job_env[n_env++] = dupstr(p, n);
+			break;
+		case 'f': {
+			if (n < 3)
+				die_frame("file record truncated");
+			size_t plen = (size_t)((unsigned char)p[1] << 8 | (unsigned char)p[2]);
+			if (plen > n - 3)
+				die_frame("file path overruns its record");
+			char *path = dupstr(p + 3, plen);
+			write_file(path, p + 3 + plen, n - 3 - plen, p[0] & 1);
+			free(path);
+			break;
+		}
+		case 'c':
+			code_data = p;
+			code_len = n;
+			break;
+		case 'i':
+			stdin_data = p;
+			stdin_len = n;
+			have_stdin = 1;
+			break;
+		case 't':
+			if (n != 4)
+				die_frame("bad deadline record");
+			deadline_ms = be32((unsigned char *)p);
+			break;
+		case 'w':
+			workdir = dupstr(p, n);
+			break;
+		case 'o':
+			if (n != 8)
+				die_frame("bad output record");
+			out_head = be32((unsigned char *)p);
+			out_tail = be32((unsigned char *)p + 4);
+			break;
+		default:
+			die_frame("unknown job record type 0x%02x", (unsigned char)type);
+		}
+	}
+	if (!write_files && n_args == 0)
+		die_frame("job has no command");
+}
+
+/* A memfd holding `data`, sealed so that nobody (the child included) can ever change it. */
+static int sealed_memfd(const char *name, const char *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_ALLOW_SEALING);
+	if (fd < 0)
+		die_frame("memfd_create: %s", strerror(errno));
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			die_frame("cannot stage %s: %s", name, strerror(errno));
+		off += (size_t)w;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+		die_frame("cannot seal %s: %s", name, strerror(errno));
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The memory cgroup's OOM-kill counter (cgroup v1 or v2), or -1 when unreadable. */
+static long long oom_kills(void)
+{
+	static const char *files[] = {"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"};
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f = fopen(files[i], "r");
+		if (!f)
+			continue;
+		char key[64];
+		long long v;
+		while (fscanf(f, "%63s %lld", key, &v) == 2) {
+			if (strcmp(key, "oom_kill") == 0) {
+				fclose(f);
+				return v;
+			}
+		}
+		fclose(f);
+	}
+	return -1;
+}
+
+static void ring_push(struct ring *r, const char *p, size_t n)
+{
+	if (r->cap == 0)
+		return;
+	if (n >= r->cap) {
+		memcpy(r->buf, p + n - r->cap, r->cap);
+		r->start = 0;
+		r->len = r->cap;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		r->buf[(r->start + r->len) % r->cap] = p[i];
+		if (r->len < r->cap)
+			r->len++;
+		else
+			r->start = (r->start + 1) % r->cap;
+	}
+}
+
+static void forward(struct stream *s, const char *p, size_t n)
+{
+	s->total += n;
+	size_t live = n < s->head_left ? n : s->head_left;
+	if (live) {
+		frame(s->id, p, live);
+		s->head_left -= live;
+	}
+	ring_push(&s->tail, p + live, n - live);
+}
+
+static void send_tail(struct stream *s)
+{
+	if (s->tail.len == 0)
+		return;
+	char *out = malloc(s->tail.len + 1);
+	if (!out)
+		return;
+	out[0] = s->id == 'O' ? 1 : 2;
+	for (size_t i = 0; i < s->tail.len; i++)
+		out[1 + i] = s->tail.buf[(s->tail.start + i) % s->tail.cap];
+	frame('T', out, s->tail.len + 1);
+	free(out);
+}
+
+static void kill_all(pid_t child)
+{
+	if (getpid() == 1)
+		kill(-1, SIGKILL); /* everything in our PID namespace, escapees included */
+	else
+		kill(-child, SIGKILL);
+}
+
+static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setpgid(0, 0);
+	struct rlimit core = {0, 0};
+	setrlimit(RLIMIT_CORE, &core);
+	/* Move the memfd out of the way first so the dup2s below cannot clobber it. */
+	if (code_fd >= 0) {
+		int tmp = fcntl(code_fd, F_DUPFD, 10);
+		code_fd = tmp;
+	}
+	if (dup2(in_fd, 0) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0) || (err_fd >= 0 && dup2(err_fd, 2) < 0))
+		_exit(126);
+	if (code_fd >= 0) {
+		if (dup2(code_fd, CODE_FD) < 0)
+			_exit(126);
+		close(code_fd);
+	} else {
+		close(CODE_FD);
+	}
+	for (int fd = CODE_FD + 1; fd < 1024; fd++)
+		close(fd);
+	execvpe(job_args[0], job_args, job_env);
+	dprintf(2, "sandpit-runner: cannot run %s: %s\n", job_args[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static void set_base_env(void)
+{
+	static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
+				     "USER=sandbox"};
+	/* Job variables come first in the array; add base ones only where the job set none. */
+	for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
+		size_t k = (size_t)(strchr(base[i], '=') - base[i]) + 1;
+		int found = 0;
+		for (int j = 0; j < n_env; j++)
+			found |= strncmp(job_env[j], base[i], k) == 0;
+		if (!found)
+			job_env[n_env++] = (char *)base[i];
+	}
+	job_env[n_env] = NULL;
+	job_args[n_args] = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *job_file = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--plain") == 0)
+			plain = 1;
+		else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc)
+			job_file = argv[++i];
+		else {
+			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain]\n");
+			return 2;
+		}
+	}
+	prctl(PR_SET_DUMPABLE, 0);
+	signal(SIGPIPE, SIG_IGN);
+	frame('R', NULL, 0);
+
+	int job_fd = 0;
+	if (job_file && (job_fd = open(job_file, O_RDONLY | O_CLOEXEC)) < 0)
+		die_frame("cannot open job %s: %s", job_file, strerror(errno));
+	size_t job_len;
+	char *job = read_job(job_fd, &job_len);
+	long long started = now_ms();
+	parse_job(job, job_len, 0);
+	if (chdir(workdir) != 0)
+		die_frame("cannot enter %s: %s", workdir, strerror(errno));
+	parse_job(job, job_len, 1); /* second pass writes the files, now relative to the workdir */
+	set_base_env();
+
+	int code_fd = code_data ? sealed_memfd("code", code_data, code_len) : -1;
+	int in_fd = have_stdin ? sealed_memfd("stdin", stdin_data, stdin_len) : open("/dev/null", O_RDONLY);
+	long long oom_before = oom_kills();
+
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+	if (!plain && (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0))
+		die_frame("pipe: %s", strerror(errno));
+	pid_t child = fork();
+	if (child < 0)
+		die_frame("fork: %s", strerror(errno));
+	if (child == 0)
+		exec_child(out_pipe[1], err_pipe[1], code_fd, in_fd);
+	setpgid(child, child);
+	if (!plain) {
+		close(out_pipe[1]);
+		close(err_pipe[1]);
+	}
+
+	struct stream streams[2] = {{out_pipe[0], 'O', 0, out_head, {0}}, {err_pipe[0], 'E', 0, out_head, {0}}};
+	for (int i = 0; i < 2; i++) {
+		streams[i].tail.cap = out_tail;
+		streams[i].tail.buf = out_tail ? malloc(out_tail) : NULL;
+	}
+	int status = 0, exited = 0, timed_out = 0, open_streams = plain ? 0 : 2;
+	long long deadline = deadline_ms ? started + deadline_ms : 0;
+	static char buf[65536];
+
+	while (!exited || open_streams > 0) {
+		struct pollfd pfds[3] = {{sfd, POLLIN, 0}, {streams[0].fd, POLLIN, 0}, {streams[1].fd, POLLIN, 0}};
+		int timeout = -1;
+		if (deadline && !timed_out && !exited) {
+			long long left = deadline - now_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		int r = poll(pfds, 3, timeout);
+		if (r < 0 && errno != EINTR)
+			die_frame("poll: %s", strerror(errno));
+		if (deadline && !timed_out && !exited && now_ms() >= deadline) {
+			timed_out = 1;
+			kill_all(child);
+		}
+		for (int i = 0; i < 2; i++) {
+			if (streams[i].fd < 0 || !(pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t n = read(streams[i].fd, buf, sizeof buf);
+			if (n > 0) {
+				forward(&streams[i], buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(streams[i].fd);
+				streams[i].fd = -1;
+				open_streams--;
+			}
+		}
+		if (pfds[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) > 0) {
+			}
+			int st;
+			pid_t p;
+			while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+				if (p == child && !exited) {
+					status = st;
+					exited = 1;
+					kill_all(child); /* leftovers would hold the pipes open */
+				}
+			}
+		}
+	}
+
+	long long oom_after = oom_kills();
+	int oom = oom_before >= 0 && oom_after > oom_before;
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + sig;
+	send_tail(&streams[0]);
+	send_tail(&streams[1]);
+	char result[512];
+	int n = snprintf(result, sizeof result,
+			 "{\"exitCode\":%d,\"signal\":%d,\"timedOut\":%s,\"oomKilled\":%s,\"stdoutBytes\":%llu,"
+			 "\"stderrBytes\":%llu,\"durationMs\":%lld}",
+			 code, sig, timed_out ? "true" : "false", oom ? "true" : "false", streams[0].total,
+			 streams[1].total, now_ms() - started);
+	if (plain) {
+		int tl = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
+		if (tl >= 0) {
+			write_all(tl, result, (size_t)n);
+			close(tl);
+		}
+		if (timed_out)
+			dprintf(2, "sandpit-runner: deadline of %u ms exceeded\n", deadline_ms);
+		return code;
+	}
+	frame('X', result, (size_t)n);
+	return 0;
+}
