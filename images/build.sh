@@ -1,0 +1,468 @@
+#!/usr/bin/env bash
+# Offline builder for sandpit's sandbox images: the same tags and contents as the Dockerfiles
+# in this folder, made from Debian 12 packages without any container registry.
+#
+#   debootstrap --variant=minbase bookworm        -> cached base rootfs (once)
+#   copy base + chroot setup-rootfs.sh PACKAGES   -> docker import  sandpit/rootfs:<template>
+#   docker build (legacy builder, FROM that)      -> sandpit/<template>:<version>
+#        COPY sandpit-runner, ENV, USER, WORKDIR, LABELs
+#
+# Every stage is keyed by a hash of its inputs, so a rebuild after only the runner source
+# changed redoes just the last, small layer. See --help and images/README.md.
+set -euo pipefail
+
+IMAGES_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SELF=$IMAGES_DIR/build.sh
+SETUP=$IMAGES_DIR/setup-rootfs.sh
+RUNNER_SRC=$IMAGES_DIR/runner/sandpit-runner.c
+CACHE_DIR=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/sandpit/images
+SUITE=bookworm
+MIRROR=${SANDPIT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SECURITY_MIRROR=${SANDPIT_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+LABEL_MANAGED=sandpit.dev/managed-by
+LABEL_TEMPLATE=sandpit.dev/template
+LABEL_BUILD_HASH=sandpit.dev/build-hash
+LABEL_ROOTFS_HASH=sandpit.dev/rootfs-hash
+TEMPLATES=(python node bash c rust)
+
+# Tags per template; the first is the canonical one (DESIGN §4a). python:3.11 lets the seed's
+# examples run verbatim.
+template_tags() {
+  case $1 in
+    python) echo "sandpit/python:3.11 python:3.11" ;;
+    node) echo "sandpit/node:18" ;;
+    bash) echo "sandpit/bash:5" ;;
+    c) echo "sandpit/c:12" ;;
+    rust) echo "sandpit/rust:1" ;;
+    *) return 1 ;;
+  esac
+}
+
+template_cmd() {
+  case $1 in
+    python) echo '["python3"]' ;;
+    node) echo '["node"]' ;;
+    *) echo '["bash"]' ;;
+  esac
+}
+
+usage() {
+  cat <<EOF
+usage: images/build.sh [--force] [--no-cache] [TEMPLATE...]
+       images/build.sh --list | list
+
+Builds the sandbox images from Debian 12 packages (no registry needed) and tags them:
+  python  sandpit/python:3.11 (also python:3.11)    node  sandpit/node:18
+  bash    sandpit/bash:5                            c     sandpit/c:12
+  rust    sandpit/rust:1
+With no TEMPLATE, builds all of them. An image whose build-hash label matches its inputs
+(this script, setup-rootfs.sh, the template's package list, runner/sandpit-runner.c) is
+skipped. Needs a running engine: scripts/docker-engine.sh up.
+
+options:
+  --force      rebuild the named images even when up to date (re-runs the package install
+               on the cached base rootfs)
+  --no-cache   with --force semantics, also redo the debootstrap base (downloaded .debs stay)
+  --list       print the sandpit images that exist, their sizes and whether they are current
+  -h, --help   this text
+
+cache: $CACHE_DIR
+  base/<hash>/rootfs   debootstrap minbase rootfs      debs/   downloaded .deb files
+  runner/<hash>/       compiled sandpit-runner          logs/   output of the last builds
+env: SANDPIT_DEBIAN_MIRROR (default $MIRROR),
+     SANDPIT_DEBIAN_SECURITY_MIRROR (default $SECURITY_MIRROR), XDG_CACHE_HOME
+EOF
+}
+
+log() { printf '==> %s\n' "$*" >&2; }
+note() { printf '    %s\n' "$*" >&2; }
+die() { printf 'images/build.sh: error: %s\n' "$*" >&2; exit 1; }
+
+now() { echo "${EPOCHREALTIME/./}"; }  # microseconds
+since() { local us=$(($(now) - $1)); printf '%d.%01ds' $((us / 1000000)) $((us % 1000000 / 100000)); }
+
+sha() { sha256sum | cut -c1-64; }
+file_sha() { if [[ -f $1 ]]; then sha256sum <"$1" | cut -c1-64; else echo absent; fi; }
+packages_of() { grep -v -e '^#' -e '^[[:space:]]*$' "$IMAGES_DIR/$1/packages" | tr '\n' ' ' | sed 's/ $//'; }
+
+apt_install() {
+  local apt=(apt-get -o DPkg::Lock::Timeout=600 -y -q --no-install-recommends)
+  log "installing $* on the host (apt)"
+  [[ $(id -u) -eq 0 ]] || die "installing $* needs root"
+  if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@" >&2; then
+    log "apt-get install failed; refreshing package lists and retrying"
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -q update >&2
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@" >&2
+  fi
+}
+
+# --- keys ---------------------------------------------------------------------------------
+# Cache keys hash the inputs of a stage, including the text of the functions that run it, so
+# editing an unrelated part of this script does not throw away the debootstrap base.
+
+base_key() {
+  {
+    echo "base $SUITE $MIRROR $SECURITY_MIRROR"
+    declare -f build_base write_base_config
+  } | sha
+}
+
+rootfs_key() {
+  {
+    base_key
+    file_sha "$SETUP"
+    packages_of "$1"
+    declare -f build_rootfs chroot_setup
+  } | sha
+}
+
+# The build-hash label: every input of the final image.
+build_hash() {
+  {
+    rootfs_key "$1"
+    file_sha "$SELF"
+    file_sha "$RUNNER_SRC"
+    template_tags "$1"
+    template_cmd "$1"
+  } | sha
+}
+
+# --- engine -------------------------------------------------------------------------------
+
+require_engine() {
+  command -v docker >/dev/null 2>&1 ||
+    die "no docker CLI on PATH; start an engine first: scripts/docker-engine.sh up"
+  timeout 15 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
+    die "the Docker engine is not answering (DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock}); start it with: scripts/docker-engine.sh up"
+}
+
+# image_field REF FORMAT: prints the formatted field, or nothing when REF does not exist.
+image_field() { docker image inspect --format "$2" "$1" 2>/dev/null || true; }
+image_id() { image_field "$1" '{{.Id}}'; }
+label_of() { image_field "$1" "{{index .Config.Labels \"$2\"}}"; }
+
+# up_to_date TEMPLATE HASH: every tag exists, points at one image, and carries HASH.
+up_to_date() {
+  local t=$1 want=$2 tag id first=""
+  for tag in $(template_tags "$t"); do
+    id=$(image_field "$tag" "{{.Id}} {{index .Config.Labels \"$LABEL_BUILD_HASH\"}}")
+    [[ ${id#* } == "$want" ]] || return 1
+    id=${id%% *}
+    [[ -z $first || $first == "$id" ]] || return 1
+    first=$id
+  done
+}
+
+remove_if_unused() {
+  local id=$1 what=$2
+  [[ -n $id ]] || return 0
+  docker image inspect "$id" >/dev/null 2>&1 || return 0
+  [[ $(label_of "$id" "$LABEL_MANAGED") == sandpit ]] || return 0
+  [[ $(image_field "$id" '{{len .RepoTags}}') == 0 ]] || return 0
+  if docker image rm "$id" >/dev/null 2>&1; then
+    note "removed the replaced $what image ${id:7:12}"
+  else
+    note "kept the replaced $what image ${id:7:12} (still in use)"
+  fi
+}
+
+# --- stage 1: debootstrap base -----------------------------------------------------------
+
+write_base_config() {
+  local root=$1
+  # The same apt sources and dpkg excludes as debian:bookworm-slim.
+  rm -f "$root/etc/apt/sources.list"
+  mkdir -p "$root/etc/apt/sources.list.d" "$root/etc/dpkg/dpkg.cfg.d"
+  cat >"$root/etc/apt/sources.list.d/debian.sources" <<EOF
+Types: deb
+URIs: $MIRROR
+Suites: $SUITE $SUITE-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $SECURITY_MIRROR
+Suites: $SUITE-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  cat >"$root/etc/dpkg/dpkg.cfg.d/sandpit-slim" <<'EOF'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+path-exclude /usr/share/locale/*
+EOF
+  printf '#!/bin/sh\n# no services start inside an image build\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+  chmod 0755 "$root/usr/sbin/policy-rc.d"
+}
+
+# Prints the base rootfs directory, building it when it is not cached.
+build_base() {
+  local key dir tmp t0 logf
+  key=$(base_key)
+  dir=$CACHE_DIR/base/$key
+  if [[ -f $dir/done && -d $dir/rootfs ]]; then
+    note "base: cached debootstrap rootfs ${key:0:12}" && echo "$dir/rootfs" && return 0
+  fi
+  command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
+  t0=$(now)
+  logf=$CACHE_DIR/logs/base.log
+  tmp=$CACHE_DIR/base/.tmp.$$
+  rm -rf "$tmp" && mkdir -p "$tmp" "$CACHE_DIR/debs"
+  log "base: debootstrap --variant=minbase $SUITE (log: $logf)"
+  # A private mount namespace: the /proc and /sys that debootstrap mounts cannot outlive it.
+  if ! unshare --mount --propagation private -- debootstrap --variant=minbase --merged-usr \
+    --cache-dir="$CACHE_DIR/debs" "$SUITE" "$tmp/rootfs" "$MIRROR" >"$logf" 2>&1; then
+    tail -n 20 "$logf" >&2
+    rm -rf "$tmp"
+    die "debootstrap failed; see $logf"
+  fi
+  write_base_config "$tmp/rootfs"
+  # Replace any older base (other key) and publish this one atomically.
+  find "$CACHE_DIR/base" -mindepth 1 -maxdepth 1 -not -name ".tmp.*" -exec rm -rf {} +
+  mv "$tmp" "$dir"
+  touch "$dir/done"
+  note "base: done in $(since "$t0")"
+  echo "$dir/rootfs"
+}
+
+# --- stage 2: per-template rootfs ---------------------------------------------------------
+
+# Runs inside `unshare --mount`: mounts /proc, a minimal /dev and the shared .deb cache into
+# ROOT, then runs setup-rootfs.sh in the chroot. The mounts vanish with the namespace.
+chroot_setup() {
+  local root=$1 debs=$2
+  shift 2
+  mount -t proc proc "$root/proc"
+  mount -t tmpfs -o mode=0755,nosuid devtmp "$root/dev"
+  local spec name
+  for spec in null:3 zero:5 full:7 random:8 urandom:9; do
+    name=${spec%%:*}
+    mknod -m 0666 "$root/dev/$name" c 1 "${spec##*:}"
+  done
+  mknod -m 0666 "$root/dev/tty" c 5 0
+  ln -s /proc/self/fd "$root/dev/fd"
+  mkdir -p "$root/dev/pts" "$root/dev/shm" "$root/var/cache/sandpit-debs" "$debs/partial"
+  mount --bind "$debs" "$root/var/cache/sandpit-debs"
+  chroot "$root" /usr/bin/env -i \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root LANG=C.UTF-8 SANDPIT_APT_ARCHIVES=/var/cache/sandpit-debs \
+    sh /tmp/sandpit-setup/setup-rootfs.sh "$@"
+}
+
+build_rootfs() {
+  local t=$1 key=$2 base=$3 work t0 logf old_id
+  local -a pkgs
+  read -r -a pkgs <<<"$(packages_of "$t")"
+  t0=$(now)
+  logf=$CACHE_DIR/logs/$t.log
+  work=$CACHE_DIR/work/$t.$$
+  rm -rf "$work" && mkdir -p "$work"
+  log "$t: rootfs: base + apt-get install ${pkgs[*]} (log: $logf)"
+  cp -a "$base" "$work/rootfs"
+  mkdir -p "$work/rootfs/tmp/sandpit-setup"
+  cp "$SETUP" "$work/rootfs/tmp/sandpit-setup/setup-rootfs.sh"
+  cat /etc/resolv.conf >"$work/rootfs/etc/resolv.conf"  # apt inside the chroot downloads
+  if ! unshare --mount --propagation private -- "$BASH" "$SELF" __chroot-setup \
+    "$work/rootfs" "$CACHE_DIR/debs" "${pkgs[@]}" >"$logf" 2>&1; then
+    tail -n 20 "$logf" >&2
+    rm -rf "$work"
+    die "$t: package install failed; see $logf"
+  fi
+  note "$t: packages installed in $(since "$t0")"
+  # Files the engine provides at run time stay empty; /dev is the engine's too.
+  local root=$work/rootfs
+  : >"$root/etc/resolv.conf"
+  : >"$root/etc/hostname"
+  : >"$root/etc/machine-id"
+  rm -rf "$root/tmp/sandpit-setup" "$root/var/cache/sandpit-debs"
+  find "$root/dev" "$root/proc" "$root/sys" "$root/run" -mindepth 1 -delete 2>/dev/null || true
+  old_id=$(image_id "sandpit/rootfs:$t")
+  t0=$(now)
+  tar --numeric-owner -C "$root" -cf - . |
+    docker import \
+      --change "LABEL $LABEL_MANAGED=sandpit $LABEL_ROOTFS_HASH=$key" \
+      - "sandpit/rootfs:$t" >/dev/null
+  note "$t: imported sandpit/rootfs:$t ($(du -sh "$root" | cut -f1)) in $(since "$t0")"
+  rm -rf "$work"
+  echo "$old_id"
+}
+
+# --- stage 3: the runner and the final layer ---------------------------------------------
+
+# Prints the path of the compiled runner, or nothing when its source does not exist yet.
+build_runner() {
+  [[ -f $RUNNER_SRC ]] || return 0
+  local key dir
+  key=$(file_sha "$RUNNER_SRC")
+  dir=$CACHE_DIR/runner/$key
+  if [[ ! -x $dir/sandpit-runner ]]; then
+    if ! command -v gcc >/dev/null 2>&1 || ! dpkg -s libc6-dev >/dev/null 2>&1; then
+      apt_install gcc libc6-dev
+    fi
+    log "runner: gcc -static -O2 runner/sandpit-runner.c"
+    rm -rf "$dir" && mkdir -p "$dir"
+    gcc -static -O2 -o "$dir/sandpit-runner.tmp" "$RUNNER_SRC" >&2 ||
+      die "compiling $RUNNER_SRC failed"
+    mv "$dir/sandpit-runner.tmp" "$dir/sandpit-runner"
+  fi
+  echo "$dir/sandpit-runner"
+}
+
+build_final() {
+  local t=$1 hash=$2 runner=$3 ctx t0 tag
+  local -a tag_args=()
+  t0=$(now)
+  ctx=$CACHE_DIR/work/final-$t.$$
+  rm -rf "$ctx" && mkdir -p "$ctx"
+  {
+    echo "FROM sandpit/rootfs:$t"
+    if [[ -n $runner ]]; then
+      cp "$runner" "$ctx/sandpit-runner"
+      echo "COPY sandpit-runner /usr/local/bin/sandpit-runner"
+    fi
+    echo "ENV LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/sandbox"
+    echo "WORKDIR /workspace"
+    echo "USER 1000:1000"
+    echo "CMD $(template_cmd "$t")"
+  } >"$ctx/Dockerfile"
+  for tag in $(template_tags "$t"); do tag_args+=(-t "$tag"); done
+  # The legacy builder: it works against any engine, offline, from a local FROM image.
+  if ! DOCKER_BUILDKIT=0 docker build -q --force-rm \
+    --label "$LABEL_MANAGED=sandpit" --label "$LABEL_TEMPLATE=$t" \
+    --label "$LABEL_BUILD_HASH=$hash" "${tag_args[@]}" "$ctx" \
+    >"$CACHE_DIR/logs/$t.final.log" 2>&1; then
+    cat "$CACHE_DIR/logs/$t.final.log" >&2
+    rm -rf "$ctx"
+    die "$t: docker build of the final layer failed"
+  fi
+  rm -rf "$ctx"
+  note "$t: final layer ($( [[ -n $runner ]] && echo "with sandpit-runner" || echo "no runner source yet")) in $(since "$t0")"
+}
+
+build_template() {
+  local t=$1 hash=$2 rkey t0 old_final old_rootfs="" runner base
+  t0=$(now)
+  rkey=$(rootfs_key "$t")
+  old_final=$(image_id "$(template_tags "$t" | cut -d' ' -f1)")
+  if [[ $FORCE == 0 && $(label_of "sandpit/rootfs:$t" "$LABEL_ROOTFS_HASH") == "$rkey" ]]; then
+    note "$t: rootfs up to date (sandpit/rootfs:$t ${rkey:0:12})"
+  else
+    base=$(build_base)
+    old_rootfs=$(build_rootfs "$t" "$rkey" "$base")
+  fi
+  runner=$(build_runner)
+  build_final "$t" "$hash" "$runner"
+  [[ -z $old_final || $old_final == "$(image_id "$(template_tags "$t" | cut -d' ' -f1)")" ]] ||
+    remove_if_unused "$old_final" "$t"
+  remove_if_unused "$old_rootfs" "sandpit/rootfs:$t"
+  log "$t: built $(template_tags "$t") ($(image_field "$(template_tags "$t" | cut -d' ' -f1)" '{{.Size}}' | numfmt --to=si)B) in $(since "$t0")"
+}
+
+# --- list ---------------------------------------------------------------------------------
+
+cmd_list() {
+  require_engine
+  local t tag size hash state
+  printf '%-22s %-9s %-10s %s\n' IMAGE SIZE STATE BUILD-HASH
+  for t in "${TEMPLATES[@]}"; do
+    for tag in $(template_tags "$t"); do
+      size=$(image_field "$tag" '{{.Size}}')
+      hash=$(label_of "$tag" "$LABEL_BUILD_HASH")
+      if [[ -z $size ]]; then state=missing size=-
+      elif [[ $hash == "$(build_hash "$t")" ]]; then state=current
+      else state=stale
+      fi
+      [[ $size == - ]] || size=$(numfmt --to=si "$size")B
+      printf '%-22s %-9s %-10s %s\n' "$tag" "$size" "$state" "${hash:0:12}"
+    done
+  done
+  for t in "${TEMPLATES[@]}"; do
+    size=$(image_field "sandpit/rootfs:$t" '{{.Size}}')
+    [[ -z $size ]] || printf '%-22s %-9s %-10s %s\n' "sandpit/rootfs:$t" "$(numfmt --to=si "$size")B" \
+      "(base)" "$(label_of "sandpit/rootfs:$t" "$LABEL_ROOTFS_HASH" | cut -c1-12)"
+  done
+  if [[ -d $CACHE_DIR ]]; then
+    echo "cache: $CACHE_DIR ($(du -sh "$CACHE_DIR" 2>/dev/null | cut -f1))"
+  fi
+}
+
+# --- main ---------------------------------------------------------------------------------
+
+FORCE=0
+NO_CACHE=0
+
+main() {
+  if [[ ${1:-} == __chroot-setup ]]; then
+    shift
+    chroot_setup "$@"
+    return
+  fi
+  local -a wanted=()
+  local arg
+  for arg in "$@"; do
+    case $arg in
+      -h | --help | help) usage; return 0 ;;
+      -l | --list | list) cmd_list; return 0 ;;
+      -f | --force) FORCE=1 ;;
+      --no-cache) FORCE=1 NO_CACHE=1 ;;
+      -*) usage >&2; die "unknown option $arg" ;;
+      *)
+        template_tags "$arg" >/dev/null ||
+          die "unknown template '$arg' (known: ${TEMPLATES[*]}). Other images, e.g. node:20, cannot be built offline: build images/<template>/Dockerfile or pull them where a registry is reachable"
+        wanted+=("$arg")
+        ;;
+    esac
+  done
+  [[ ${#wanted[@]} -gt 0 ]] || wanted=("${TEMPLATES[@]}")
+  require_engine
+
+  # Fast path without the lock: nothing to do.
+  local t t0 hash
+  local -a todo=()
+  t0=$(now)
+  for t in "${wanted[@]}"; do
+    hash=$(build_hash "$t")
+    if [[ $FORCE == 0 ]] && up_to_date "$t" "$hash"; then
+      note "$t: up to date ($(template_tags "$t"), build-hash ${hash:0:12})"
+    else
+      todo+=("$t")
+    fi
+  done
+  if [[ ${#todo[@]} -eq 0 ]]; then
+    log "all ${#wanted[@]} image(s) up to date ($(since "$t0"))"
+    return 0
+  fi
+
+  [[ $(id -u) -eq 0 ]] || die "building images needs root (debootstrap, chroot, mounts)"
+  mkdir -p "$CACHE_DIR/logs" "$CACHE_DIR/work" "$CACHE_DIR/base" "$CACHE_DIR/debs"
+  exec 9>"$CACHE_DIR/.lock"
+  if ! flock -n 9; then
+    log "another images/build.sh is running (lock $CACHE_DIR/.lock); waiting for it"
+    flock 9
+  fi
+  # Leftovers of an interrupted build (ours only: we hold the lock).
+  rm -rf "$CACHE_DIR/work" "$CACHE_DIR/base"/.tmp.* && mkdir -p "$CACHE_DIR/work"
+  if [[ $NO_CACHE == 1 ]]; then
+    log "--no-cache: dropping the cached base rootfs"
+    find "$CACHE_DIR/base" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+  fi
+
+  t0=$(now)
+  for t in "${todo[@]}"; do
+    hash=$(build_hash "$t")
+    # Another invocation may have built it while we waited for the lock.
+    if [[ $FORCE == 0 ]] && up_to_date "$t" "$hash"; then
+      note "$t: up to date (built by another invocation)"
+      continue
+    fi
+    build_template "$t" "$hash"
+  done
+  log "done: ${todo[*]} in $(since "$t0")"
+}
+
+main "$@"
