@@ -1,0 +1,32 @@
+// Helpers for tests against the local Kubernetes test cluster (test/env/kube-cluster.sh).
+export {
+  ClusterUnavailableError,
+  KubeCluster,
+  type KubeTestContext,
+  TEST_NAMESPACE_LABEL,
+  httpStatus,
+  isNotFound,
+  kubeTest,
+  withCluster,
+} from './cluster.js';
+export { collectDiagnostics, describePod } from './diagnostics.js';
+export {
+  CLUSTER_SCRIPT,
+  type ClusterEnv,
+  type IdentityName,
+  loadClusterEnv,
+  parseEnvLines,
+  START_COMMAND,
+} from './env.js';
+export { execInPod, type ExecResult, exitCodeOf, framed } from './exec.js';
+export { runCommand, runOk, type RunResult } from './run.js';
+export {
+  podFinishedOrStuck,
+  podRunning,
+  stuckReason,
+  summarize,
+  waitFor,
+  waitForPod,
+  WaitTimeoutError,
+  type WatchEventType,
+} from './wait.js';
