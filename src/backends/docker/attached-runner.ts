@@ -1,0 +1,150 @@
+/**
+ * One hardened container whose main process is sandpit-runner, attached before start so that no
+ * output is lost. It takes exactly one job; its result arrives in-band, so the container's own
+ * exit and removal stay off the caller's critical path.
+ */
+import type { Duplex } from 'node:stream';
+import type Docker from 'dockerode';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { onAbort } from '../../shared/abort.js';
+import type { OutputChunk } from '../output.js';
+import type { RunFacts } from '../result.js';
+import { encodeJob, outputWindow } from '../runner/protocol.js';
+import type { RunnerOutcome } from '../runner/reader.js';
+import { RunnerReader } from '../runner/reader.js';
+import { DockerDemuxer } from './demux.js';
+import { engineError } from './engine-errors.js';
+
+/** How long after the runner's own deadline the engine kills the container from outside. */
+export const OUTER_DEADLINE_GRACE_MS = 1000;
+const DIAGNOSTICS_BYTES = 4096;
+
+export interface JobResult {
+  outcome: RunnerOutcome;
+  facts: RunFacts;
+}
+
+export class AttachedRunner {
+  readonly container: Docker.Container;
+  readonly reader = new RunnerReader();
+  private stream: Duplex | undefined;
+  private diagnostics = '';
+  private endedResolve!: () => void;
+  /** Resolves when the attach stream closes (the runner exited or the container was killed). */
+  readonly ended = new Promise<void>((r) => (this.endedResolve = r));
+  private removal: Promise<void> | undefined;
+
+  private constructor(container: Docker.Container) {
+    this.container = container;
+  }
+
+  /** Creates, attaches and starts the container. Throws typed engine errors; leaves nothing behind on failure. */
+  static async start(docker: Docker, config: Docker.ContainerCreateOptions): Promise<AttachedRunner> {
+    const context = { image: config.Image, runtime: config.HostConfig?.Runtime };
+    let container: Docker.Container;
+    try {
+      container = await docker.createContainer(config);
+    } catch (e) {
+      throw engineError(e, context);
+    }
+    const runner = new AttachedRunner(container);
+    try {
+      await runner.attach();
+      await container.start();
+    } catch (e) {
+      await runner.remove();
+      throw engineError(e, context);
+    }
+    return runner;
+  }
+
+  private async attach(): Promise<void> {
+    const stream = (await this.container.attach({
+      stream: true,
+      stdin: true,
+      stdout: true,
+      stderr: true,
+      hijack: true,
+    })) as unknown as Duplex;
+    this.stream = stream;
+    const demux = new DockerDemuxer(
+      (b) => this.reader.push(b),
+      (b) => {
+        if (this.diagnostics.length < DIAGNOSTICS_BYTES) this.diagnostics += b.toString('utf8');
+      },
+    );
+    stream.on('data', (chunk: Buffer) => demux.push(chunk));
+    stream.on('end', () => this.endedResolve());
+    stream.on('close', () => this.endedResolve());
+    stream.on('error', () => this.endedResolve());
+  }
+
+  /** Runs the one job. Deadline: the runner's own, and the engine's kill OUTER_DEADLINE_GRACE_MS later. */
+  async run(spec: EffectiveSpec, onChunk: (c: OutputChunk) => void, signal?: AbortSignal): Promise<JobResult> {
+    this.reader.begin(outputWindow(spec.limits.outputBytes), onChunk);
+    let killedBy: 'deadline' | 'cancel' | undefined;
+    const kill = (why: 'deadline' | 'cancel'): void => {
+      killedBy ??= why;
+      void this.kill();
+    };
+    const timer = setTimeout(() => kill('deadline'), spec.limits.timeoutSeconds * 1000 + OUTER_DEADLINE_GRACE_MS);
+    const detach = onAbort(signal, () => kill('cancel'));
+    try {
+      this.stream?.write(encodeJob(spec));
+      await Promise.race([this.reader.done, this.ended]);
+    } finally {
+      clearTimeout(timer);
+      detach();
+    }
+    const outcome = this.reader.outcome();
+    if (killedBy === 'cancel') {
+      return { outcome, facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: true } };
+    }
+    if (outcome.exit) {
+      const { exitCode, timedOut, oomKilled } = outcome.exit;
+      return { outcome, facts: { exitCode, timedOut, oomKilled, cancelled: false } };
+    }
+    return { outcome, facts: await this.factsWithoutReport(outcome, killedBy === 'deadline') };
+  }
+
+  /** The runner never reported (it was killed with its sandbox, e.g. gVisor's whole-sandbox OOM): ask the engine. */
+  private async factsWithoutReport(outcome: RunnerOutcome, deadline: boolean): Promise<RunFacts> {
+    if (outcome.failure !== undefined) {
+      return { exitCode: null, timedOut: false, oomKilled: false, cancelled: false, failure: outcome.failure };
+    }
+    try {
+      await this.container.wait();
+      const info = await this.container.inspect();
+      const oomKilled = info.State.OOMKilled;
+      return {
+        exitCode: info.State.ExitCode,
+        timedOut: deadline,
+        oomKilled,
+        cancelled: false,
+        ...(deadline || oomKilled ? {} : { failure: this.diagnosis('the sandbox ended without reporting a result') }),
+      };
+    } catch (e) {
+      return { exitCode: null, timedOut: deadline, oomKilled: false, cancelled: false, failure: String(e) };
+    }
+  }
+
+  private diagnosis(message: string): string {
+    const d = this.diagnostics.trim();
+    return d ? `${message}: ${d}` : message;
+  }
+
+  async kill(): Promise<void> {
+    await this.container.kill().catch(() => {});
+  }
+
+  /** Removes the container (killing it if needed). Idempotent; never throws. */
+  remove(): Promise<void> {
+    this.removal ??= (async () => {
+      this.stream?.destroy();
+      await this.container.remove({ force: true, v: true }).catch((e: { statusCode?: number }) => {
+        if (e.statusCode !== 404 && e.statusCode !== 409) throw e;
+      });
+    })().catch(() => {});
+    return this.removal;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The Docker rendering of an effective spec: a pure function, tested field by field. Every
+ * container gets the full hardening whether it serves a cold run or waits in a warm pool.
+ */
+import type Docker from 'dockerode';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { LABELS, MANAGED_BY } from './labels.js';
+
+export const RUNNER = '/usr/local/bin/sandpit-runner';
+export const SANDBOX_USER = '1000:1000';
+
+/** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
+export const RUNSC_PIDS_OVERHEAD = 384;
+
+export interface ContainerOptions {
+  name: string;
+  runId?: string;
+  kind: 'run' | 'pool';
+  owner: string;
+  /** Epoch ms after which the reaper may remove the container regardless of its owner. */
+  expiresAt?: number;
+}
+
+type Limits = Pick<EffectiveSpec['limits'], 'cpuMilli' | 'memoryBytes' | 'pids' | 'workspaceBytes' | 'tmpBytes' | 'fileSizeBytes' | 'openFiles'>;
+
+/** What a container depends on: the image, the runtime and the limits (never the job itself). */
+export type ContainerShape = Pick<EffectiveSpec, 'image' | 'runtime' | 'template' | 'workdir'> & { limits: Limits };
+
+export function buildContainerConfig(shape: ContainerShape, options: ContainerOptions): Docker.ContainerCreateOptions {
+  const { limits } = shape;
+  const runsc = shape.runtime === 'runsc';
+  return {
+    name: options.name,
+    Image: shape.image,
+    Entrypoint: [RUNNER],
+    Cmd: [],
+    User: SANDBOX_USER,
+    WorkingDir: shape.workdir,
+    Env: [],
+    Labels: {
+      [LABELS.managedBy]: MANAGED_BY,
+      [LABELS.kind]: options.kind,
+      [LABELS.owner]: options.owner,
+      ...(options.runId ? { [LABELS.run]: options.runId } : {}),
+      ...(shape.template ? { [LABELS.template]: shape.template } : {}),
+      ...(options.expiresAt ? { [LABELS.expires]: String(options.expiresAt) } : {}),
+    },
+    AttachStdin: true,
+    OpenStdin: true,
+    StdinOnce: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    NetworkDisabled: true,
+    HostConfig: {
+      NetworkMode: 'none',
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.cpuMilli * 1_000_000,
+      PidsLimit: runsc ? limits.pids + RUNSC_PIDS_OVERHEAD : limits.pids,
+      Ulimits: [
+        { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
+        { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
+        { Name: 'core', Soft: 0, Hard: 0 },
+      ],
+      ReadonlyRootfs: true,
+      Tmpfs: {
+        '/tmp': `rw,exec,nosuid,nodev,size=${limits.tmpBytes},mode=1777`,
+        [shape.workdir]: `rw,exec,nosuid,nodev,size=${limits.workspaceBytes},uid=1000,gid=1000,mode=0755`,
+      },
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Privileged: false,
+      IpcMode: 'private',
+      Init: false,
+      AutoRemove: false,
+      // Output travels over the attach stream only: nothing the sandbox prints is written to host disk.
+      LogConfig: { Type: 'none', Config: {} },
+      ...(shape.runtime ? { Runtime: shape.runtime } : {}),
+    },
+  };
+}

@@ -1,0 +1,172 @@
+/**
+ * The single-machine backend: every run gets a fresh, hardened container that is never reused
+ * (DESIGN.md §6). Containers are removed on every path; leftovers of a crashed caller are reaped
+ * at start-up.
+ */
+import Docker from 'dockerode';
+import type { RunResult } from '../../api/run.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
+import { AsyncQueue } from '../../shared/async-queue.js';
+import { AppError } from '../../shared/errors.js';
+import type { OutputChunk } from '../output.js';
+import { buildResult } from '../result.js';
+import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
+import { AttachedRunner } from './attached-runner.js';
+import { buildContainerConfig } from './container-config.js';
+import { ENGINE_HINT, engineError } from './engine-errors.js';
+import { currentOwner } from './owner.js';
+import { reapLeftovers } from './reaper.js';
+
+export interface DockerBackendOptions {
+  socketPath?: string;
+  docker?: Docker;
+  /** Images `health()` reports on; defaults to the built-in templates' images. */
+  images?: readonly string[];
+}
+
+/** Extra life a container's expiry label gets beyond its deadline, for slow starts and removal. */
+const EXPIRY_SLACK_MS = 5 * 60_000;
+
+export class DockerBackend implements SandboxBackend {
+  readonly name = 'docker';
+  readonly docker: Docker;
+  readonly owner = currentOwner();
+  private readonly images: readonly string[];
+  private readonly cleanups = new Set<Promise<void>>();
+  private readonly active = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(options: DockerBackendOptions = {}) {
+    this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
+    this.images = options.images ?? BUILTIN_TEMPLATES.map((t) => t.image);
+  }
+
+  /** Removes what crashed callers left behind. Call once at start-up. */
+  async reap(): Promise<string[]> {
+    try {
+      return await reapLeftovers(this.docker);
+    } catch (e) {
+      throw engineError(e, {});
+    }
+  }
+
+  start(spec: EffectiveSpec, options: StartOptions): RunExecution {
+    const output = new AsyncQueue<OutputChunk>();
+    let cleanedUpResolve!: () => void;
+    const cleanedUp = new Promise<void>((r) => (cleanedUpResolve = r));
+    const result = this.execute(spec, options, output, cleanedUpResolve).finally(() => output.end());
+    const settled = result.then(
+      () => cleanedUp,
+      () => cleanedUp,
+    );
+    this.active.add(settled);
+    void settled.finally(() => this.active.delete(settled));
+    return { runId: options.runId, output, result, cleanedUp };
+  }
+
+  private async execute(
+    spec: EffectiveSpec,
+    { runId, signal }: StartOptions,
+    output: AsyncQueue<OutputChunk>,
+    cleanedUp: () => void,
+  ): Promise<RunResult> {
+    const startedAt = Date.now();
+    const cancelledResult = (): RunResult =>
+      buildResult({
+        runId,
+        spec,
+        facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: true },
+        startedAt,
+        finishedAt: Date.now(),
+        backend: this.name,
+        served: 'cold',
+      });
+    if (this.closed) {
+      cleanedUp();
+      throw new AppError('BACKEND_ERROR', 'the Docker backend is shutting down', { hint: 'retry on another instance' });
+    }
+    if (signal?.aborted) {
+      cleanedUp();
+      return cancelledResult();
+    }
+    let runner: AttachedRunner;
+    try {
+      runner = await AttachedRunner.start(
+        this.docker,
+        buildContainerConfig(spec, {
+          name: `sandpit-run-${runId}`,
+          runId,
+          kind: 'run',
+          owner: this.owner,
+          expiresAt: startedAt + spec.limits.timeoutSeconds * 1000 + EXPIRY_SLACK_MS,
+        }),
+      );
+    } catch (e) {
+      cleanedUp();
+      throw e;
+    }
+    try {
+      if (signal?.aborted) return cancelledResult();
+      const { outcome, facts } = await runner.run(spec, (c) => output.push(c), signal);
+      return buildResult({
+        runId,
+        spec,
+        facts,
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        startedAt,
+        finishedAt: Date.now(),
+        backend: this.name,
+        served: 'cold',
+      });
+    } finally {
+      this.track(runner.remove(), cleanedUp);
+    }
+  }
+
+  private track(removal: Promise<void>, done: () => void): void {
+    const tracked = removal.finally(() => {
+      this.cleanups.delete(tracked);
+      done();
+    });
+    this.cleanups.add(tracked);
+  }
+
+  async health(): Promise<BackendHealth> {
+    try {
+      await this.docker.ping();
+    } catch (e) {
+      const err = engineError(e, {});
+      return { ok: false, backend: this.name, detail: `${err.message}; ${err.hint ?? ENGINE_HINT}` };
+    }
+    const info = (await this.docker.info()) as { Runtimes?: Record<string, unknown>; ServerVersion?: string };
+    const present: string[] = [];
+    const missing: string[] = [];
+    await Promise.all(
+      this.images.map(async (image) => {
+        try {
+          await this.docker.getImage(image).inspect();
+          present.push(image);
+        } catch {
+          missing.push(image);
+        }
+      }),
+    );
+    return {
+      ok: missing.length === 0,
+      backend: this.name,
+      detail: missing.length
+        ? `engine ${info.ServerVersion ?? '?'} is up, but images are missing: ${missing.join(', ')} (run \`sandpit images build\`)`
+        : `engine ${info.ServerVersion ?? '?'} is up with every sandbox image`,
+      images: { present: present.sort(), missing: missing.sort() },
+      runtimes: Object.keys(info.Runtimes ?? {}).sort(),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.active);
+    await Promise.all(this.cleanups);
+  }
+}

@@ -1,0 +1,14 @@
+/** Labels on every container sandpit creates: ownership, for clean-up and for the reaper. */
+export const LABELS = {
+  managedBy: 'sandpit.dev/managed-by',
+  run: 'sandpit.dev/run',
+  template: 'sandpit.dev/template',
+  kind: 'sandpit.dev/kind',
+  /** `host:pid:starttime` of the process that owns the container. */
+  owner: 'sandpit.dev/owner',
+  /** Epoch ms after which the container is garbage whoever owns it. */
+  expires: 'sandpit.dev/expires-at',
+} as const;
+
+export const MANAGED_BY = 'sandpit';
+export const MANAGED_FILTER = `${LABELS.managedBy}=${MANAGED_BY}`;

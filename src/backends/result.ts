@@ -1,0 +1,76 @@
+/**
+ * How a run's facts become the shared phase and reason (DESIGN.md §4a). Pure, and used by every
+ * backend so that the same program reports the same outcome everywhere.
+ */
+import type { Phase, Reason, RunResult } from '../api/run.js';
+import type { EffectiveSpec } from '../policy/evaluate.js';
+import { formatCpu } from '../shared/quantity.js';
+import type { CapturedStream } from './output.js';
+
+export interface RunFacts {
+  exitCode: number | null;
+  timedOut: boolean;
+  oomKilled: boolean;
+  cancelled: boolean;
+  /** The sandbox itself failed (runner error, engine error): the program's outcome is unknown. */
+  failure?: string;
+}
+
+export function classify(f: RunFacts): { phase: Phase; reason: Reason; message?: string } {
+  if (f.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: 'the run was cancelled' };
+  if (f.timedOut) return { phase: 'TimedOut', reason: 'DeadlineExceeded', message: 'the deadline ended the run' };
+  if (f.oomKilled) return { phase: 'Failed', reason: 'OOMKilled', message: 'the program ran out of memory and was killed' };
+  if (f.failure !== undefined) return { phase: 'Failed', reason: 'BackendError', message: f.failure };
+  if (f.exitCode === 0) return { phase: 'Succeeded', reason: 'Completed' };
+  return { phase: 'Failed', reason: 'Error', message: `the program exited with code ${f.exitCode ?? 'unknown'}` };
+}
+
+const EMPTY: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };
+
+export function buildResult(input: {
+  runId: string;
+  spec: EffectiveSpec;
+  facts: RunFacts;
+  stdout?: CapturedStream;
+  stderr?: CapturedStream;
+  startedAt: number;
+  finishedAt: number;
+  backend: string;
+  served?: 'cold' | 'warm';
+}): RunResult {
+  const { spec, facts } = input;
+  const stdout = input.stdout ?? EMPTY;
+  const stderr = input.stderr ?? EMPTY;
+  const { phase, reason, message } = classify(facts);
+  return {
+    runId: input.runId,
+    phase,
+    reason,
+    ...(message ? { message } : {}),
+    exitCode: facts.exitCode,
+    timedOut: phase === 'TimedOut',
+    stdout: stdout.text,
+    stderr: stderr.text,
+    truncated: stdout.truncated || stderr.truncated,
+    stdoutBytes: stdout.bytes,
+    stderrBytes: stderr.bytes,
+    binaryOutput: stdout.binary || stderr.binary,
+    durationMs: input.finishedAt - input.startedAt,
+    ...(spec.template ? { template: spec.template } : {}),
+    image: spec.image,
+    ...(spec.runtime ? { runtime: spec.runtime } : {}),
+    backend: input.backend,
+    ...(input.served ? { served: input.served } : {}),
+    limits: {
+      cpu: formatCpu(spec.limits.cpuMilli),
+      memoryBytes: spec.limits.memoryBytes,
+      pids: spec.limits.pids,
+      workspaceBytes: spec.limits.workspaceBytes,
+      tmpBytes: spec.limits.tmpBytes,
+      timeoutSeconds: spec.limits.timeoutSeconds,
+      outputBytes: spec.limits.outputBytes,
+    },
+    createdAt: new Date(input.startedAt).toISOString(),
+    finishedAt: new Date(input.finishedAt).toISOString(),
+  };
+}

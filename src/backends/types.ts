@@ -1,0 +1,40 @@
+/**
+ * The interface both backends implement (DESIGN.md §6). A backend runs an already-evaluated spec:
+ * policy is decided before a backend ever sees a request.
+ */
+import type { RunResult } from '../api/run.js';
+import type { EffectiveSpec } from '../policy/evaluate.js';
+import type { OutputChunk } from './output.js';
+
+export interface StartOptions {
+  runId: string;
+  /** Aborting ends the run as Cancelled and removes its sandbox. */
+  signal?: AbortSignal;
+}
+
+export interface RunExecution {
+  runId: string;
+  /** Live output (the head of each stream, as it is written). Ends when the run ends. */
+  output: AsyncIterable<OutputChunk>;
+  /** The final result, with capped output. Resolves for every program outcome; rejects only on infrastructure errors. */
+  result: Promise<RunResult>;
+  /** Resolves once the sandbox is gone (removal may finish after `result`). */
+  cleanedUp: Promise<void>;
+}
+
+export interface BackendHealth {
+  ok: boolean;
+  backend: string;
+  detail: string;
+  /** Sandbox images that are present, and missing ones. */
+  images?: { present: string[]; missing: string[] };
+  runtimes?: string[];
+}
+
+export interface SandboxBackend {
+  readonly name: 'docker' | 'kubernetes';
+  start(spec: EffectiveSpec, options: StartOptions): RunExecution;
+  health(): Promise<BackendHealth>;
+  /** Stops accepting runs, waits for running sandboxes to be removed. */
+  close(): Promise<void>;
+}
