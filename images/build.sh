@@ -278,9 +278,8 @@ build_rootfs() {
   local root=$work/rootfs
   : >"$root/etc/resolv.conf"
   : >"$root/etc/hostname"
-  : >"$root/etc/machine-id"
   rm -rf "$root/tmp/sandpit-setup" "$root/var/cache/sandpit-debs"
-  find "$root/dev" "$root/proc" "$root/sys" "$root/run" -mindepth 1 -delete 2>/dev/null || true
+  find "$root/dev" "$root/proc" "$root/sys" -mindepth 1 -delete 2>/dev/null || true
   old_id=$(image_id "sandpit/rootfs:$t")
   t0=$(now)
   tar --numeric-owner -C "$root" -cf - . |
