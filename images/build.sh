@@ -452,6 +452,7 @@ main() {
   fi
 
   t0=$(now)
+  local -a built=()
   for t in "${todo[@]}"; do
     hash=$(build_hash "$t")
     # Another invocation may have built it while we waited for the lock.
@@ -460,8 +461,13 @@ main() {
       continue
     fi
     build_template "$t" "$hash"
+    built+=("$t")
   done
-  log "done: ${todo[*]} in $(since "$t0")"
+  if [[ ${#built[@]} -gt 0 ]]; then
+    log "built ${built[*]} in $(since "$t0")"
+  else
+    log "nothing left to build"
+  fi
 }
 
 main "$@"
