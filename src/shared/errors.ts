@@ -3,12 +3,13 @@
  * `AppError.code` exactly once; nothing downstream inspects messages.
  */
 export const ErrorCodes = {
-  INVALID_REQUEST: { http: 400, exit: 2, retryable: false },
-  POLICY_DENIED: { http: 403, exit: 3, retryable: false },
-  UNAUTHORIZED: { http: 401, exit: 4, retryable: false },
-  FORBIDDEN: { http: 403, exit: 4, retryable: false },
-  NOT_FOUND: { http: 404, exit: 2, retryable: false },
-  TOO_LARGE: { http: 413, exit: 2, retryable: false },
+  // `exit` follows sysexits.h so the CLI's own failures stand apart from a program's exit code.
+  INVALID_REQUEST: { http: 400, exit: 64, retryable: false },
+  POLICY_DENIED: { http: 403, exit: 77, retryable: false },
+  UNAUTHORIZED: { http: 401, exit: 77, retryable: false },
+  FORBIDDEN: { http: 403, exit: 77, retryable: false },
+  NOT_FOUND: { http: 404, exit: 66, retryable: false },
+  TOO_LARGE: { http: 413, exit: 64, retryable: false },
   BUSY: { http: 429, exit: 75, retryable: true },
   CANCELLED: { http: 409, exit: 130, retryable: false },
   CONFIG_INVALID: { http: 500, exit: 78, retryable: false },

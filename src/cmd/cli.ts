@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+/** The `sandpit` command: dispatches to one subcommand; every subcommand has --help. */
+import { reportError } from './context.js';
+import { doctorCommand } from './doctor.js';
+import { imagesCommand } from './images.js';
+import { runCommand } from './run.js';
+import { setupCommand } from './setup.js';
+
+const USAGE = `
+usage: sandpit <command> [options]
+
+Runs untrusted, model-generated code in locked-down containers.
+
+commands:
+  run       run code in a fresh sandbox and print its output       sandpit run -c 'print(1)'
+  mcp       MCP server over stdio, for Claude Code, Cursor, …       sandpit mcp
+  serve     MCP (Streamable HTTP) and REST gateway                  sandpit serve --port 8080
+  operator  Kubernetes operator for SandboxRun resources            sandpit operator
+  doctor    check the engine, images and runtime; name the fixes    sandpit doctor
+  setup     install/start the Docker engine and build the images    sandpit setup   (root)
+  images    build or list the sandbox images                        sandpit images build
+  version   print the version
+
+Run \`sandpit <command> --help\` for a command's options.
+Configuration: --config FILE or SANDPIT_CONFIG (YAML/JSON), SANDPIT_* and the seed's variables
+(MCP_PORT, MCP_AUTH_TOKEN, SANDBOX_IMAGE_ALLOWLIST, MAX_CONTAINER_CPU, MAX_CONTAINER_MEMORY,
+CONTAINER_TIMEOUT_SECONDS, DISABLE_NETWORK).
+`;
+
+type Command = (argv: string[]) => Promise<number> | number;
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: () => Promise.resolve(runCommand),
+  doctor: () => Promise.resolve(doctorCommand),
+  images: () => Promise.resolve(imagesCommand),
+  setup: () => Promise.resolve(setupCommand),
+};
+
+async function version(): Promise<string> {
+  const { createRequire } = await import('node:module');
+  const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+  return pkg.version;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${USAGE.trim()}\n`);
+    return name === undefined ? 64 : 0;
+  }
+  if (name === 'version' || name === '--version') {
+    process.stdout.write(`sandpit ${await version()}\n`);
+    return 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`sandpit: unknown command "${name}"\n\n${USAGE.trim()}\n`);
+    return 64;
+  }
+  const command = await load();
+  return command(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.exitCode = reportError(e);
+  },
+);

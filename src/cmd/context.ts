@@ -1,0 +1,69 @@
+/**
+ * Composition helpers for the commands: the only place that reads the process environment and
+ * wires config, logger, backend and service together.
+ */
+import { fileURLToPath } from 'node:url';
+import { DockerBackend } from '../backends/docker/docker-backend.js';
+import { configWarnings, loadConfig } from '../config/load.js';
+import { policyFromConfig } from '../config/policy.js';
+import type { Config } from '../config/schema.js';
+import { SandpitService } from '../gateway/service.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { AppError, isAppError } from '../shared/errors.js';
+
+/** The package root (holds images/ and scripts/), from src/cmd or dist/cmd alike. */
+export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface Context {
+  config: Config;
+  logger: Logger;
+}
+
+export function loadContext(options: { configPath?: string | undefined; logFd?: 1 | 2; logLevel?: string }): Context {
+  const config = loadConfig({ env: process.env, ...(options.configPath ? { configPath: options.configPath } : {}) });
+  const logger = createLogger({ level: options.logLevel ?? config.logging.level, fd: options.logFd ?? 2 });
+  for (const warning of configWarnings(config)) logger.warn(warning);
+  return { config, logger };
+}
+
+export interface Wiring {
+  service: SandpitService;
+  backend: DockerBackend;
+  metrics: Metrics;
+}
+
+/** The Docker backend and the service over it, with leftovers of crashed callers reaped first. */
+export async function wireDocker(ctx: Context, options: { defaultMetrics?: boolean } = {}): Promise<Wiring> {
+  const { config, logger } = ctx;
+  if (config.sandbox.backend !== 'docker') {
+    throw new AppError('CONFIG_INVALID', `this command runs the docker backend, but sandbox.backend is ${config.sandbox.backend}`);
+  }
+  const backend = new DockerBackend({ socketPath: config.docker.socketPath });
+  const reaped = await backend.reap();
+  if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
+  const metrics = createMetrics(options);
+  const service = new SandpitService({
+    backend,
+    policy: policyFromConfig(config),
+    logger,
+    metrics,
+    admission: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+  });
+  return { service, backend, metrics };
+}
+
+/** Prints an error the way a user can act on it, and returns the exit code to use. */
+export function reportError(e: unknown): number {
+  if (isAppError(e)) {
+    process.stderr.write(`sandpit: ${e.message}\n`);
+    for (const v of e.violations) {
+      const limit = v.limit !== undefined ? ` (limit: ${v.limit})` : '';
+      process.stderr.write(`  - ${v.field}: ${v.message}${limit}\n`);
+    }
+    if (e.hint) process.stderr.write(`hint: ${e.hint}\n`);
+    return e.exitCode;
+  }
+  process.stderr.write(`sandpit: unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  return 70;
+}

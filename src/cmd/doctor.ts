@@ -1,0 +1,89 @@
+/** `sandpit doctor`: is this machine ready, and if not, the exact fix for each missing piece. */
+import { DockerBackend } from '../backends/docker/docker-backend.js';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { toAppError } from '../shared/errors.js';
+import { parse, printHelp } from './args.js';
+
+export const DOCTOR_USAGE = `
+usage: sandpit doctor [--json] [--config PATH]
+
+Checks Node.js, the configuration, the Docker engine, the sandbox images and the configured
+runtime, and names the fix for each missing piece. Exits 0 when everything is ready.
+`;
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+  fix?: string;
+}
+
+export async function doctorCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { json: { type: 'boolean' }, config: { type: 'string' } }, DOCTOR_USAGE);
+  if (values.help) {
+    printHelp(DOCTOR_USAGE);
+    return 0;
+  }
+  const checks = await runChecks(values.config);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ok: checks.every((c) => c.ok), checks }, null, 2)}\n`);
+  } else {
+    for (const c of checks) {
+      process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(8)} ${c.detail}\n`);
+      if (!c.ok && c.fix) process.stdout.write(`     fix: ${c.fix}\n`);
+    }
+    process.stdout.write(checks.every((c) => c.ok) ? 'ready\n' : 'not ready\n');
+  }
+  return checks.every((c) => c.ok) ? 0 : 1;
+}
+
+async function runChecks(configPath: string | undefined): Promise<Check[]> {
+  const checks: Check[] = [nodeCheck()];
+  let config: Config;
+  try {
+    config = loadConfig({ env: process.env, ...(configPath ? { configPath } : {}) });
+    checks.push({ name: 'config', ok: true, detail: `valid (backend ${config.sandbox.backend})` });
+  } catch (e) {
+    checks.push({ name: 'config', ok: false, detail: toAppError(e).message, fix: 'correct the settings named above' });
+    return checks;
+  }
+  const backend = new DockerBackend({ socketPath: config.docker.socketPath });
+  const health = await backend.health();
+  if (!health.images) {
+    checks.push({ name: 'engine', ok: false, detail: health.detail, fix: 'sandpit setup (as root) installs and starts the engine' });
+    return checks;
+  }
+  checks.push({ name: 'engine', ok: true, detail: `Docker engine at ${config.docker.socketPath}` });
+  const { missing, present } = health.images;
+  checks.push(
+    missing.length
+      ? { name: 'images', ok: false, detail: `missing ${missing.join(', ')}`, fix: 'sandpit images build (as root; no registry needed)' }
+      : { name: 'images', ok: true, detail: present.join(', ') },
+  );
+  const runtimes = health.runtimes ?? [];
+  const wanted = config.sandbox.runtime;
+  if (wanted && !runtimes.includes(wanted)) {
+    checks.push({
+      name: 'runtime',
+      ok: false,
+      detail: `configured runtime ${wanted} is not registered (engine has ${runtimes.join(', ')})`,
+      fix: wanted === 'runsc' ? 'sandpit setup registers runsc (gVisor)' : `register ${wanted} in /etc/docker/daemon.json`,
+    });
+  } else {
+    checks.push({
+      name: 'runtime',
+      ok: true,
+      detail: `${wanted ?? 'engine default'}; available: ${runtimes.join(', ')}${runtimes.includes('runsc') ? '' : ' (gVisor: sandpit setup)'}`,
+    });
+  }
+  return checks;
+}
+
+function nodeCheck(): Check {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  const ok = major > 20 || (major === 20 && minor >= 19);
+  return ok
+    ? { name: 'node', ok, detail: `Node.js ${process.versions.node}` }
+    : { name: 'node', ok, detail: `Node.js ${process.versions.node} is too old`, fix: 'install Node.js 20.19 or newer' };
+}

@@ -1,0 +1,203 @@
+/** `sandpit run`: one program in a fresh sandbox, output streamed, exit code passed through. */
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { RunRequestInput, RunResult } from '../api/run.js';
+import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
+import { BUILTIN_TEMPLATES, templateForFile } from '../policy/templates.js';
+import { AppError } from '../shared/errors.js';
+import { parse, printHelp } from './args.js';
+import { loadContext, wireDocker } from './context.js';
+
+export const RUN_USAGE = `
+usage: sandpit run [options] [FILE] [-- ARGV...]
+
+Runs code in a fresh, locked-down container and exits with the program's exit code.
+
+  sandpit run --template python -c 'print(1)'
+  sandpit run app.py                       template from the extension (.py .js .sh .c .rs)
+  echo hi | sandpit run -t bash -c 'cat'   stdin is passed through when it is not a terminal
+  sandpit run -t bash -- ls -la /          an explicit argv instead of code
+
+options:
+  -c, --code CODE         code to run (default template: python)
+  -t, --template NAME     python, node, bash, c or rust (or an alias such as py, js, sh)
+      --image REF         image override; must be in the allowlist
+  -f, --file PATH[=SRC]   put a local file into the workspace (repeatable); SRC defaults to PATH
+  -e, --env NAME=VALUE    environment variable (repeatable)
+      --timeout SECONDS   hard deadline (default and ceiling from config)
+      --memory SIZE       memory limit, e.g. 256m
+      --cpus N            CPU limit, e.g. 0.5
+      --pids N            process limit
+      --runtime NAME      container runtime, e.g. runsc (gVisor)
+      --no-stdin          do not pass this process's stdin through
+      --json              print the result as JSON instead of streaming the output
+  -v, --verbose           log at the configured level (shows the audit record)
+      --config PATH       config file (YAML or JSON); also SANDPIT_CONFIG
+  -h, --help              this text
+
+exit codes: the program's own; 124 timed out; 130 cancelled; 64 bad usage or request;
+77 denied by policy; 69 engine, image or runtime missing; 70 other infrastructure errors.
+`;
+
+const OPTIONS = {
+  code: { type: 'string', short: 'c' },
+  template: { type: 'string', short: 't' },
+  image: { type: 'string' },
+  file: { type: 'string', short: 'f', multiple: true },
+  env: { type: 'string', short: 'e', multiple: true },
+  timeout: { type: 'string' },
+  memory: { type: 'string' },
+  cpus: { type: 'string' },
+  pids: { type: 'string' },
+  runtime: { type: 'string' },
+  'no-stdin': { type: 'boolean' },
+  json: { type: 'boolean' },
+  verbose: { type: 'boolean', short: 'v' },
+  config: { type: 'string' },
+} as const;
+
+export async function runCommand(argv: string[]): Promise<number> {
+  const dashdash = argv.indexOf('--');
+  const command = dashdash >= 0 ? argv.slice(dashdash + 1) : undefined;
+  const { values, positionals } = parse(dashdash >= 0 ? argv.slice(0, dashdash) : argv, OPTIONS, RUN_USAGE);
+  if (values.help) {
+    printHelp(RUN_USAGE);
+    return 0;
+  }
+  const request = buildRequest(values, positionals, command, values['no-stdin'] ? undefined : await readStdin());
+  // A terminal command: only warnings and errors on stderr unless asked (--verbose shows the audit line).
+  const ctx = loadContext({ configPath: values.config, ...(values.verbose ? {} : { logLevel: 'warn' }) });
+  const { service } = await wireDocker(ctx);
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const handle = await service.startRun(request, LOCAL_PRINCIPAL, controller.signal);
+    const shown = { stdout: 0, stderr: 0 };
+    if (!values.json) {
+      for await (const chunk of handle.output) {
+        (chunk.stream === 'stdout' ? process.stdout : process.stderr).write(chunk.data);
+        shown[chunk.stream] += chunk.data.length;
+      }
+    }
+    const result = await handle.result;
+    if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else printEnding(result, shown);
+    return exitCodeOf(result);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await service.shutdown();
+  }
+}
+
+type Values = ReturnType<typeof parse<typeof OPTIONS>>['values'];
+
+function buildRequest(values: Values, positionals: string[], command: string[] | undefined, stdin: string | undefined): RunRequestInput {
+  if (positionals.length > 1) throw new AppError('INVALID_REQUEST', `expected at most one FILE, got ${positionals.join(' ')}`);
+  const file = positionals[0];
+  if (file !== undefined && values.code !== undefined) throw new AppError('INVALID_REQUEST', 'give either FILE or --code, not both');
+  let template = values.template;
+  let code = values.code;
+  if (file !== undefined) {
+    code = readLocal(file);
+    template ??= templateForFile(BUILTIN_TEMPLATES, file)?.name;
+    if (template === undefined) {
+      throw new AppError('INVALID_REQUEST', `cannot tell the language of ${file} from its extension`, {
+        hint: 'name it with --template (python, node, bash, c, rust)',
+      });
+    }
+  }
+  if (code !== undefined && template === undefined && values.image === undefined) template = 'python';
+  if (code === undefined && command === undefined) {
+    throw new AppError('INVALID_REQUEST', 'nothing to run: give FILE, --code, or -- ARGV', { hint: 'see `sandpit run --help`' });
+  }
+  const resources = {
+    ...(values.memory !== undefined ? { memory: values.memory } : {}),
+    ...(values.cpus !== undefined ? { cpu: values.cpus } : {}),
+    ...(values.pids !== undefined ? { pids: toInt('--pids', values.pids) } : {}),
+  };
+  return {
+    ...(template !== undefined ? { template } : {}),
+    ...(values.image !== undefined ? { image: values.image } : {}),
+    ...(code !== undefined ? { code } : {}),
+    ...(command !== undefined && command.length > 0 ? { command } : {}),
+    files: (values.file ?? []).map(fileInput),
+    env: (values.env ?? []).map(envInput),
+    ...(stdin ? { stdin } : {}),
+    ...(Object.keys(resources).length ? { resources } : {}),
+    ...(values.timeout !== undefined ? { timeoutSeconds: toInt('--timeout', values.timeout) } : {}),
+    ...(values.runtime !== undefined ? { runtime: values.runtime } : {}),
+  };
+}
+
+function toInt(flag: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n <= 0) throw new AppError('INVALID_REQUEST', `${flag} expects a positive whole number, got "${text}"`);
+  return n;
+}
+
+function readLocal(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new AppError('INVALID_REQUEST', `cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+function fileInput(spec: string): { path: string; content: string; encoding: 'base64' } {
+  const eq = spec.indexOf('=');
+  const dest = eq >= 0 ? spec.slice(0, eq) : basename(spec);
+  const src = eq >= 0 ? spec.slice(eq + 1) : spec;
+  let content: Buffer;
+  try {
+    content = readFileSync(src);
+  } catch (e) {
+    throw new AppError('INVALID_REQUEST', `cannot read ${src}: ${(e as Error).message}`);
+  }
+  return { path: dest, content: content.toString('base64'), encoding: 'base64' };
+}
+
+function envInput(spec: string): { name: string; value: string } {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new AppError('INVALID_REQUEST', `--env expects NAME=VALUE, got "${spec}"`);
+  return { name: spec.slice(0, eq), value: spec.slice(eq + 1) };
+}
+
+async function readStdin(): Promise<string | undefined> {
+  if (process.stdin.isTTY) return undefined;
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** After the live head: the truncation marker and tail, and a line on how the run ended. */
+function printEnding(result: RunResult, shown: { stdout: number; stderr: number }): void {
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const text = result[stream];
+    const liveChars = Buffer.from(text).subarray(0, shown[stream]).toString('utf8').length;
+    if (result.truncated && text.length > liveChars) (stream === 'stdout' ? process.stdout : process.stderr).write(text.slice(liveChars));
+  }
+  if (result.phase !== 'Succeeded' && result.reason !== 'Error') {
+    process.stderr.write(`sandpit: ${result.phase} (${result.reason ?? ''}): ${result.message ?? ''}\n`);
+  }
+}
+
+export function exitCodeOf(result: RunResult): number {
+  switch (result.phase) {
+    case 'Succeeded':
+    case 'Failed':
+      if (result.reason === 'BackendError') return 70;
+      return result.exitCode ?? 70;
+    case 'TimedOut':
+      return 124;
+    case 'Cancelled':
+      return 130;
+    case 'Rejected':
+      return 77;
+    case 'Pending':
+    case 'Running':
+      return 70;
+  }
+}

@@ -1,0 +1,45 @@
+/** Prometheus metrics with bounded labels only (never run IDs, tokens or images). */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'sandpit_' });
+  const registers = [registry];
+  return {
+    registry,
+    runs: new Counter({
+      name: 'sandpit_runs_total',
+      help: 'Finished runs by backend, phase and reason',
+      labelNames: ['backend', 'phase', 'reason'] as const,
+      registers,
+    }),
+    runDuration: new Histogram({
+      name: 'sandpit_run_duration_seconds',
+      help: 'Wall-clock time of a run, from admission to result',
+      labelNames: ['backend', 'served'] as const,
+      buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers,
+    }),
+    activeRuns: new Gauge({
+      name: 'sandpit_active_runs',
+      help: 'Runs currently executing',
+      labelNames: ['backend'] as const,
+      registers,
+    }),
+    queuedRuns: new Gauge({ name: 'sandpit_queued_runs', help: 'Runs waiting for a free slot', registers }),
+    rejected: new Counter({
+      name: 'sandpit_rejected_requests_total',
+      help: 'Requests refused before any sandbox existed, by error code',
+      labelNames: ['code'] as const,
+      registers,
+    }),
+    toolCalls: new Counter({
+      name: 'sandpit_tool_calls_total',
+      help: 'MCP tool calls by tool and outcome',
+      labelNames: ['tool', 'outcome'] as const,
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
