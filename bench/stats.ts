@@ -1,0 +1,54 @@
+/** Percentiles and the report format every benchmark prints: figures and ratios against a baseline measured in the same run. */
+export interface Series {
+  name: string;
+  samples: number[];
+}
+
+export function percentile(samples: number[], p: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length)); // nearest rank
+  return sorted[rank - 1]!;
+}
+
+export function summarize(s: Series): { name: string; n: number; p50: number; p90: number; max: number } {
+  return { name: s.name, n: s.samples.length, p50: percentile(s.samples, 50), p90: percentile(s.samples, 90), max: Math.max(...s.samples) };
+}
+
+/** Prints a table of p50/p90 in ms and each series' p50 ratio against `baseline`. */
+export function report(title: string, series: Series[], baseline: string): ReturnType<typeof summarize>[] {
+  const rows = series.map(summarize);
+  const base = rows.find((r) => r.name === baseline);
+  console.log(`\n## ${title}`);
+  console.log(`${'path'.padEnd(40)} ${'n'.padStart(4)} ${'p50 ms'.padStart(9)} ${'p90 ms'.padStart(9)} ${'max ms'.padStart(9)}  ratio(p50 vs ${baseline})`);
+  for (const r of rows) {
+    const ratio = base ? (r.p50 / base.p50).toFixed(2) : '-';
+    console.log(`${r.name.padEnd(40)} ${String(r.n).padStart(4)} ${r.p50.toFixed(1).padStart(9)} ${r.p90.toFixed(1).padStart(9)} ${r.max.toFixed(1).padStart(9)}  ${ratio}`);
+  }
+  return rows;
+}
+
+/** Runs each path once per round, rotating the starting path, so load changes hit every path alike. */
+export async function interleaved(
+  rounds: number,
+  paths: Record<string, () => Promise<void>>,
+  warmup = 2,
+): Promise<Series[]> {
+  const names = Object.keys(paths);
+  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let round = -warmup; round < rounds; round++) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(i + Math.max(round, 0)) % names.length]!;
+      const t0 = performance.now();
+      await paths[name]!();
+      const ms = performance.now() - t0;
+      if (round >= 0) samples[name]!.push(ms);
+    }
+  }
+  return names.map((name) => ({ name, samples: samples[name]! }));
+}
+
+export function target(label: string, ok: boolean, detail: string): boolean {
+  console.log(`${ok ? 'MET ' : 'MISS'} ${label}: ${detail}`);
+  return ok;
+}

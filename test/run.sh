@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs one test tier with node's built-in runner through tsx.
+#   test/run.sh unit|docker|kube|e2e [FILE...]
+# Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
+# folder, sorted). A tier that runs zero tests fails, as does one whose engine or cluster is missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+tier=${1:?usage: test/run.sh unit|docker|kube|e2e [FILE...]}
+shift
+case $tier in
+  unit) dirs=(test/unit) ;;
+  docker) dirs=(test/integration/docker) ;;
+  kube) dirs=(test/integration/kubernetes) ;;
+  e2e) dirs=(test/e2e) ;;
+  *) echo "unknown tier: $tier" >&2; exit 64 ;;
+esac
+
+if [ $# -gt 0 ]; then
+  files=("$@")
+else
+  mapfile -t files < <(find "${dirs[@]}" -name '*.test.ts' 2>/dev/null | sort)
+fi
+if [ ${#files[@]} -eq 0 ]; then
+  echo "test/run.sh: no test files for tier $tier" >&2
+  exit 1
+fi
+
+# Tiers that start sandboxes run their files one at a time: 2 cores, real engines.
+concurrency=1
+[ "$tier" = unit ] && concurrency=2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "==> $tier: ${#files[@]} files" >&2
+set +e
+node --import tsx --test --test-reporter=tap --test-concurrency="$concurrency" "${files[@]}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+tests=$(grep -E '^# tests [0-9]+' "$log" | tail -1 | awk '{print $3}')
+fails=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | awk '{print $3}')
+if [ -z "$tests" ] || [ "$tests" -eq 0 ]; then
+  echo "test/run.sh: tier $tier ran zero tests: that is a failure" >&2
+  exit 1
+fi
+echo "==> $tier: $tests tests, ${fails:-?} failed" >&2
+exit "$status"

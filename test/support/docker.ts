@@ -1,0 +1,73 @@
+/**
+ * Test support for the Docker tier: a real engine or a loud failure that says how to start it.
+ * Never skips.
+ */
+import { execFileSync } from 'node:child_process';
+import Docker from 'dockerode';
+import { RunRequestSchema, type RunRequestInput, type RunResult } from '../../src/api/run.js';
+import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { MANAGED_FILTER } from '../../src/backends/docker/labels.js';
+import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
+import { createPolicy, type Policy, type PolicyOptions } from '../../src/policy/policy.js';
+
+export const SOCKET = process.env.SANDPIT_DOCKER_SOCKET_PATH ?? '/var/run/docker.sock';
+export const START_HINT = 'start it with: bash test/env/docker.sh up   (installs docker.io, starts dockerd, builds the images)';
+
+let checked: Promise<Docker> | undefined;
+
+/** The engine, with every sandbox image present; throws with the command to fix it otherwise. */
+export function requireDocker(): Promise<Docker> {
+  checked ??= (async () => {
+    const docker = new Docker({ socketPath: SOCKET });
+    try {
+      await docker.ping();
+    } catch (e) {
+      throw new Error(`no Docker engine answers on ${SOCKET} (${(e as Error).message}); ${START_HINT}`);
+    }
+    const health = await new DockerBackend({ docker }).health();
+    if (!health.ok) throw new Error(`${health.detail}; ${START_HINT}`);
+    return docker;
+  })();
+  return checked;
+}
+
+export function spec(request: RunRequestInput, options: PolicyOptions = {}): EffectiveSpec {
+  return specWith(request, createPolicy(options));
+}
+
+export function specWith(request: RunRequestInput, policy: Policy): EffectiveSpec {
+  const evaluation = evaluate(RunRequestSchema.parse(request), policy);
+  if (!evaluation.ok) throw new Error(`test request denied: ${JSON.stringify(evaluation.violations)}`);
+  return evaluation.spec;
+}
+
+let counter = 0;
+export function runId(prefix = 't'): string {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
+}
+
+/** Runs a request to its result and waits until its container is gone. */
+export async function runToEnd(backend: DockerBackend, request: RunRequestInput, options: PolicyOptions = {}): Promise<RunResult> {
+  const execution = backend.start(spec(request, options), { runId: runId() });
+  const result = await execution.result;
+  await execution.cleanedUp;
+  return result;
+}
+
+/** Names of sandpit containers that exist right now (any state). */
+export async function sandpitContainers(docker: Docker, runIdLabel?: string): Promise<string[]> {
+  const label = [MANAGED_FILTER, ...(runIdLabel ? [`sandpit.dev/run=${runIdLabel}`] : [])];
+  const list = await docker.listContainers({ all: true, filters: { label } });
+  return list.map((c) => c.Names[0] ?? c.Id);
+}
+
+export function hostRss(): number {
+  return process.memoryUsage().rss;
+}
+
+/** Runs a shell command on the host and returns its wall time in ms. */
+export function timeHostCommand(cmd: string): number {
+  const t0 = performance.now();
+  execFileSync('/bin/sh', ['-c', cmd], { stdio: 'ignore' });
+  return performance.now() - t0;
+}
