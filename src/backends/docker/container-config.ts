@@ -9,6 +9,13 @@ import { LABELS, MANAGED_BY } from './labels.js';
 export const RUNNER = '/usr/local/bin/sandpit-runner';
 export const SANDBOX_USER = '1000:1000';
 
+/**
+ * The sandbox's only nameserver: TEST-NET-1 (RFC 5737), reserved and never routed. With no route
+ * at all in the sandbox, a lookup fails with ENETUNREACH before any packet exists, whereas an
+ * empty resolv.conf would make glibc query 127.0.0.1 and send packets on the sandbox's loopback.
+ */
+export const UNROUTABLE_NAMESERVER = '192.0.2.1';
+
 /** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
 export const RUNSC_PIDS_OVERHEAD = 384;
 
@@ -51,9 +58,12 @@ export function buildContainerConfig(shape: ContainerShape, options: ContainerOp
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
-    NetworkDisabled: true,
+    Hostname: 'sandbox',
     HostConfig: {
       NetworkMode: 'none',
+      Dns: [UNROUTABLE_NAMESERVER],
+      DnsOptions: ['attempts:1', 'timeout:1'],
+      DnsSearch: [],
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
       NanoCpus: limits.cpuMilli * 1_000_000,
