@@ -78,7 +78,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   const result = ConfigSchema.safeParse(raw);
   if (result.success) return result.data;
-  const lines = result.error.issues.map((issue) => describeIssue(issue, raw, sources));
+  const fileSource = configPath ? `file ${configPath}` : undefined;
+  const lines = result.error.issues.map((issue) => describeIssue(issue, raw, sources, fileSource));
   throw new AppError('CONFIG_INVALID', `invalid configuration:\n  ${lines.join('\n  ')}`, {
     hint: 'fix the named settings; `sandpit --help` lists every setting and its environment variable',
   });
@@ -97,12 +98,20 @@ function apply(
   sources.set(field, `env ${name}`);
 }
 
-function describeIssue(issue: z.core.$ZodIssue, raw: Record<string, unknown>, sources: Map<string, string>): string {
+function describeIssue(
+  issue: z.core.$ZodIssue,
+  raw: Record<string, unknown>,
+  sources: Map<string, string>,
+  fileSource: string | undefined,
+): string {
   const field = issue.path.map(String).join('.');
   const leaf = [...sources.keys()].find((f) => field === f || field.startsWith(`${f}.`)) ?? field;
-  const source = sources.get(leaf);
+  // Only the file can hold a value above a leaf (`auth: <text>`) or an unknown key.
+  const source = sources.get(leaf) ?? fileSource;
   const value = getPath(raw, leaf);
-  const shown = SECRET_FIELDS.has(leaf) || value === undefined ? '' : ` = ${JSON.stringify(value)}`;
+  // A value above a secret field (`auth: <token>`) may be the secret itself.
+  const secret = [...SECRET_FIELDS].some((s) => s === leaf || s.startsWith(`${leaf}.`) || leaf.startsWith(`${s}.`));
+  const shown = secret || value === undefined ? '' : ` = ${JSON.stringify(value)}`;
   const from = source ? ` (from ${source}${shown})` : shown ? ` (${shown.slice(3)})` : '';
   if (issue.code === 'unrecognized_keys') {
     return `${field || '(top level)'}: unknown setting(s) ${issue.keys.join(', ')}${source ? ` in ${source}` : ''}`;
@@ -123,7 +132,9 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     parsed = parseYaml(text);
   } catch (e) {
-    throw new AppError('CONFIG_INVALID', `config file ${path} is not valid YAML or JSON: ${(e as Error).message}`);
+    // The parser's first line has the position; the lines after it quote the file, which may hold a token.
+    const where = (e as Error).message.split('\n')[0];
+    throw new AppError('CONFIG_INVALID', `config file ${path} is not valid YAML or JSON: ${where}`);
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
