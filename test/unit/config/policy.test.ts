@@ -1,0 +1,76 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfig } from '../../../src/config/load.js';
+import { policyFromConfig } from '../../../src/config/policy.js';
+import { BUILTIN_TEMPLATES } from '../../../src/policy/templates.js';
+import { DEFAULT_CEILINGS } from '../../../src/policy/policy.js';
+
+const MiB = 1024 ** 2;
+
+test('policyFromConfig maps every sandbox ceiling', () => {
+  const config = loadConfig({
+    env: {
+      MAX_CONTAINER_CPU: '2',
+      MAX_CONTAINER_MEMORY: '768m',
+      CONTAINER_TIMEOUT_SECONDS: '45',
+      SANDPIT_SANDBOX_MAX_PIDS: '200',
+      SANDPIT_SANDBOX_MAX_WORKSPACE: '100m',
+      SANDPIT_SANDBOX_TMP_SIZE: '16m',
+      SANDPIT_SANDBOX_MAX_OUTPUT_BYTES: '32k',
+      SANDPIT_SANDBOX_MAX_REQUEST_BYTES: '2m',
+    },
+  });
+  const p = policyFromConfig(config);
+  assert.deepEqual(p.ceilings, {
+    cpuMilli: 2000,
+    memoryBytes: 768 * MiB,
+    pids: 200,
+    workspaceBytes: 100 * MiB,
+    tmpBytes: 16 * MiB,
+    timeoutSeconds: 45,
+    outputBytes: 32 * 1024,
+    requestBytes: 2 * MiB,
+    // not configurable: the policy defaults
+    files: DEFAULT_CEILINGS.files,
+    envVars: DEFAULT_CEILINGS.envVars,
+  });
+});
+
+test('the default config gives the default ceilings', () => {
+  assert.deepEqual(policyFromConfig(loadConfig({ env: {} })).ceilings, DEFAULT_CEILINGS);
+});
+
+test('SANDBOX_IMAGE_ALLOWLIST becomes the allowlist; without it the templates’ images plus python:3.11', () => {
+  assert.deepEqual(policyFromConfig(loadConfig({ env: { SANDBOX_IMAGE_ALLOWLIST: 'python:3.11,sandpit/*' } })).imageAllowlist, [
+    'python:3.11',
+    'sandpit/*',
+  ]);
+  assert.deepEqual(policyFromConfig(loadConfig({ env: {} })).imageAllowlist, [...BUILTIN_TEMPLATES.map((t) => t.image), 'python:3.11']);
+});
+
+test('sandbox.runtime becomes the default runtime and, alone, the allowed list', () => {
+  const p = policyFromConfig(loadConfig({ env: { SANDPIT_SANDBOX_RUNTIME: 'runsc' } }));
+  assert.equal(p.defaultRuntime, 'runsc');
+  assert.deepEqual(p.allowedRuntimes, ['runsc']);
+});
+
+test('sandbox.allowedRuntimes is passed through', () => {
+  const p = policyFromConfig(loadConfig({ env: { SANDPIT_SANDBOX_RUNTIME: 'runsc', SANDPIT_SANDBOX_ALLOWED_RUNTIMES: 'runc,runsc' } }));
+  assert.equal(p.defaultRuntime, 'runsc');
+  assert.deepEqual(p.allowedRuntimes, ['runc', 'runsc']);
+});
+
+test('no runtime configured: engine default, runc and runsc allowed', () => {
+  const p = policyFromConfig(loadConfig({ env: {} }));
+  assert.equal(p.defaultRuntime, undefined);
+  assert.deepEqual(p.allowedRuntimes, ['runc', 'runsc']);
+});
+
+test('egress is always none, whatever DISABLE_NETWORK says', () => {
+  assert.equal(policyFromConfig(loadConfig({ env: { DISABLE_NETWORK: 'false' } })).egress, 'none');
+});
+
+test('templates are the built-in ones', () => {
+  assert.equal(policyFromConfig(loadConfig({ env: {} })).templates, BUILTIN_TEMPLATES);
+});

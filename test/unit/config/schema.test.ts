@@ -1,0 +1,124 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigSchema, TokenSchema } from '../../../src/config/schema.js';
+
+const MiB = 1024 ** 2;
+
+/** Parses one sandbox value and returns the field, or the issue messages. */
+function sandbox(key: string, value: unknown): { ok: true; value: unknown } | { ok: false; messages: string[] } {
+  const r = ConfigSchema.safeParse({ sandbox: { [key]: value } });
+  if (r.success) return { ok: true, value: (r.data.sandbox as Record<string, unknown>)[key] };
+  return { ok: false, messages: r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
+}
+
+describe('ConfigSchema leaves accept their text forms', () => {
+  const ok: [string, unknown, unknown][] = [
+    ['maxCpu', 1, 1000],
+    ['maxCpu', '1', 1000],
+    ['maxCpu', 0.25, 250],
+    ['maxCpu', '100m', 100],
+    ['maxMemory', '512m', 512 * MiB],
+    ['maxMemory', '512M', 512 * MiB],
+    ['maxMemory', '512mb', 512 * MiB],
+    ['maxMemory', '512Mi', 512 * MiB],
+    ['maxMemory', '1.5g', 1.5 * 1024 * MiB],
+    ['maxMemory', 4096, 4096],
+    ['maxPids', '64', 64],
+    ['maxPids', 8, 8],
+    ['timeoutSeconds', ' 7 ', 7],
+    ['disableNetwork', 'yes', true],
+    ['disableNetwork', false, false],
+    ['imageAllowlist', ['a:1', 'b:2'], ['a:1', 'b:2']],
+    ['imageAllowlist', 'a:1,b:2', ['a:1', 'b:2']],
+    ['maxQueuedRuns', 0, 0],
+    ['runtime', 'runsc', 'runsc'],
+    ['runtime', 'kata-qemu.v2', 'kata-qemu.v2'],
+  ];
+  for (const [key, input, want] of ok) {
+    test(`sandbox.${key}: ${JSON.stringify(input)} → ${JSON.stringify(want)}`, () => {
+      assert.deepEqual(sandbox(key, input), { ok: true, value: want });
+    });
+  }
+});
+
+describe('ConfigSchema rejects with the accepted form', () => {
+  const bad: [string, unknown, RegExp][] = [
+    ['maxCpu', 0, /expected a CPU amount like 1, 0\.5 or 500m/],
+    ['maxCpu', '0m', /expected a CPU amount/],
+    ['maxCpu', true, /expected a CPU amount/],
+    ['maxCpu', '1 core', /expected a CPU amount/],
+    ['maxMemory', 0, /expected a size like 512m, 1g, 256Mi or a number of bytes/],
+    ['maxMemory', -5, /expected a size like/],
+    ['maxMemory', 1.5, /expected a size like/],
+    ['maxMemory', '12 parsecs', /expected a size like/],
+    ['maxMemory', null, /expected a size like/],
+    ['maxPids', 7, /expected a whole number from 8 to 65536/],
+    ['maxPids', 65_537, /expected a whole number from 8 to 65536/],
+    ['maxPids', 8.5, /expected a whole number from 8 to 65536/],
+    ['timeoutSeconds', 86_401, /expected a whole number from 1 to 86400/],
+    ['timeoutSeconds', 'thirty', /expected a whole number from 1 to 86400/],
+    ['disableNetwork', 'nah', /expected true or false/],
+    ['disableNetwork', 2, /expected true or false/],
+    ['imageAllowlist', 5, /expected a list \(YAML list, or comma-separated text\)/],
+    ['imageAllowlist', [''], /./],
+    ['backend', 'lxc', /expected docker or kubernetes/],
+    ['runtime', '-runsc', /expected a runtime name like runsc/],
+    ['runtime', 'RUNSC', /expected a runtime name like runsc/],
+  ];
+  for (const [key, input, form] of bad) {
+    test(`sandbox.${key}: ${JSON.stringify(input)} is refused`, () => {
+      const r = sandbox(key, input);
+      assert.equal(r.ok, false);
+      if (!r.ok) {
+        assert.equal(r.messages.length, 1, r.messages.join('; '));
+        assert.ok(r.messages[0]!.startsWith(`sandbox.${key}`), r.messages[0]);
+        assert.match(r.messages[0]!, form);
+      }
+    });
+  }
+
+  test('unknown keys are refused at every level', () => {
+    for (const input of [{ nope: 1 }, { server: { nope: 1 } }, { sandbox: { nope: 1 } }, { logging: { nope: 1 } }, { docker: { nope: 1 } }]) {
+      const r = ConfigSchema.safeParse(input);
+      assert.equal(r.success, false, JSON.stringify(input));
+      assert.equal(r.error!.issues[0]!.code, 'unrecognized_keys');
+    }
+  });
+
+  test('auth.token needs at least 8 characters', () => {
+    const r = ConfigSchema.safeParse({ auth: { token: '1234567' } });
+    assert.equal(r.success, false);
+    assert.equal(r.error!.issues[0]!.message, 'expected at least 8 characters');
+    assert.equal(ConfigSchema.parse({ auth: { token: '12345678' } }).auth.token, '12345678');
+  });
+});
+
+describe('TokenSchema', () => {
+  test('a plain token with scopes', () => {
+    assert.deepEqual(TokenSchema.parse({ name: 'ci', token: 'ci-token-1', templates: 'python, bash', maxConcurrentRuns: '4' }), {
+      name: 'ci',
+      token: 'ci-token-1',
+      templates: ['python', 'bash'],
+      maxConcurrentRuns: 4,
+    });
+  });
+
+  test('tokenSha256 must be 64 lowercase hex digits', () => {
+    assert.equal(TokenSchema.safeParse({ name: 'a', tokenSha256: 'f'.repeat(64) }).success, true);
+    const upper = TokenSchema.safeParse({ name: 'a', tokenSha256: 'F'.repeat(64) });
+    assert.equal(upper.success, false);
+    assert.match(upper.error!.issues[0]!.message, /64 lowercase hex digits/);
+    assert.equal(TokenSchema.safeParse({ name: 'a', tokenSha256: 'f'.repeat(63) }).success, false);
+  });
+
+  test('exactly one of token and tokenSha256', () => {
+    assert.equal(TokenSchema.safeParse({ name: 'a' }).success, false);
+    assert.equal(TokenSchema.safeParse({ name: 'a', token: 'abcdefgh', tokenSha256: 'f'.repeat(64) }).success, false);
+  });
+
+  test('a name is required', () => {
+    assert.equal(TokenSchema.safeParse({ name: '', token: 'abcdefgh' }).success, false);
+    assert.equal(TokenSchema.safeParse({ token: 'abcdefgh' }).success, false);
+  });
+});
