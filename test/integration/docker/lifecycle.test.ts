@@ -85,6 +85,7 @@ test('the reaper leaves the containers of a live owner alone', async () => {
 
 /** Container create events this process causes while `fn` runs. */
 async function createsDuring(fn: () => Promise<unknown>): Promise<string[]> {
+  const startNs = BigInt(Date.now()) * 1_000_000n;
   const since = Math.floor(Date.now() / 1000) - 1;
   await fn().catch(() => {});
   await new Promise((r) => setTimeout(r, 300));
@@ -94,7 +95,12 @@ async function createsDuring(fn: () => Promise<unknown>): Promise<string[]> {
     filters: { type: ['container'], event: ['create'], label: [`${LABELS.owner}=${backend.owner}`] },
   })) as unknown as Readable;
   const events: string[] = [];
-  for await (const chunk of stream) events.push(String(chunk));
+  for await (const chunk of stream) {
+    for (const line of String(chunk).split('\n').filter(Boolean)) {
+      const event = JSON.parse(line) as { timeNano: number; Actor: { Attributes: Record<string, string> } };
+      if (BigInt(event.timeNano) >= startNs) events.push(event.Actor.Attributes.name ?? '?');
+    }
+  }
   return events;
 }
 
