@@ -38,10 +38,11 @@ export function isSafeRelativePath(path: string): boolean {
   return segments.length <= 16 && segments.every((s) => s !== '' && s !== '.' && s !== '..');
 }
 
+// Zero is refused: Docker reads a memory, CPU or tmpfs size of 0 as "no limit".
 const quantity = (form: string, parse: (v: string | number) => number | undefined) =>
   z
     .union([z.string(), z.number()])
-    .refine((v) => parse(v) !== undefined, { message: `expected ${form}` });
+    .refine((v) => (parse(v) ?? 0) > 0, { message: `expected ${form}, more than zero` });
 
 export const FileInputSchema = z
   .object({

@@ -37,7 +37,10 @@ export function parseSize(value: string | number): number | undefined {
 
 /** Parses a CPU amount to millicores; returns undefined when the text is not one. */
 export function parseCpu(value: string | number): number | undefined {
-  if (typeof value === 'number') return value > 0 && Number.isFinite(value) ? Math.round(value * 1000) : undefined;
+  if (typeof value === 'number') {
+    const milli = Number.isFinite(value) ? Math.round(value * 1000) : 0;
+    return milli > 0 ? milli : undefined;
+  }
   const m = /^\s*(\d+(?:\.\d+)?)\s*(m?)\s*$/.exec(value);
   if (!m) return undefined;
   const milli = m[2] === 'm' ? Math.round(Number(m[1])) : Math.round(Number(m[1]) * 1000);

@@ -1,0 +1,67 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as z from 'zod';
+import { RunRequestSchema } from '../../../src/api/run.js';
+import { issuesToViolations, parseInput } from '../../../src/api/validate.js';
+import { AppError } from '../../../src/shared/errors.js';
+
+function thrown(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof AppError, `expected AppError, got ${String(e)}`);
+    return e;
+  }
+  assert.fail('expected a throw');
+}
+
+test('parseInput returns the parsed value, defaults applied', () => {
+  const r = parseInput(RunRequestSchema, { template: 'python', code: 'x' });
+  assert.deepEqual(r.files, []);
+  assert.deepEqual(r.env, []);
+});
+
+test('parseInput throws INVALID_REQUEST with one violation per bad field', () => {
+  const e = thrown(() =>
+    parseInput(RunRequestSchema, { template: 'python', code: 'x', timeoutSeconds: 0, files: [{ path: '../x', content: '' }] }),
+  );
+  assert.equal(e.code, 'INVALID_REQUEST');
+  assert.equal(e.httpStatus, 400);
+  assert.deepEqual(
+    e.violations.map((v) => v.field),
+    ['files.0.path', 'timeoutSeconds'],
+  );
+  assert.match(e.message, /^invalid request: /);
+  assert.match(e.message, /files\.0\.path: expected a relative path/);
+  assert.match(e.message, /timeoutSeconds: /);
+  assert.match(e.hint ?? '', /fix the named fields/);
+});
+
+test('parseInput names what was being parsed', () => {
+  const e = thrown(() => parseInput(z.object({ n: z.number() }), { n: 'x' }, 'session'));
+  assert.match(e.message, /^invalid session: n: /);
+});
+
+test('a problem with the whole input is named (request)', () => {
+  const e = thrown(() => parseInput(RunRequestSchema, 'not an object'));
+  assert.deepEqual(
+    e.violations.map((v) => v.field),
+    ['(request)'],
+  );
+  const f = thrown(() => parseInput(RunRequestSchema, { template: 'python', code: 'x', extra: 1 }));
+  assert.deepEqual(f.violations, [{ field: '(request)', message: 'Unrecognized key: "extra"' }]);
+});
+
+test('issuesToViolations joins numeric paths with dots', () => {
+  assert.deepEqual(
+    issuesToViolations([
+      { code: 'custom', path: ['files', 3, 'path'], message: 'm', input: undefined },
+      { code: 'custom', path: [], message: 'top', input: undefined },
+    ]),
+    [
+      { field: 'files.3.path', message: 'm' },
+      { field: '(request)', message: 'top' },
+    ],
+  );
+});
