@@ -18,7 +18,7 @@ import {
 function issues(input: unknown): string[] {
   const r = RunRequestSchema.safeParse(input);
   assert.equal(r.success, false, `expected ${JSON.stringify(input)} to be refused`);
-  return r.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  return r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
 }
 
 const valid = (input: RunRequestInput): void => {

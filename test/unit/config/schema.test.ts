@@ -82,14 +82,14 @@ describe('ConfigSchema rejects with the accepted form', () => {
     for (const input of [{ nope: 1 }, { server: { nope: 1 } }, { sandbox: { nope: 1 } }, { logging: { nope: 1 } }, { docker: { nope: 1 } }]) {
       const r = ConfigSchema.safeParse(input);
       assert.equal(r.success, false, JSON.stringify(input));
-      assert.equal(r.error!.issues[0]!.code, 'unrecognized_keys');
+      assert.equal(r.error.issues[0]!.code, 'unrecognized_keys');
     }
   });
 
   test('auth.token needs at least 8 characters', () => {
     const r = ConfigSchema.safeParse({ auth: { token: '1234567' } });
     assert.equal(r.success, false);
-    assert.equal(r.error!.issues[0]!.message, 'expected at least 8 characters');
+    assert.equal(r.error.issues[0]!.message, 'expected at least 8 characters');
     assert.equal(ConfigSchema.parse({ auth: { token: '12345678' } }).auth.token, '12345678');
   });
 });
@@ -108,7 +108,7 @@ describe('TokenSchema', () => {
     assert.equal(TokenSchema.safeParse({ name: 'a', tokenSha256: 'f'.repeat(64) }).success, true);
     const upper = TokenSchema.safeParse({ name: 'a', tokenSha256: 'F'.repeat(64) });
     assert.equal(upper.success, false);
-    assert.match(upper.error!.issues[0]!.message, /64 lowercase hex digits/);
+    assert.match(upper.error.issues[0]!.message, /64 lowercase hex digits/);
     assert.equal(TokenSchema.safeParse({ name: 'a', tokenSha256: 'f'.repeat(63) }).success, false);
   });
 
