@@ -34,6 +34,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   doctor: () => Promise.resolve(doctorCommand),
   images: () => Promise.resolve(imagesCommand),
   setup: () => Promise.resolve(setupCommand),
+  // Loaded on demand: only these two need the MCP SDK and express.
+  mcp: async () => (await import('./mcp.js')).mcpCommand,
+  serve: async () => (await import('./serve.js')).serveCommand,
 };
 
 async function version(): Promise<string> {

@@ -2,6 +2,7 @@
  * Composition helpers for the commands: the only place that reads the process environment and
  * wires config, logger, backend and service together.
  */
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
 import { configWarnings, loadConfig } from '../config/load.js';
@@ -33,14 +34,32 @@ export interface Wiring {
   metrics: Metrics;
 }
 
-/** The Docker backend and the service over it, with leftovers of crashed callers reaped first. */
-export async function wireDocker(ctx: Context, options: { defaultMetrics?: boolean } = {}): Promise<Wiring> {
+/** The package's version, from package.json (src/cmd or dist/cmd alike). */
+export function packageVersion(): string {
+  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+}
+
+/**
+ * The Docker backend and the service over it, with leftovers of crashed callers reaped first.
+ * `tolerateEngineDown`: a server starts anyway when the engine does not answer, so that its health
+ * tools can say how to start it.
+ */
+export async function wireDocker(
+  ctx: Context,
+  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean } = {},
+): Promise<Wiring> {
   const { config, logger } = ctx;
   if (config.sandbox.backend !== 'docker') {
     throw new AppError('CONFIG_INVALID', `this command runs the docker backend, but sandbox.backend is ${config.sandbox.backend}`);
   }
   const backend = new DockerBackend({ socketPath: config.docker.socketPath });
-  const reaped = await backend.reap();
+  let reaped: string[] = [];
+  try {
+    reaped = await backend.reap();
+  } catch (e) {
+    if (!options.tolerateEngineDown) throw e;
+    logger.warn({ err: isAppError(e) ? e.message : String(e) }, 'the container engine did not answer; starting anyway');
+  }
   if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
   const metrics = createMetrics(options);
   const service = new SandpitService({

@@ -1,0 +1,52 @@
+/** `sandpit mcp`: the MCP server over stdio, for Claude Code, Cursor and other local clients. */
+import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
+import { createMcpServer } from '../gateway/mcp/server.js';
+import { serveStdio } from '../gateway/mcp/stdio.js';
+import { parse, printHelp } from './args.js';
+import { loadContext, packageVersion, wireDocker } from './context.js';
+
+export const MCP_USAGE = `
+usage: sandpit mcp [options]
+
+Serves MCP over stdio: stdout carries only JSON-RPC, logs go to stderr. Register it with a client:
+
+  claude mcp add sandpit -- npx -y sandpit mcp
+
+Tools: run_code, run_command, get_run, cancel_run, list_templates, sandbox_health,
+execute_python_code, check_sandbox_health (see docs/mcp.md).
+
+options:
+      --log-level LEVEL   fatal, error, warn, info, debug, trace or silent (default: logging.level)
+      --config PATH       config file (YAML or JSON); also SANDPIT_CONFIG
+  -h, --help              this text
+`;
+
+const OPTIONS = {
+  'log-level': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+export async function mcpCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, OPTIONS, MCP_USAGE);
+  if (values.help) {
+    printHelp(MCP_USAGE);
+    return 0;
+  }
+  const ctx = loadContext({ configPath: values.config, logFd: 2, ...(values['log-level'] ? { logLevel: values['log-level'] } : {}) });
+  const { service, metrics } = await wireDocker(ctx, { tolerateEngineDown: true });
+  const server = createMcpServer({ service, logger: ctx.logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version: packageVersion() });
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  ctx.logger.info({ pid: process.pid }, 'MCP server on stdio');
+  try {
+    await serveStdio(server, { signal: stop.signal });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await service.shutdown();
+    ctx.logger.info('MCP server stopped');
+  }
+  return 0;
+}

@@ -1,0 +1,89 @@
+/** `sandpit serve`: MCP over Streamable HTTP on /mcp, plus /health and /metrics. */
+import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
+import { createAuthenticator } from '../gateway/auth.js';
+import { bodyLimitFor, createHttpApp } from '../gateway/http/app.js';
+import { isLoopback, LOOPBACK_HOSTS } from '../gateway/http/host-validation.js';
+import { listen } from '../gateway/http/listen.js';
+import { createMcpHttp } from '../gateway/mcp/http.js';
+import { AppError } from '../shared/errors.js';
+import { formatSize } from '../shared/quantity.js';
+import { parse, printHelp } from './args.js';
+import { loadContext, packageVersion, wireDocker } from './context.js';
+
+export const SERVE_USAGE = `
+usage: sandpit serve [options]
+
+Serves MCP over Streamable HTTP at http://HOST:PORT/mcp, GET /health (no auth) and GET /metrics.
+Binds 127.0.0.1 by default; binding any other address needs a token (MCP_AUTH_TOKEN or auth.tokens).
+
+options:
+      --host HOST         address to bind (default: server.host, 127.0.0.1)
+      --port PORT         port (default: server.port / MCP_PORT, 8080; 0 picks a free one)
+      --stateless         a fresh MCP server per request, no sessions (default: server.stateless)
+      --log-level LEVEL   fatal, error, warn, info, debug, trace or silent (default: logging.level)
+      --config PATH       config file (YAML or JSON); also SANDPIT_CONFIG
+  -h, --help              this text
+`;
+
+const OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  stateless: { type: 'boolean' },
+  'log-level': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+export async function serveCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, OPTIONS, SERVE_USAGE);
+  if (values.help) {
+    printHelp(SERVE_USAGE);
+    return 0;
+  }
+  const ctx = loadContext({ configPath: values.config, logFd: 1, ...(values['log-level'] ? { logLevel: values['log-level'] } : {}) });
+  const { config, logger } = ctx;
+  const host = values.host ?? config.server.host;
+  const port = values.port !== undefined ? toPort(values.port) : config.server.port;
+  const stateless = values.stateless ?? config.server.stateless;
+  const authenticator = createAuthenticator(config.auth, LOCAL_PRINCIPAL);
+  if (!isLoopback(host) && !authenticator.required) {
+    throw new AppError('CONFIG_INVALID', `refusing to serve on ${host} without a token: anyone who can reach it could run code`, {
+      hint: 'set MCP_AUTH_TOKEN (or auth.token / auth.tokens in the config file), or bind 127.0.0.1',
+    });
+  }
+  const allowedHosts = config.server.allowedHosts ?? (isLoopback(host) ? LOOPBACK_HOSTS : undefined);
+  if (!allowedHosts) logger.warn({ host }, 'server.allowedHosts is not set: the Host header is not checked');
+
+  const { service, metrics } = await wireDocker(ctx, { defaultMetrics: true, tolerateEngineDown: true });
+  const version = packageVersion();
+  const mcp = createMcpHttp({ service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version }, { stateless });
+  const maxRequestBytes = config.sandbox.maxRequestBytes;
+  const app = createHttpApp({
+    service,
+    metrics,
+    logger,
+    authenticator,
+    mcp,
+    bodyLimitBytes: bodyLimitFor(maxRequestBytes),
+    limitNote: `the policy allows ${formatSize(maxRequestBytes)} of code, files and stdin (sandbox.maxRequestBytes)`,
+    allowedHosts,
+    version,
+  });
+  const server = await listen(app, host, port);
+  logger.info({ url: `${server.url}/mcp`, stateless, auth: authenticator.required }, 'MCP server listening');
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  logger.info('shutting down');
+  await mcp.close();
+  await server.close();
+  await service.shutdown();
+  return 0;
+}
+
+function toPort(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new AppError('INVALID_REQUEST', `--port expects 0-65535, got "${text}"`);
+  return n;
+}

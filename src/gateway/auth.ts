@@ -1,0 +1,113 @@
+/**
+ * Bearer tokens → principals. Tokens come from config (`auth.token` / MCP_AUTH_TOKEN, and the
+ * `auth.tokens` list with scopes); only their sha256 digests are kept, and a presented token is
+ * compared against every digest in constant time.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { TokenConfig } from '../config/schema.js';
+import { AppError } from '../shared/errors.js';
+import type { Principal } from './principal.js';
+
+export interface AuthConfig {
+  token?: string | undefined;
+  tokens: readonly TokenConfig[];
+}
+
+export interface Authenticator {
+  /** True when at least one token is configured: every request must then present one. */
+  readonly required: boolean;
+  /** The principal for an `Authorization` header value; throws UNAUTHORIZED otherwise. */
+  authenticate(authorization: string | undefined): Principal;
+}
+
+/** The principal of `auth.token` (MCP_AUTH_TOKEN): the whole policy, no narrower scope. */
+export const DEFAULT_TOKEN_PRINCIPAL = 'default';
+
+interface Entry {
+  digest: Buffer;
+  principal: Principal;
+}
+
+export function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+export function createAuthenticator(config: AuthConfig, anonymous: Principal): Authenticator {
+  const entries: Entry[] = [];
+  if (config.token !== undefined) {
+    entries.push({ digest: sha256(config.token), principal: { name: DEFAULT_TOKEN_PRINCIPAL, scope: {} } });
+  }
+  for (const t of config.tokens) {
+    const digest = t.tokenSha256 !== undefined ? Buffer.from(t.tokenSha256, 'hex') : sha256(t.token ?? '');
+    entries.push({ digest, principal: principalOf(t) });
+  }
+  const required = entries.length > 0;
+  return {
+    required,
+    authenticate(authorization) {
+      if (!required) return anonymous;
+      const token = bearerToken(authorization);
+      const presented = sha256(token);
+      let found: Principal | undefined;
+      // Every entry is compared, so the time taken does not depend on which one matched.
+      for (const entry of entries) {
+        if (timingSafeEqual(entry.digest, presented) && !found) found = entry.principal;
+      }
+      if (!found) throw unauthorized('the bearer token is not valid');
+      return found;
+    },
+  };
+}
+
+function principalOf(t: TokenConfig): Principal {
+  return {
+    name: t.name,
+    scope: {
+      ...(t.templates ? { templates: t.templates } : {}),
+      ...(t.images ? { images: t.images } : {}),
+    },
+    ...(t.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: t.maxConcurrentRuns } : {}),
+  };
+}
+
+function bearerToken(authorization: string | undefined): string {
+  if (!authorization) throw unauthorized('missing Authorization header');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match) throw unauthorized('expected "Authorization: Bearer <token>"');
+  return match[1]!;
+}
+
+export function unauthorized(message: string): AppError {
+  return new AppError('UNAUTHORIZED', message, {
+    hint: 'send "Authorization: Bearer <token>" with a token from the server configuration',
+  });
+}
+
+/**
+ * The `WWW-Authenticate` value for a 401 (RFC 6750 §3): no error code when the request carried no
+ * credentials, `invalid_token` when it carried wrong ones.
+ */
+export function wwwAuthenticate(authorization: string | undefined, err: AppError): string {
+  if (!authorization) return 'Bearer realm="sandpit"';
+  return `Bearer realm="sandpit", error="invalid_token", error_description="${err.message.replace(/["\\]/g, '')}"`;
+}
+
+/**
+ * How a principal rides on the MCP SDK's `AuthInfo` (`req.auth` → `extra.authInfo`). The raw token
+ * is not carried along: nothing downstream needs it.
+ */
+export interface PrincipalAuthInfo {
+  token: string;
+  clientId: string;
+  scopes: string[];
+  extra: { principal: Principal };
+}
+
+export function authInfoFor(principal: Principal): PrincipalAuthInfo {
+  return { token: '[redacted]', clientId: principal.name, scopes: [], extra: { principal } };
+}
+
+export function principalFromAuthInfo(authInfo: { extra?: Record<string, unknown> } | undefined): Principal | undefined {
+  const principal = authInfo?.extra?.principal as Principal | undefined;
+  return principal && typeof principal.name === 'string' ? principal : undefined;
+}

@@ -1,0 +1,71 @@
+/**
+ * The gateway's HTTP app (express 5): Host-header validation, `GET /health` without auth, bearer auth
+ * on `/mcp` and `/metrics`, a JSON body limit derived from policy, and JSON errors only.
+ * The MCP routes are given in `mcp` (src/gateway/mcp owns the SDK).
+ */
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
+import type { Authenticator } from '../auth.js';
+import type { SandpitService } from '../service.js';
+import { requireAuth } from './auth.js';
+import { errorHandler, notFound } from './errors.js';
+import { healthRoute } from './health.js';
+import { hostValidation } from './host-validation.js';
+import { metricsRoute } from './metrics.js';
+
+export interface McpRoutes {
+  post: RequestHandler;
+  get: RequestHandler;
+  delete: RequestHandler;
+}
+
+export interface HttpAppDeps {
+  service: SandpitService;
+  metrics: Metrics;
+  logger: Logger;
+  authenticator: Authenticator;
+  mcp: McpRoutes;
+  /** Largest JSON body accepted on /mcp. */
+  bodyLimitBytes: number;
+  /** Where the body limit comes from, for the error's hint. */
+  limitNote: string;
+  /** Host names accepted in the Host header; undefined turns the check off. */
+  allowedHosts: readonly string[] | undefined;
+  version: string;
+}
+
+/** Room for the JSON-RPC envelope, JSON escaping and base64 around the policy's request size. */
+export function bodyLimitFor(maxRequestBytes: number): number {
+  return 2 * maxRequestBytes + 64 * 1024;
+}
+
+export function createHttpApp(deps: HttpAppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestLog(deps.logger));
+  if (deps.allowedHosts) app.use(hostValidation(deps.allowedHosts));
+  app.get('/health', healthRoute(deps.service, deps.version));
+  const auth = requireAuth(deps.authenticator);
+  app.get('/metrics', auth, metricsRoute(deps.metrics));
+  app.post('/mcp', auth, express.json({ limit: deps.bodyLimitBytes }), deps.mcp.post);
+  app.get('/mcp', auth, deps.mcp.get);
+  app.delete('/mcp', auth, deps.mcp.delete);
+  app.use(notFound);
+  app.use(errorHandler(deps.logger, deps.limitNote));
+  return app;
+}
+
+/** One debug line per request: method, path, status, time; never headers or bodies. */
+function requestLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const started = performance.now();
+    res.on('finish', () =>
+      logger.debug(
+        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started) },
+        'http request',
+      ),
+    );
+    next();
+  };
+}

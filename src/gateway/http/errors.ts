@@ -1,0 +1,78 @@
+/**
+ * The HTTP boundary's one error mapping: AppError → status + JSON. On /mcp the body is a JSON-RPC
+ * error (clients parse it as such); elsewhere `{ error: {code, message, hint, violations} }`.
+ * Never HTML, never a stack trace.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../../observability/logger.js';
+import { AppError, toAppError, type ErrorCode } from '../../shared/errors.js';
+
+/** JSON-RPC codes for failures that happen before a message reaches the MCP server. */
+const JSON_RPC_CODES: Partial<Record<ErrorCode, number>> = {
+  INVALID_REQUEST: -32600,
+  TOO_LARGE: -32600,
+  UNAUTHORIZED: -32001,
+  FORBIDDEN: -32001,
+  NOT_FOUND: -32001,
+  BUSY: -32000,
+};
+
+export function jsonRpcError(code: number, message: string, data?: unknown): object {
+  return { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null };
+}
+
+export function sendError(req: Request, res: Response, err: AppError): void {
+  if (res.headersSent) return void res.end();
+  res.status(err.httpStatus);
+  if (req.path.startsWith('/mcp')) {
+    res.json(jsonRpcError(JSON_RPC_CODES[err.code] ?? -32603, err.message, err.toJSON()));
+  } else {
+    res.json({ error: err.toJSON() });
+  }
+}
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+  limit?: number;
+  length?: number;
+}
+
+/** Body-parser failures (too large, bad JSON, bad charset) as AppErrors. */
+export function fromBodyParser(e: BodyParserError, limitNote: string): AppError | undefined {
+  switch (e.type ?? '') {
+    case 'entity.too.large':
+      return new AppError('TOO_LARGE', `request body of ${e.length ?? '?'} bytes is over the limit of ${e.limit ?? '?'} bytes`, {
+        violations: [{ field: '(request body)', message: 'too large', ...(e.limit !== undefined ? { limit: e.limit } : {}) }],
+        hint: `send less code, files or stdin (${limitNote})`,
+      });
+    case 'entity.parse.failed':
+      return new AppError('INVALID_REQUEST', 'request body is not valid JSON', { hint: 'send a JSON-RPC message as JSON' });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new AppError('INVALID_REQUEST', e.message, { hint: 'send UTF-8 JSON' });
+    default:
+      return undefined;
+  }
+}
+
+/** The last middleware: everything becomes JSON; unknown errors are logged and answered generically. */
+export function errorHandler(logger: Logger, limitNote: string) {
+  return (e: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const parsed = e instanceof Error ? fromBodyParser(e, limitNote) : undefined;
+    if (parsed?.code === 'INVALID_REQUEST' && (e as BodyParserError).type === 'entity.parse.failed' && req.path.startsWith('/mcp')) {
+      res.status(400).json(jsonRpcError(-32700, 'Parse error: request body is not valid JSON'));
+      return;
+    }
+    let err = parsed ?? toAppError(e);
+    if (err.code === 'INTERNAL') {
+      logger.error({ err: e, method: req.method, path: req.path }, 'request failed');
+      err = new AppError('INTERNAL', 'internal error; the server log has the detail');
+    }
+    sendError(req, res, err);
+  };
+}
+
+export function notFound(req: Request, res: Response): void {
+  sendError(req, res, new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`, { hint: 'the endpoints are /mcp, /health and /metrics' }));
+}

@@ -1,0 +1,24 @@
+/** What every tool is given: the service, observability, and who calls when the transport carries no credentials. */
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
+import { principalFromAuthInfo } from '../auth.js';
+import type { Principal } from '../principal.js';
+import type { SandpitService } from '../service.js';
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface ToolDeps {
+  service: SandpitService;
+  logger: Logger;
+  metrics: Metrics;
+  /** The caller when the request carries no principal (stdio: the local user). */
+  defaultPrincipal: Principal;
+  version: string;
+}
+
+/** The principal the HTTP auth layer attached to the request, or the transport's default. */
+export function principalOf(extra: ToolExtra, deps: ToolDeps): Principal {
+  return principalFromAuthInfo(extra.authInfo) ?? deps.defaultPrincipal;
+}

@@ -1,0 +1,47 @@
+/**
+ * Stateless Streamable HTTP: a new server and transport for every POST (a stateless transport cannot
+ * be reused: the SDK answers a second request with an empty 500), closed when the response closes,
+ * which also aborts a run whose client went away. GET and DELETE have nothing to act on: 405.
+ */
+import type { Request, Response } from 'express';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { principalFromAuthInfo } from '../auth.js';
+import { jsonRpcError } from '../http/errors.js';
+import type { ToolDeps } from './context.js';
+import type { McpHttp } from './http.js';
+import { InflightCalls } from './inflight.js';
+import { createMcpServer } from './server.js';
+
+export function statelessMcpHttp(deps: ToolDeps): McpHttp {
+  const inflight = new InflightCalls();
+  const open = new Set<() => Promise<void>>();
+  const notAllowed = (_req: Request, res: Response): void => {
+    res.status(405).setHeader('Allow', 'POST').json(jsonRpcError(-32000, 'Method not allowed: this server is stateless'));
+  };
+  return {
+    async post(req: Request, res: Response) {
+      const principal = (principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ?? deps.defaultPrincipal).name;
+      inflight.cancelFrom(principal, req.body);
+      const server = createMcpServer(deps);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      const close = (): Promise<void> => server.close().catch(() => undefined);
+      const forget = inflight.track(principal, req.body, () => void close());
+      open.add(close);
+      res.on('close', () => {
+        forget();
+        open.delete(close);
+        void close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    },
+    get: notAllowed,
+    delete: notAllowed,
+    async close() {
+      await Promise.all([...open].map((c) => c()));
+    },
+    get sessions() {
+      return 0;
+    },
+  };
+}

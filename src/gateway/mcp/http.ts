@@ -1,0 +1,16 @@
+/** The /mcp routes for the HTTP app, stateful or stateless (config `server.stateless`). */
+import type { McpRoutes } from '../http/app.js';
+import type { ToolDeps } from './context.js';
+import { statefulMcpHttp, type StatefulOptions } from './http-stateful.js';
+import { statelessMcpHttp } from './http-stateless.js';
+
+export interface McpHttp extends McpRoutes {
+  /** Closes every session and in-flight request (which cancels their runs). */
+  close(): Promise<void>;
+  readonly sessions: number;
+}
+
+export function createMcpHttp(deps: ToolDeps, options: { stateless: boolean } & Partial<StatefulOptions>): McpHttp {
+  if (options.stateless) return statelessMcpHttp(deps);
+  return statefulMcpHttp(deps, { maxSessions: options.maxSessions ?? 256, idleMs: options.idleMs ?? 30 * 60_000 });
+}

@@ -1,0 +1,25 @@
+/**
+ * Tool results: structured content with a readable text part, and the one mapping from AppError to
+ * an `isError` result that names the violated fields and limits and says how to recover.
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { AppError } from '../../shared/errors.js';
+
+export function toolResult<T extends object>(structured: T, text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], structuredContent: structured as Record<string, unknown> };
+}
+
+export function toolError(err: AppError): CallToolResult {
+  const lines = [`${err.code}: ${err.message}`];
+  for (const v of err.violations) {
+    const limit = v.limit !== undefined ? ` (limit: ${v.limit})` : '';
+    lines.push(`  - ${v.field}: ${v.message}${limit}`);
+  }
+  lines.push(`hint: ${err.hint ?? (err.retryable ? 'retry later' : 'this request cannot succeed as sent')}`);
+  if (err.retryable) lines.push('retryable: yes');
+  return {
+    content: [{ type: 'text', text: lines.join('\n') }],
+    isError: true,
+    _meta: { 'sandpit.dev/error': err.toJSON() },
+  };
+}

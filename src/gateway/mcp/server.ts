@@ -1,0 +1,18 @@
+/** One MCP server with every tool. A server serves one transport: stdio, one HTTP session, or one stateless request. */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { ToolDeps } from './context.js';
+import { registerTools } from './tools/index.js';
+
+const INSTRUCTIONS =
+  'Runs untrusted code in locked-down, network-less containers. Use run_code for a snippet in a language ' +
+  '(list_templates shows them and their limits), run_command for an argv. Output streams as log notifications ' +
+  '(logger stdout/stderr) while a run executes; the final result carries exit code and capped output.';
+
+export function createMcpServer(deps: ToolDeps): McpServer {
+  const server = new McpServer(
+    { name: 'sandpit', version: deps.version },
+    { capabilities: { logging: {} }, instructions: INSTRUCTIONS },
+  );
+  registerTools(server, deps);
+  return server;
+}
