@@ -1,0 +1,60 @@
+/**
+ * Cold runs: `sandpit run` through the Docker backend against the raw Engine API doing
+ * create+start+wait+logs+remove of the same code with the same hardening, in one interleaved run.
+ * Target: sandpit's p50 at most 1.15x raw.
+ */
+import Docker from 'dockerode';
+import { DockerBackend } from '../src/backends/docker/docker-backend.js';
+import { requireDocker, runId, spec } from '../test/support/docker.js';
+import { interleaved, report, target } from './stats.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+const CODE = 'print(1)';
+
+async function rawRun(docker: Docker): Promise<void> {
+  const container = await docker.createContainer({
+    Image: 'sandpit/python:3.11',
+    Cmd: ['python3', '-c', CODE],
+    User: '1000:1000',
+    Labels: { 'sandpit.dev/managed-by': 'sandpit', 'sandpit.dev/kind': 'bench' },
+    HostConfig: {
+      NetworkMode: 'none',
+      Memory: 512 * 1024 ** 2,
+      MemorySwap: 512 * 1024 ** 2,
+      NanoCpus: 1e9,
+      PidsLimit: 128,
+      ReadonlyRootfs: true,
+      Tmpfs: { '/tmp': 'rw,size=64m', '/workspace': 'rw,size=64m,uid=1000,gid=1000' },
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+    },
+  });
+  await container.start();
+  await container.wait();
+  const logs = (await container.logs({ stdout: true, stderr: true })) as Buffer;
+  await container.remove({ force: true });
+  if (!logs.includes('1')) throw new Error('raw run printed nothing');
+}
+
+export default async function bench(): Promise<void> {
+  const docker = await requireDocker();
+  const backend = new DockerBackend({ docker });
+  const s = spec({ template: 'python', code: CODE });
+  const series = await interleaved(ROUNDS, {
+    'raw engine create+start+wait+logs+rm': () => rawRun(docker),
+    'sandpit cold run (result)': async () => {
+      const r = await backend.start(s, { runId: runId('bench') }).result;
+      if (r.stdout !== '1\n') throw new Error(`unexpected output ${r.stdout}`);
+    },
+    'sandpit cold run (result + removal)': async () => {
+      const execution = backend.start(s, { runId: runId('bench') });
+      await execution.result;
+      await execution.cleanedUp;
+    },
+  });
+  const rows = report('cold run: sandpit vs raw Engine API (python print(1))', series, 'raw engine create+start+wait+logs+rm');
+  const raw = rows[0]!.p50;
+  const ours = rows[1]!.p50;
+  target('sandpit p50 <= 1.15x raw', ours <= raw * 1.15, `${(ours / raw).toFixed(2)}x (${ours.toFixed(0)} vs ${raw.toFixed(0)} ms)`);
+  await backend.close();
+}
