@@ -1,0 +1,211 @@
+/**
+ * e2e support: the built CLI (rebuilt when src is newer), spawned `sandpit mcp` / `sandpit serve`
+ * processes, real MCP clients, and checks on the containers a server left behind. Servers started
+ * here are stopped here, by their own pid.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type Docker from 'dockerode';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { MANAGED_FILTER } from '../../src/backends/docker/labels.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const CLI = join(ROOT, 'dist/cmd/cli.js');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** `npm run build` when dist/ is missing or older than any source file. */
+export function ensureBuilt(): void {
+  const newest = Math.max(newestMtime(join(ROOT, 'src')), statSync(join(ROOT, 'package.json')).mtimeMs);
+  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newest) return;
+  try {
+    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
+  } catch (e) {
+    const err = e as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`npm run build failed:\n${String(err.stdout ?? '')}${String(err.stderr ?? '')}`, { cause: e });
+  }
+}
+
+const SEED_VARS = ['MCP_PORT', 'MCP_AUTH_TOKEN', 'SANDBOX_IMAGE_ALLOWLIST', 'MAX_CONTAINER_CPU', 'MAX_CONTAINER_MEMORY', 'CONTAINER_TIMEOUT_SECONDS', 'DISABLE_NETWORK'];
+
+/** This process's environment without any sandpit or seed setting, plus `extra`. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !k.startsWith('SANDPIT_') && !SEED_VARS.includes(k)) env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `sandpit-e2e-${prefix}-`));
+}
+
+export interface Connected {
+  client: Client;
+  stderr: string[];
+  pid: number | null;
+  close(): Promise<void>;
+}
+
+export function newClient(): Client {
+  return new Client({ name: 'sandpit-e2e', version: '1.0.0' });
+}
+
+/** The built CLI's `mcp` over stdio (or another command line, e.g. npx in an install dir). */
+export async function connectStdio(
+  options: { command?: string; args?: string[]; cwd?: string; env?: Record<string, string> } = {},
+): Promise<Connected> {
+  const transport = new StdioClientTransport({
+    command: options.command ?? process.execPath,
+    args: options.args ?? [CLI, 'mcp'],
+    env: options.env ?? cleanEnv(),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    stderr: 'pipe',
+  });
+  const stderr: string[] = [];
+  transport.stderr?.on('data', (d: Buffer) => stderr.push(d.toString('utf8')));
+  const client = newClient();
+  await client.connect(transport);
+  return { client, stderr, pid: transport.pid, close: () => client.close() };
+}
+
+export interface Served {
+  url: string;
+  pid: number;
+  logs: string[];
+  stop(): Promise<number | null>;
+}
+
+/** `sandpit serve --port 0` with `config` as its config file; resolves once it listens. */
+export async function startServe(config: object, args: string[] = [], env: Record<string, string> = {}): Promise<Served> {
+  const dir = tempDir('serve');
+  const configPath = join(dir, 'config.json');
+  writeFileSync(configPath, JSON.stringify(config));
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--config', configPath, ...args], {
+    env: cleanEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  child.stderr.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start within 30 s:\n${logs.join('')}`)), 30_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      logs.push(line);
+      try {
+        const rec = JSON.parse(line) as { msg?: string; url?: string };
+        if (rec.msg === 'MCP server listening' && rec.url) {
+          clearTimeout(timer);
+          resolve(rec.url);
+        }
+      } catch {
+        // not a log line
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}:\n${logs.join('\n')}`));
+    });
+  });
+  return { url, pid: child.pid!, logs, stop: () => stopProcess(child) };
+}
+
+export function stopProcess(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(kill);
+      resolve(code);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export async function connectHttp(url: string, token?: string): Promise<Connected> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: token ? { Authorization: `Bearer ${token}` } : {} },
+  });
+  const client = newClient();
+  await client.connect(transport);
+  return {
+    client,
+    stderr: [],
+    pid: null,
+    close: async () => {
+      if (transport.sessionId) await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    },
+  };
+}
+
+export interface Notice {
+  seq: number;
+  at: number;
+  logger: string | undefined;
+  data: unknown;
+}
+
+/** Records every logging notification with a sequence number shared with `mark()`. */
+export function recordNotifications(client: Client): { notices: Notice[]; mark: () => number } {
+  let seq = 0;
+  const notices: Notice[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    notices.push({ seq: seq++, at: performance.now(), logger: n.params.logger, data: n.params.data });
+  });
+  return { notices, mark: () => seq++ };
+}
+
+export function textOf(result: CallToolResult): string {
+  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+}
+
+export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as CallToolResult;
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** sandpit containers of one run (any state). */
+export async function containersOfRun(docker: Docker, runId: string): Promise<string[]> {
+  const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER, `sandpit.dev/run=${runId}`] } });
+  return list.map((c) => c.Names[0] ?? c.Id);
+}
+
+/** sandpit containers created by the process with `pid` on this host (its owner label). */
+export async function containersOfPid(docker: Docker, pid: number): Promise<string[]> {
+  const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER] } });
+  const prefix = `${hostname()}:${pid}:`;
+  return list.filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix)).map((c) => c.Names[0] ?? c.Id);
+}
+
+/** Waits until none of `runIds` has a container left. */
+export async function waitRunsGone(docker: Docker, runIds: string[], timeoutMs = 20_000): Promise<void> {
+  await waitFor(
+    `containers of ${runIds.join(', ')} to be removed`,
+    async () => ((await Promise.all(runIds.map((id) => containersOfRun(docker, id)))).flat().length === 0 ? true : undefined),
+    timeoutMs,
+  );
+}
