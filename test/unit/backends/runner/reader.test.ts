@@ -1,0 +1,133 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { OutputChunk } from '../../../../src/backends/output.js';
+import { RunnerReader } from '../../../../src/backends/runner/reader.js';
+
+function frame(type: string, data: Buffer | string = Buffer.alloc(0)): Buffer {
+  const payload = typeof data === 'string' ? Buffer.from(data) : data;
+  const hdr = Buffer.alloc(5);
+  hdr.write(type, 0, 'latin1');
+  hdr.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([hdr, payload]);
+}
+const exitFrame = (report: Record<string, unknown>): Buffer => frame('X', JSON.stringify(report));
+const tail = (stream: 1 | 2, s: string): Buffer => frame('T', Buffer.concat([Buffer.from([stream]), Buffer.from(s)]));
+
+/** Resolves to whether `p` settled within a few turns of the event loop. */
+async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  await new Promise((r) => setImmediate(r));
+  return done;
+}
+
+test('ready resolves on the R frame, not before', async () => {
+  const r = new RunnerReader();
+  assert.equal(await settled(r.ready), false);
+  r.push(frame('R'));
+  assert.equal(await settled(r.ready), true);
+  assert.equal(r.finished, false);
+});
+
+test('a whole run: live chunks, tails, exit report, captured streams with exact counts', async () => {
+  const r = new RunnerReader();
+  const chunks: OutputChunk[] = [];
+  r.push(frame('R'));
+  r.begin({ headBytes: 4, tailBytes: 3 }, (c) => chunks.push(c));
+  r.push(Buffer.concat([frame('O', 'ab'), frame('E', 'oops'), frame('O', 'cdef')]));
+  r.push(Buffer.concat([tail(1, 'xyz'), exitFrame({ exitCode: 1, signal: 0, timedOut: false, oomKilled: false, stdoutBytes: 20, stderrBytes: 4, durationMs: 7 })]));
+  assert.equal(await settled(r.done), true);
+  assert.equal(r.finished, true);
+  assert.deepEqual(
+    chunks.map((c) => [c.stream, c.data.toString()]),
+    [
+      ['stdout', 'ab'],
+      ['stderr', 'oops'],
+      ['stdout', 'cd'], // only what fits in the head is shown live
+    ],
+  );
+  const o = r.outcome();
+  assert.equal(o.failure, undefined);
+  assert.deepEqual(o.exit, { exitCode: 1, signal: 0, timedOut: false, oomKilled: false, stdoutBytes: 20, stderrBytes: 4, durationMs: 7 });
+  assert.deepEqual(o.stdout, { text: 'abcd\n[… 13 bytes truncated …]\nxyz', bytes: 20, truncated: true, binary: false });
+  assert.deepEqual(o.stderr, { text: 'oops', bytes: 4, truncated: false, binary: false });
+});
+
+test('frames split across pushes at every byte give the same outcome', () => {
+  const stream = Buffer.concat([
+    frame('R'),
+    frame('O', 'hello '),
+    frame('O', 'world'),
+    tail(2, 'bye'),
+    exitFrame({ exitCode: 0, stdoutBytes: 11, stderrBytes: 3 }),
+  ]);
+  for (let k = 0; k <= stream.length; k++) {
+    const r = new RunnerReader();
+    r.begin({ headBytes: 100, tailBytes: 100 }, () => {});
+    r.push(stream.subarray(0, k));
+    r.push(stream.subarray(k));
+    const o = r.outcome();
+    assert.equal(o.exit?.exitCode, 0, `split at ${k}`);
+    assert.equal(o.stdout.text, 'hello world');
+    assert.equal(o.stderr.text, 'bye');
+  }
+});
+
+test('output before begin() is counted but not shown', () => {
+  const r = new RunnerReader();
+  r.push(frame('O', 'early'));
+  const o = r.outcome();
+  assert.equal(o.stdout.bytes, 5);
+  assert.equal(o.stdout.truncated, true);
+});
+
+test('a failure frame ends the run with the runner’s message', async () => {
+  const r = new RunnerReader();
+  r.push(frame('F', 'cannot exec python3: No such file'));
+  assert.equal(await settled(r.done), true);
+  assert.equal(r.outcome().failure, 'cannot exec python3: No such file');
+  assert.equal(r.outcome().exit, undefined);
+});
+
+test('malformed output ends the run as a failure instead of throwing', async () => {
+  const r = new RunnerReader();
+  r.push(frame('Q', 'junk'));
+  assert.equal(await settled(r.done), true);
+  assert.match(r.outcome().failure ?? '', /^malformed runner output: unknown runner frame type 0x51/);
+  const big = new RunnerReader();
+  big.push(Buffer.from([0x4f, 0xff, 0xff, 0xff, 0xff]));
+  assert.match(big.outcome().failure ?? '', /too large/);
+});
+
+test('nothing after the exit frame counts, even in the same chunk', () => {
+  const r = new RunnerReader();
+  const chunks: OutputChunk[] = [];
+  r.begin({ headBytes: 100, tailBytes: 100 }, (c) => chunks.push(c));
+  r.push(Buffer.concat([frame('O', 'a'), exitFrame({ exitCode: 0, stdoutBytes: 1 }), frame('O', 'forged'), frame('F', 'late')]));
+  r.push(frame('O', 'later'));
+  const o = r.outcome();
+  assert.equal(o.stdout.text, 'a');
+  assert.equal(o.failure, undefined);
+  assert.equal(chunks.length, 1);
+});
+
+test('fail() is idempotent and loses to an earlier exit', () => {
+  const r = new RunnerReader();
+  r.fail('engine went away');
+  r.fail('second');
+  assert.equal(r.outcome().failure, 'engine went away');
+  const s = new RunnerReader();
+  s.push(exitFrame({ exitCode: 0 }));
+  s.fail('too late');
+  assert.equal(s.outcome().failure, undefined);
+  assert.equal(s.outcome().exit?.exitCode, 0);
+});
+
+test('the exit report’s timedOut and oomKilled come through', () => {
+  const r = new RunnerReader();
+  r.push(exitFrame({ exitCode: 137, signal: 9, timedOut: true, oomKilled: true }));
+  assert.equal(r.outcome().exit?.timedOut, true);
+  assert.equal(r.outcome().exit?.oomKilled, true);
+  assert.equal(r.outcome().exit?.signal, 9);
+});
