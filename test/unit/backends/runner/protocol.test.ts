@@ -32,7 +32,7 @@ function spec(overrides: Partial<EffectiveSpec> = {}, limits: Partial<EffectiveS
   };
 }
 
-const bytes = (...parts: (string | number[])[]): Buffer =>
+const bytes = (...parts: (string | number[] | Buffer)[]): Buffer =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
 
 /** A runner frame: u8 type, u32be length, payload. */
