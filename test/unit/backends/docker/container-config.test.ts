@@ -1,0 +1,230 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  buildContainerConfig,
+  RUNNER,
+  RUNSC_PIDS_OVERHEAD,
+  SANDBOX_USER,
+  UNROUTABLE_NAMESERVER,
+  type ContainerOptions,
+  type ContainerShape,
+} from '../../../../src/backends/docker/container-config.js';
+import { LABELS, MANAGED_BY, MANAGED_FILTER } from '../../../../src/backends/docker/labels.js';
+
+const MiB = 1024 ** 2;
+
+const shape: ContainerShape = {
+  image: 'sandpit/python:3.11',
+  runtime: undefined,
+  template: 'python',
+  workdir: '/workspace',
+  limits: {
+    cpuMilli: 1500,
+    memoryBytes: 256 * MiB,
+    pids: 100,
+    workspaceBytes: 32 * MiB,
+    tmpBytes: 16 * MiB,
+    fileSizeBytes: 32 * MiB,
+    openFiles: 1024,
+  },
+};
+const options: ContainerOptions = { name: 'sandpit-run-abc', runId: 'abc', kind: 'run', owner: 'host:123:456', expiresAt: 1_800_000_000_000 };
+
+const build = (s: Partial<ContainerShape> = {}, o: Partial<ContainerOptions> = {}) => buildContainerConfig({ ...shape, ...s }, { ...options, ...o });
+const host = (s: Partial<ContainerShape> = {}) => build(s).HostConfig!;
+
+describe('network', () => {
+  test('NetworkMode none, never re-enabled', () => {
+    const c = build();
+    assert.equal(c.HostConfig!.NetworkMode, 'none');
+    assert.notEqual(c.NetworkDisabled, false);
+    assert.equal(c.HostConfig!.PortBindings, undefined);
+    assert.equal(c.ExposedPorts, undefined);
+    assert.equal(c.HostConfig!.ExtraHosts, undefined);
+  });
+
+  test('the only nameserver is unroutable (TEST-NET-1), one quick attempt, no search domains', () => {
+    assert.equal(UNROUTABLE_NAMESERVER, '192.0.2.1');
+    assert.deepEqual(host().Dns, ['192.0.2.1']);
+    assert.deepEqual(host().DnsOptions, ['attempts:1', 'timeout:1']);
+    assert.deepEqual(host().DnsSearch, []);
+  });
+
+  test('a neutral hostname', () => {
+    assert.equal(build().Hostname, 'sandbox');
+  });
+});
+
+describe('resources', () => {
+  test('Memory and MemorySwap are equal: no swap', () => {
+    assert.equal(host().Memory, 256 * MiB);
+    assert.equal(host().MemorySwap, 256 * MiB);
+  });
+
+  const cpus: [number, number][] = [
+    [1000, 1_000_000_000],
+    [1500, 1_500_000_000],
+    [250, 250_000_000],
+    [1, 1_000_000],
+  ];
+  for (const [milli, nano] of cpus) {
+    test(`NanoCpus for ${milli}m is ${nano}`, () => {
+      assert.equal(host({ limits: { ...shape.limits, cpuMilli: milli } }).NanoCpus, nano);
+    });
+  }
+
+  test('PidsLimit is the pids limit under runc or the default runtime', () => {
+    assert.equal(host().PidsLimit, 100);
+    assert.equal(host({ runtime: 'runc' }).PidsLimit, 100);
+  });
+
+  test('PidsLimit under runsc adds gVisor’s own threads', () => {
+    assert.equal(RUNSC_PIDS_OVERHEAD, 384);
+    assert.equal(host({ runtime: 'runsc' }).PidsLimit, 100 + 384);
+  });
+
+  test('ulimits: nofile, fsize and no core dumps', () => {
+    assert.deepEqual(host().Ulimits, [
+      { Name: 'nofile', Soft: 1024, Hard: 1024 },
+      { Name: 'fsize', Soft: 32 * MiB, Hard: 32 * MiB },
+      { Name: 'core', Soft: 0, Hard: 0 },
+    ]);
+  });
+});
+
+describe('filesystem', () => {
+  test('read-only root filesystem', () => {
+    assert.equal(host().ReadonlyRootfs, true);
+  });
+
+  test('size-limited tmpfs for /tmp and the workspace, no suid or devices, workspace owned by 1000', () => {
+    assert.deepEqual(host().Tmpfs, {
+      '/tmp': `rw,exec,nosuid,nodev,size=${16 * MiB},mode=1777`,
+      '/workspace': `rw,exec,nosuid,nodev,size=${32 * MiB},uid=1000,gid=1000,mode=0755`,
+    });
+  });
+
+  test('the workspace tmpfs follows the workdir', () => {
+    const c = build({ workdir: '/home/sandbox' });
+    assert.equal(c.WorkingDir, '/home/sandbox');
+    assert.deepEqual(Object.keys(c.HostConfig!.Tmpfs!).sort(), ['/home/sandbox', '/tmp']);
+  });
+
+  test('no host mounts, volumes or devices', () => {
+    const h = host();
+    assert.equal(h.Binds, undefined);
+    assert.equal(h.Mounts, undefined);
+    assert.equal(h.VolumesFrom, undefined);
+    assert.equal(h.Devices, undefined);
+    assert.equal(build().Volumes, undefined);
+  });
+});
+
+describe('privileges', () => {
+  test('every capability dropped, none added', () => {
+    assert.deepEqual(host().CapDrop, ['ALL']);
+    assert.equal(host().CapAdd, undefined);
+  });
+
+  test('no-new-privileges and not privileged', () => {
+    assert.deepEqual(host().SecurityOpt, ['no-new-privileges']);
+    assert.equal(host().Privileged, false);
+  });
+
+  test('runs as 1000:1000', () => {
+    assert.equal(SANDBOX_USER, '1000:1000');
+    assert.equal(build().User, '1000:1000');
+  });
+
+  test('private IPC, no host PID/UTS/user namespaces', () => {
+    const h = host();
+    assert.equal(h.IpcMode, 'private');
+    assert.equal(h.PidMode, undefined);
+    assert.equal(h.UTSMode, undefined);
+    assert.equal(h.UsernsMode, undefined);
+  });
+});
+
+describe('process and I/O', () => {
+  test('the runner is the entrypoint, with no command and no environment of its own', () => {
+    const c = build();
+    assert.equal(RUNNER, '/usr/local/bin/sandpit-runner');
+    assert.deepEqual(c.Entrypoint, [RUNNER]);
+    assert.deepEqual(c.Cmd, []);
+    assert.deepEqual(c.Env, []);
+    assert.equal(c.Image, 'sandpit/python:3.11');
+    assert.equal(c.name, 'sandpit-run-abc');
+  });
+
+  test('attached stdin (once) and stdout/stderr, no TTY', () => {
+    const c = build();
+    assert.equal(c.AttachStdin, true);
+    assert.equal(c.OpenStdin, true);
+    assert.equal(c.StdinOnce, true);
+    assert.equal(c.AttachStdout, true);
+    assert.equal(c.AttachStderr, true);
+    assert.equal(c.Tty, false);
+  });
+
+  test('logging driver none: output never reaches host disk', () => {
+    assert.deepEqual(host().LogConfig, { Type: 'none', Config: {} });
+  });
+
+  test('no init, no auto-remove (the backend removes after reading the result)', () => {
+    assert.equal(host().Init, false);
+    assert.equal(host().AutoRemove, false);
+  });
+});
+
+describe('runtime', () => {
+  test('set only when given', () => {
+    assert.equal('Runtime' in host(), false);
+    assert.equal(host({ runtime: 'runsc' }).Runtime, 'runsc');
+    assert.equal(host({ runtime: 'runc' }).Runtime, 'runc');
+  });
+});
+
+describe('labels', () => {
+  test('a run container: managed-by, kind, owner, run, template, expires-at', () => {
+    assert.deepEqual(build().Labels, {
+      'sandpit.dev/managed-by': 'sandpit',
+      'sandpit.dev/kind': 'run',
+      'sandpit.dev/owner': 'host:123:456',
+      'sandpit.dev/run': 'abc',
+      'sandpit.dev/template': 'python',
+      'sandpit.dev/expires-at': '1800000000000',
+    });
+  });
+
+  test('a pool container without run, template or expiry leaves those labels out', () => {
+    const { runId: _r, expiresAt: _e, ...rest } = options;
+    const c = buildContainerConfig({ ...shape, template: undefined }, { ...rest, kind: 'pool' });
+    assert.deepEqual(c.Labels, {
+      'sandpit.dev/managed-by': 'sandpit',
+      'sandpit.dev/kind': 'pool',
+      'sandpit.dev/owner': 'host:123:456',
+    });
+  });
+
+  test('the label names and the reaper filter', () => {
+    assert.deepEqual(LABELS, {
+      managedBy: 'sandpit.dev/managed-by',
+      run: 'sandpit.dev/run',
+      template: 'sandpit.dev/template',
+      kind: 'sandpit.dev/kind',
+      owner: 'sandpit.dev/owner',
+      expires: 'sandpit.dev/expires-at',
+    });
+    assert.equal(MANAGED_BY, 'sandpit');
+    assert.equal(MANAGED_FILTER, 'sandpit.dev/managed-by=sandpit');
+  });
+});
+
+test('the config depends only on the shape: two builds are equal and independent', () => {
+  const a = build();
+  const b = build();
+  assert.deepEqual(a, b);
+  a.HostConfig!.CapDrop!.push('x');
+  assert.deepEqual(b.HostConfig!.CapDrop, ['ALL']);
+});
