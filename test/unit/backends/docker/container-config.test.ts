@@ -225,6 +225,6 @@ test('the config depends only on the shape: two builds are equal and independent
   const a = build();
   const b = build();
   assert.deepEqual(a, b);
-  a.HostConfig!.CapDrop!.push('x');
+  (a.HostConfig!.CapDrop as string[]).push('x');
   assert.deepEqual(b.HostConfig!.CapDrop, ['ALL']);
 });
