@@ -64,7 +64,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     authenticator,
     mcp,
     bodyLimitBytes: bodyLimitFor(maxRequestBytes),
-    limitNote: `the policy allows ${formatSize(maxRequestBytes)} of code, files and stdin (sandbox.maxRequestBytes)`,
+    limitNote: `the policy allows ${formatSize(maxRequestBytes)} of code, files and stdin in all (sandbox.maxRequestBytes)`,
     allowedHosts,
     version,
   });

@@ -110,7 +110,7 @@ export async function startServe(config: object, args: string[] = [], env: Recor
         const rec = JSON.parse(line) as { msg?: string; url?: string };
         if (rec.msg === 'MCP server listening' && rec.url) {
           clearTimeout(timer);
-          resolve(rec.url);
+          resolve(rec.url.replace(/\/mcp$/, ''));
         }
       } catch {
         // not a log line

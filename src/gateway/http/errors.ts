@@ -44,7 +44,7 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
     case 'entity.too.large':
       return new AppError('TOO_LARGE', `request body of ${e.length ?? '?'} bytes is over the limit of ${e.limit ?? '?'} bytes`, {
         violations: [{ field: '(request body)', message: 'too large', ...(e.limit !== undefined ? { limit: e.limit } : {}) }],
-        hint: `send less code, files or stdin (${limitNote})`,
+        hint: `send less code, files or stdin; ${limitNote}`,
       });
     case 'entity.parse.failed':
       return new AppError('INVALID_REQUEST', 'request body is not valid JSON', { hint: 'send a JSON-RPC message as JSON' });

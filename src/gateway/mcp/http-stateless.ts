@@ -21,7 +21,8 @@ export function statelessMcpHttp(deps: ToolDeps): McpHttp {
   return {
     async post(req: Request, res: Response) {
       const principal = (principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ?? deps.defaultPrincipal).name;
-      inflight.cancelFrom(principal, req.body);
+      const cancelled = inflight.cancelFrom(principal, req.body);
+      if (cancelled > 0) deps.logger.debug({ principal, cancelled }, 'client cancelled calls in flight');
       const server = createMcpServer(deps);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       const close = (): Promise<void> => server.close().catch(() => undefined);
