@@ -29,6 +29,8 @@ export interface BackendHealth {
   /** Sandbox images that are present, and missing ones. */
   images?: { present: string[]; missing: string[] };
   runtimes?: string[];
+  /** Warm pools, when the backend keeps them. */
+  pools?: { template: string; idle: number; starting: number }[];
 }
 
 export interface SandboxBackend {

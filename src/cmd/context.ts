@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { RunRequestSchema } from '../api/run.js';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
 import { configWarnings, loadConfig } from '../config/load.js';
 import { policyFromConfig } from '../config/policy.js';
@@ -11,6 +12,8 @@ import type { Config } from '../config/schema.js';
 import { SandpitService } from '../gateway/service.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
+import type { Policy } from '../policy/policy.js';
 import { AppError, isAppError } from '../shared/errors.js';
 
 /** The package root (holds images/ and scripts/), from src/cmd or dist/cmd alike. */
@@ -40,19 +43,28 @@ export function packageVersion(): string {
 }
 
 /**
- * The Docker backend and the service over it, with leftovers of crashed callers reaped first.
+ * The Docker backend and the service over it, with leftovers of crashed callers reaped first and
+ * the configured pools pre-warmed. One-shot commands pass `pools: false`.
  * `tolerateEngineDown`: a server starts anyway when the engine does not answer, so that its health
  * tools can say how to start it.
  */
 export async function wireDocker(
   ctx: Context,
-  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean } = {},
+  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean; pools?: boolean } = {},
 ): Promise<Wiring> {
   const { config, logger } = ctx;
   if (config.sandbox.backend !== 'docker') {
     throw new AppError('CONFIG_INVALID', `this command runs the docker backend, but sandbox.backend is ${config.sandbox.backend}`);
   }
-  const backend = new DockerBackend({ socketPath: config.docker.socketPath });
+  const metrics = createMetrics(options);
+  const policy = policyFromConfig(config);
+  const { prewarm, ...pool } = config.pool;
+  const backend = new DockerBackend({
+    socketPath: config.docker.socketPath,
+    pool: { ...pool, enabled: pool.enabled && options.pools !== false },
+    metrics,
+    logger,
+  });
   let reaped: string[] = [];
   try {
     reaped = await backend.reap();
@@ -61,15 +73,24 @@ export async function wireDocker(
     logger.warn({ err: isAppError(e) ? e.message : String(e) }, 'the container engine did not answer; starting anyway');
   }
   if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
-  const metrics = createMetrics(options);
+  if (backend.pool && prewarm.length) backend.pool.prewarm(prewarm.map((template) => defaultShape(template, policy)));
   const service = new SandpitService({
     backend,
-    policy: policyFromConfig(config),
+    policy,
     logger,
     metrics,
     admission: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
   });
   return { service, backend, metrics };
+}
+
+/** The container shape a template's runs get by default: what a pre-warmed pool should hold. */
+function defaultShape(template: string, policy: Policy): EffectiveSpec {
+  const evaluation = evaluate(RunRequestSchema.parse({ template, code: '' }), policy);
+  if (!evaluation.ok) {
+    throw new AppError('CONFIG_INVALID', `pool.prewarm: cannot pre-warm "${template}": ${evaluation.violations.map((v) => v.message).join('; ')}`);
+  }
+  return evaluation.spec;
 }
 
 /** Prints an error the way a user can act on it, and returns the exit code to use. */

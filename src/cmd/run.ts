@@ -67,7 +67,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const request = buildRequest(values, positionals, command, values['no-stdin'] ? undefined : await readStdin());
   // A terminal command: only warnings and errors on stderr unless asked (--verbose shows the audit line).
   const ctx = loadContext({ configPath: values.config, ...(values.verbose ? {} : { logLevel: 'warn' }) });
-  const { service } = await wireDocker(ctx);
+  const { service } = await wireDocker(ctx, { pools: false });
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);

@@ -28,7 +28,7 @@ export function configFields(): string[] {
   const walk = (schema: z.ZodType, path: string[]): void => {
     const inner = unwrap(schema);
     if (inner instanceof z.ZodObject) {
-      for (const [key, child] of Object.entries(inner.shape as Record<string, z.ZodType>)) walk(child, [...path, key]);
+      for (const [key, child] of Object.entries(inner.shape)) walk(child, [...path, key]);
     } else {
       out.push(path.join('.'));
     }

@@ -124,6 +124,19 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    pool: z
+      .object({
+        enabled: bool().default(true),
+        minIdle: int(0, 1000).default(2),
+        maxSize: int(1, 1000).default(8),
+        maxTotal: int(1, 10_000).default(32),
+        maxIdleSeconds: int(1, 86_400).default(300),
+        maxStarting: int(1, 64).default(4),
+        checkIntervalSeconds: int(1, 3600).default(10),
+        prewarm: list().default([]),
+      })
+      .strict()
+      .prefault({}),
     logging: z
       .object({
         level: z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }).default('info'),

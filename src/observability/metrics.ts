@@ -33,6 +33,32 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['code'] as const,
       registers,
     }),
+    poolContainers: new Gauge({
+      name: 'sandpit_pool_containers',
+      help: 'Warm pool containers by template and state (idle, starting)',
+      labelNames: ['template', 'state'] as const,
+      registers,
+    }),
+    poolClaims: new Counter({
+      name: 'sandpit_pool_claims_total',
+      help: 'Pool claims by template and result (hit: a warm container served the run; miss: cold start)',
+      labelNames: ['template', 'result'] as const,
+      registers,
+    }),
+    poolRefill: new Histogram({
+      name: 'sandpit_pool_refill_seconds',
+      help: 'Time to start a pool container until its runner reports ready',
+      labelNames: ['template'] as const,
+      buckets: [0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30],
+      registers,
+    }),
+    sandboxAcquire: new Histogram({
+      name: 'sandpit_sandbox_acquire_seconds',
+      help: 'Time from a run starting to its sandbox being ready for the job, by path (warm claim or cold start)',
+      labelNames: ['served'] as const,
+      buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+      registers,
+    }),
     toolCalls: new Counter({
       name: 'sandpit_tool_calls_total',
       help: 'MCP tool calls by tool and outcome',

@@ -33,9 +33,16 @@ export class AttachedRunner {
   /** Resolves when the attach stream closes (the runner exited or the container was killed). */
   readonly ended = new Promise<void>((r) => (this.endedResolve = r));
   private removal: Promise<void> | undefined;
+  private isEnded = false;
 
   private constructor(container: Docker.Container) {
     this.container = container;
+    void this.ended.then(() => (this.isEnded = true));
+  }
+
+  /** False once the attach stream closed: the runner can no longer take a job. */
+  get alive(): boolean {
+    return !this.isEnded && this.removal === undefined;
   }
 
   /** Creates, attaches and starts the container. Throws typed engine errors; leaves nothing behind on failure. */

@@ -8,6 +8,8 @@ import type { RunResult } from '../../api/run.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import { AsyncQueue } from '../../shared/async-queue.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
 import { AppError } from '../../shared/errors.js';
 import type { OutputChunk } from '../output.js';
 import { buildResult } from '../result.js';
@@ -16,6 +18,8 @@ import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
 import { ENGINE_HINT, engineError } from './engine-errors.js';
 import { currentOwner } from './owner.js';
+import { PoolManager, type PoolStats } from './pool/pool-manager.js';
+import type { PoolOptions } from './pool/pool-options.js';
 import { reapLeftovers } from './reaper.js';
 
 export interface DockerBackendOptions {
@@ -23,6 +27,10 @@ export interface DockerBackendOptions {
   docker?: Docker;
   /** Images `health()` reports on; defaults to the built-in templates' images. */
   images?: readonly string[];
+  /** Warm pools; absent or disabled means every run starts its container cold. */
+  pool?: PoolOptions;
+  metrics?: Metrics;
+  logger?: Logger;
 }
 
 /** Extra life a container's expiry label gets beyond its deadline, for slow starts and removal. */
@@ -33,6 +41,9 @@ export class DockerBackend implements SandboxBackend {
   readonly docker: Docker;
   readonly owner = currentOwner();
   private readonly images: readonly string[];
+  private readonly metrics: Metrics | undefined;
+  /** The warm pools, when enabled. */
+  readonly pool: PoolManager | undefined;
   private readonly cleanups = new Set<Promise<void>>();
   private readonly active = new Set<Promise<void>>();
   private closed = false;
@@ -40,6 +51,10 @@ export class DockerBackend implements SandboxBackend {
   constructor(options: DockerBackendOptions = {}) {
     this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
     this.images = options.images ?? BUILTIN_TEMPLATES.map((t) => t.image);
+    this.metrics = options.metrics;
+    this.pool = options.pool?.enabled
+      ? new PoolManager({ docker: this.docker, owner: this.owner, options: options.pool, metrics: options.metrics, logger: options.logger })
+      : undefined;
   }
 
   /** Removes what crashed callers left behind. Call once at start-up. */
@@ -90,9 +105,11 @@ export class DockerBackend implements SandboxBackend {
       cleanedUp();
       return cancelledResult();
     }
-    let runner: AttachedRunner;
+    const acquiring = performance.now();
+    let runner = this.claimWarm(spec, runId);
+    const served = runner ? 'warm' : 'cold';
     try {
-      runner = await AttachedRunner.start(
+      runner ??= await AttachedRunner.start(
         this.docker,
         buildContainerConfig(spec, {
           name: `sandpit-run-${runId}`,
@@ -106,6 +123,7 @@ export class DockerBackend implements SandboxBackend {
       cleanedUp();
       throw e;
     }
+    this.metrics?.sandboxAcquire.observe({ served }, (performance.now() - acquiring) / 1000);
     try {
       if (signal?.aborted) return cancelledResult();
       const { outcome, facts } = await runner.run(spec, (c) => output.push(c), signal);
@@ -118,10 +136,23 @@ export class DockerBackend implements SandboxBackend {
         startedAt,
         finishedAt: Date.now(),
         backend: this.name,
-        served: 'cold',
+        served,
       });
     } finally {
       this.track(runner.remove(), cleanedUp);
+    }
+  }
+
+  /** A live, ready pool container for this spec, renamed after the run it now serves. */
+  private claimWarm(spec: EffectiveSpec, runId: string): AttachedRunner | undefined {
+    for (;;) {
+      const runner = this.pool?.claim(spec);
+      if (!runner) return undefined;
+      if (runner.alive) {
+        runner.container.rename({ name: `sandpit-run-${runId}` }).catch(() => {});
+        return runner;
+      }
+      void runner.remove();
     }
   }
 
@@ -161,11 +192,17 @@ export class DockerBackend implements SandboxBackend {
         : `engine ${info.ServerVersion ?? '?'} is up with every sandbox image`,
       images: { present: present.sort(), missing: missing.sort() },
       runtimes: Object.keys(info.Runtimes ?? {}).sort(),
+      ...(this.pool ? { pools: this.pool.stats() } : {}),
     };
+  }
+
+  poolStats(): PoolStats[] {
+    return this.pool?.stats() ?? [];
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.pool?.close();
     await Promise.all(this.active);
     await Promise.all(this.cleanups);
   }

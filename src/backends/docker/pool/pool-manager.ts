@@ -1,0 +1,199 @@
+/**
+ * The warm pools of the Docker backend (DESIGN.md §6): one per container shape, created on first
+ * demand or pre-warmed from config, refilled in the background within per-pool and global caps.
+ * A claim hands over a started, hardened container whose runner already waits for its job, so a
+ * run costs about one process spawn. Containers are never reused.
+ */
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { Logger } from '../../../observability/logger.js';
+import type { Metrics } from '../../../observability/metrics.js';
+import { AttachedRunner } from '../attached-runner.js';
+import { buildContainerConfig, type ContainerShape } from '../container-config.js';
+import type { PoolOptions } from './pool-options.js';
+import { poolKey, shapeOf } from './pool-key.js';
+import { WarmPool } from './warm-pool.js';
+
+const READY_TIMEOUT_MS = 30_000;
+
+export interface PoolStats {
+  template: string;
+  idle: number;
+  starting: number;
+}
+
+export interface PoolManagerDeps {
+  docker: Docker;
+  owner: string;
+  options: PoolOptions;
+  metrics?: Metrics | undefined;
+  logger?: Logger | undefined;
+}
+
+export class PoolManager {
+  private readonly deps: PoolManagerDeps;
+  private readonly pools = new Map<string, WarmPool>();
+  private starting = 0;
+  /** Moving average of how long a pool container takes to start and report ready. */
+  private startSeconds = 0.4;
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(deps: PoolManagerDeps) {
+    this.deps = deps;
+    this.timer = setInterval(() => void this.check(), deps.options.checkIntervalSeconds * 1000);
+    this.timer.unref();
+  }
+
+  /** Creates the pools for these shapes and starts filling them. */
+  prewarm(shapes: ContainerShape[]): void {
+    for (const shape of shapes) this.poolFor(shape);
+    this.pump();
+  }
+
+  /** A ready container of exactly this shape, or undefined (the caller then starts one cold). */
+  claim(shape: ContainerShape): AttachedRunner | undefined {
+    if (this.closed) return undefined;
+    const pool = this.poolFor(shape);
+    const runner = pool.take(Date.now());
+    this.deps.metrics?.poolClaims.inc({ template: pool.label, result: runner ? 'hit' : 'miss' });
+    this.pump();
+    return runner;
+  }
+
+  stats(): PoolStats[] {
+    return [...this.pools.values()].map((p) => ({ template: p.label, idle: p.idleCount, starting: p.starting }));
+  }
+
+  get total(): number {
+    let n = 0;
+    for (const p of this.pools.values()) n += p.size;
+    return n;
+  }
+
+  /** Stops refilling and removes every pool container, waiting for starts in flight. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await Promise.all([...this.pools.values()].flatMap((p) => p.drain()).map((r) => r.remove()));
+    await Promise.all(this.inFlight);
+    this.report();
+  }
+
+  private poolFor(shape: ContainerShape): WarmPool {
+    const key = poolKey(shape);
+    let pool = this.pools.get(key);
+    if (!pool) {
+      pool = new WarmPool(key, shapeOf(shape));
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  /** Starts containers for the neediest pools while the global caps allow. */
+  private pump(): void {
+    const { options } = this.deps;
+    while (!this.closed && this.starting < options.maxStarting && this.total < options.maxTotal) {
+      const now = Date.now();
+      let neediest: WarmPool | undefined;
+      let deficit = 0;
+      for (const pool of this.pools.values()) {
+        const want = pool.target(now, options.minIdle, options.maxSize, this.startSeconds) - pool.size;
+        if (want > deficit) {
+          deficit = want;
+          neediest = pool;
+        }
+      }
+      if (!neediest) break;
+      this.startOne(neediest);
+    }
+    this.report();
+  }
+
+  private startOne(pool: WarmPool): void {
+    pool.starting++;
+    this.starting++;
+    const started = Date.now();
+    const config = buildContainerConfig(pool.shape, {
+      name: `sandpit-pool-${pool.label}-${randomBytes(4).toString('hex')}`,
+      kind: 'pool',
+      owner: this.deps.owner,
+    });
+    const work = (async () => {
+      let runner: AttachedRunner | undefined;
+      try {
+        runner = await AttachedRunner.start(this.deps.docker, config);
+        await withTimeout(runner.reader.ready, READY_TIMEOUT_MS, 'the pool container did not report ready');
+        const seconds = (Date.now() - started) / 1000;
+        this.startSeconds = this.startSeconds * 0.8 + seconds * 0.2;
+        this.deps.metrics?.poolRefill.observe({ template: pool.label }, seconds);
+        if (this.closed) {
+          await runner.remove();
+          return;
+        }
+        pool.add(runner, Date.now());
+        this.watch(pool, runner);
+      } catch (e) {
+        this.deps.logger?.warn({ template: pool.label, err: (e as Error).message }, 'a pool container failed to start');
+        await runner?.remove();
+        await new Promise((r) => setTimeout(r, 1000).unref());
+      } finally {
+        pool.starting--;
+        this.starting--;
+        this.pump();
+      }
+    })();
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+  }
+
+  /** A container that dies while idle (killed by hand, crashed) is removed and replaced. */
+  private watch(pool: WarmPool, runner: AttachedRunner): void {
+    void runner.ended.then(() => {
+      if (pool.drop(runner)) {
+        this.deps.logger?.warn({ template: pool.label }, 'an idle pool container died; replacing it');
+        void runner.remove();
+        this.pump();
+      }
+    });
+  }
+
+  /** Ages out old idle containers and replaces any that stopped running. */
+  private async check(): Promise<void> {
+    const now = Date.now();
+    for (const pool of this.pools.values()) {
+      for (const old of pool.expire(now, this.deps.options.maxIdleSeconds * 1000)) void old.remove();
+      await Promise.all(
+        pool.idleRunners().map(async (runner) => {
+          const state = await runner.container.inspect().then(
+            (i) => i.State,
+            () => undefined,
+          );
+          if (!state?.Running || state.Paused || state.Restarting) {
+            pool.drop(runner);
+            void runner.remove();
+          }
+        }),
+      );
+    }
+    this.pump();
+  }
+
+  private report(): void {
+    const gauge = this.deps.metrics?.poolContainers;
+    if (!gauge) return;
+    for (const pool of this.pools.values()) {
+      gauge.set({ template: pool.label, state: 'idle' }, pool.idleCount);
+      gauge.set({ template: pool.label, state: 'starting' }, pool.starting);
+    }
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms))),
+  ]);
+}
