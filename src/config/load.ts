@@ -28,7 +28,8 @@ export function configFields(): string[] {
   const walk = (schema: z.ZodType, path: string[]): void => {
     const inner = unwrap(schema);
     if (inner instanceof z.ZodObject) {
-      for (const [key, child] of Object.entries(inner.shape)) walk(child, [...path, key]);
+      const shape: Record<string, z.ZodType> = inner.shape;
+      for (const [key, child] of Object.entries(shape)) walk(child, [...path, key]);
     } else {
       out.push(path.join('.'));
     }
