@@ -36,6 +36,8 @@ export class Admission {
 
   /** Waits for a slot; resolves to the function that gives it back. */
   async acquire(principal: string, principalMax: number | undefined, signal?: AbortSignal): Promise<() => void> {
+    // An aborted signal never fires 'abort' again: a queued caller would wait out maxWaitMs.
+    if (signal?.aborted) throw cancelled(signal);
     const held = this.perPrincipal.get(principal) ?? 0;
     if (principalMax !== undefined && held >= principalMax) {
       throw busy(`"${principal}" already has ${held} runs in progress, its limit`);

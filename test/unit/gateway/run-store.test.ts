@@ -1,0 +1,115 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { RunResult } from '../../../src/api/run.js';
+import { RunStore, type RunRecord } from '../../../src/gateway/run-store.js';
+
+function record(runId: string): RunRecord {
+  return {
+    runId,
+    principal: 'p',
+    createdAt: 0,
+    controller: new AbortController(),
+    result: undefined,
+    settled: Promise.resolve(),
+    live: { stdout: '', stderr: '' },
+  };
+}
+
+function result(runId: string): RunResult {
+  return {
+    runId,
+    phase: 'Succeeded',
+    exitCode: 0,
+    timedOut: false,
+    stdout: '',
+    stderr: '',
+    truncated: false,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    binaryOutput: false,
+    durationMs: 1,
+  };
+}
+
+test('add and get', () => {
+  const s = new RunStore();
+  const r = record('a');
+  s.add(r);
+  assert.equal(s.get('a'), r);
+  assert.equal(s.get('b'), undefined);
+});
+
+test('active lists the runs without a result', () => {
+  const s = new RunStore();
+  const [a, b, c] = ['a', 'b', 'c'].map(record) as [RunRecord, RunRecord, RunRecord];
+  s.add(a);
+  s.add(b);
+  s.add(c);
+  s.finish(b, result('b'));
+  assert.deepEqual(
+    s.active().map((r) => r.runId),
+    ['a', 'c'],
+  );
+});
+
+test('appendLive collects each stream separately', () => {
+  const s = new RunStore();
+  const r = record('a');
+  s.add(r);
+  s.appendLive(r, { stream: 'stdout', data: Buffer.from('he') });
+  s.appendLive(r, { stream: 'stderr', data: Buffer.from('warn') });
+  s.appendLive(r, { stream: 'stdout', data: Buffer.from('llo') });
+  assert.deepEqual(r.live, { stdout: 'hello', stderr: 'warn' });
+});
+
+test('finish stores the result, drops the live output, and the run stays readable', () => {
+  const s = new RunStore();
+  const r = record('a');
+  s.add(r);
+  s.appendLive(r, { stream: 'stdout', data: Buffer.from('x') });
+  const res = result('a');
+  s.finish(r, res);
+  assert.equal(s.get('a')?.result, res);
+  assert.deepEqual(s.get('a')?.live, { stdout: '', stderr: '' });
+});
+
+test('finished history is bounded: the oldest finished runs go, live runs never do', () => {
+  const s = new RunStore(2);
+  const live = record('live');
+  s.add(live);
+  const done = ['d1', 'd2', 'd3', 'd4'].map(record);
+  for (const r of done) {
+    s.add(r);
+    s.finish(r, result(r.runId));
+  }
+  assert.equal(s.get('d1'), undefined);
+  assert.equal(s.get('d2'), undefined);
+  assert.ok(s.get('d3'));
+  assert.ok(s.get('d4'));
+  assert.equal(s.get('live'), live);
+  assert.deepEqual(
+    s.active().map((r) => r.runId),
+    ['live'],
+  );
+});
+
+test('a bound of 0 keeps no finished runs', () => {
+  const s = new RunStore(0);
+  const r = record('a');
+  s.add(r);
+  s.finish(r, result('a'));
+  assert.equal(s.get('a'), undefined);
+});
+
+test('the default bound keeps 1000 finished runs', () => {
+  const s = new RunStore();
+  for (let i = 0; i < 1001; i++) {
+    const r = record(`r${i}`);
+    s.add(r);
+    s.finish(r, result(r.runId));
+  }
+  assert.equal(s.get('r0'), undefined);
+  assert.ok(s.get('r1'));
+  assert.ok(s.get('r1000'));
+});
