@@ -3,10 +3,16 @@
  * an `isError` result that names the violated fields and limits and says how to recover.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type * as z from 'zod';
 import type { AppError } from '../../shared/errors.js';
 
-export function toolResult<T extends object>(structured: T, text: string): CallToolResult {
-  return { content: [{ type: 'text', text }], structuredContent: structured as Record<string, unknown> };
+/**
+ * Structured content is parsed with the tool's output schema first: fields the schema does not
+ * declare are dropped (clients validate with additionalProperties: false), and a value that does
+ * not fit fails here, on the server, not in every client.
+ */
+export function toolResult<S extends z.ZodObject>(schema: S, value: z.input<S>, text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], structuredContent: schema.parse(value) };
 }
 
 export function toolError(err: AppError): CallToolResult {

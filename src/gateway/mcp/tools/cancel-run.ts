@@ -21,7 +21,7 @@ export function registerCancelRun(server: McpServer, deps: ToolDeps): void {
     },
     instrument('cancel_run', deps, async ({ runId }: z.infer<typeof RunIdInput>, extra) => {
       const result = await deps.service.cancelRun(runId, principalOf(extra, deps));
-      return toolResult(result, renderRun(result));
+      return toolResult(RunResultOutput, result, renderRun(result));
     }),
   );
 }

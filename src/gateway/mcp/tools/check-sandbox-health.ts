@@ -42,7 +42,7 @@ export function registerCheckSandboxHealth(server: McpServer, deps: ToolDeps): v
         active_runs: h.running,
         queued_runs: h.queued,
       };
-      return toolResult(result, `${result.status}: ${result.message}`);
+      return toolResult(SeedHealthOutput, result, `${result.status}: ${result.message}`);
     }),
   );
 }

@@ -65,7 +65,7 @@ export function registerExecutePythonCode(server: McpServer, deps: ToolDeps): vo
     instrument('execute_python_code', deps, async ({ code_string }: z.infer<typeof Input>, extra) => {
       const timeoutSeconds = Math.min(SEED_DEFAULT_TIMEOUT_SECONDS, deps.service.policy.ceilings.timeoutSeconds);
       const result = toSeedResult(await runStreamed(deps, { template: 'python', code: code_string, timeoutSeconds }, extra));
-      return toolResult(result, render(result));
+      return toolResult(SeedExecuteOutput, result, render(result));
     }),
   );
 }

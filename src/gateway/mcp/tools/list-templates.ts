@@ -20,7 +20,7 @@ export function registerListTemplates(server: McpServer, deps: ToolDeps): void {
       const text = templates
         .map((t) => `${t.name} (${t.image}): ${t.description}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`)
         .join('\n');
-      return Promise.resolve(toolResult({ templates }, text || 'no templates are allowed for this caller'));
+      return Promise.resolve(toolResult(ListTemplatesOutput, { templates }, text || 'no templates are allowed for this caller'));
     }),
   );
 }

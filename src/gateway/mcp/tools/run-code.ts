@@ -31,7 +31,7 @@ export function registerRunCode(server: McpServer, deps: ToolDeps): void {
         });
       }
       const result = await runStreamed(deps, { ...rest, template: language ?? template ?? 'python' }, extra);
-      return toolResult(result, renderRun(result));
+      return toolResult(RunResultOutput, result, renderRun(result));
     }),
   );
 }

@@ -24,7 +24,7 @@ export function registerRunCommand(server: McpServer, deps: ToolDeps): void {
     instrument('run_command', deps, async (args: z.infer<typeof RunCommandInput>, extra) => {
       const template = args.template ?? (args.image === undefined ? 'bash' : undefined);
       const result = await runStreamed(deps, { ...args, ...(template ? { template } : {}) }, extra);
-      return toolResult(result, renderRun(result));
+      return toolResult(RunResultOutput, result, renderRun(result));
     }),
   );
 }

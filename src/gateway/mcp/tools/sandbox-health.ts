@@ -18,7 +18,7 @@ export function registerSandboxHealth(server: McpServer, deps: ToolDeps): void {
     instrument('sandbox_health', deps, async () => {
       const health = await deps.service.health();
       const text = `${health.ok ? 'healthy' : 'unhealthy'}: ${health.detail}; ${health.running} running, ${health.queued} queued`;
-      return toolResult(health, text);
+      return toolResult(HealthOutput, health, text);
     }),
   );
 }
