@@ -16,6 +16,7 @@ export {
   type IdentityName,
   loadClusterEnv,
   parseEnvLines,
+  REPO_ROOT,
   START_COMMAND,
 } from './env.js';
 export { execInPod, type ExecResult, exitCodeOf, framed } from './exec.js';

@@ -1,0 +1,347 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
+// The local Kubernetes test cluster (test/env/kube-cluster.sh) does what the backends rely on.
+// Needs the cluster up (the tests fail with the command to start it) and the sandbox images built
+// into the same dockerd (images/build.sh). Traffic: the API server and kubelet on loopback only.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { ApiException, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import {
+  describePod,
+  execInPod,
+  framed,
+  httpStatus,
+  isNotFound,
+  kubeTest,
+  parseEnvLines,
+  podFinishedOrStuck,
+  podRunning,
+  REPO_ROOT,
+  runCommand,
+  stuckReason,
+  waitForPod,
+  withCluster,
+} from '../../support/kube/index.js';
+
+const IMAGE = process.env.SANDPIT_KUBE_TEST_IMAGE ?? 'sandpit/python:3.11';
+const CHART = path.join(REPO_ROOT, 'test/fixtures/trivial-chart');
+
+/** The image must already be in the node's dockerd: nothing can be pulled here. */
+async function requireImage(image: string): Promise<void> {
+  const res = await runCommand('docker', ['image', 'inspect', '--format', '{{.Id}}', image], {
+    timeoutMs: 30_000,
+  });
+  assert.equal(
+    res.code,
+    0,
+    `image ${image} is not in the local Docker engine; build it with images/build.sh (${res.stderr.trim()})`,
+  );
+}
+
+/** A pod in the shape sandbox pods take: restricted profile, no token, no DNS, limits, local image. */
+function restrictedPod(
+  name: string,
+  command: string[],
+  spec: Partial<NonNullable<V1Pod['spec']>> = {},
+): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels: { 'sandpit.dev/test': 'cluster' } },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      dnsPolicy: 'None',
+      dnsConfig: { nameservers: ['127.0.0.1'] },
+      terminationGracePeriodSeconds: 1,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [
+        {
+          name: 'main',
+          image: IMAGE,
+          imagePullPolicy: 'Never',
+          command,
+          workingDir: '/tmp',
+          resources: {
+            requests: { cpu: '10m', memory: '32Mi' },
+            limits: { cpu: '500m', memory: '128Mi', 'ephemeral-storage': '64Mi' },
+          },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            privileged: false,
+            readOnlyRootFilesystem: true,
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            capabilities: { drop: ['ALL'] },
+          },
+          volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+        },
+      ],
+      volumes: [{ name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } }],
+      ...spec,
+    },
+  };
+}
+
+const PROBE = `
+import os, sys
+print("uid", os.getuid(), "gid", os.getgid())
+try:
+    open("/probe", "w")
+    print("rootfs writable")
+except OSError as e:
+    print("rootfs read-only", e.errno)
+status = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+print("CapEff", status["CapEff"].strip(), "NoNewPrivs", status["NoNewPrivs"].strip())
+print("sa-token", os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount"))
+print("resolv", " ".join(l.strip() for l in open("/etc/resolv.conf") if l.startswith("nameserver")))
+print("python", sys.version.split()[0], "ok")
+`;
+
+describe('kubernetes test cluster', () => {
+  test(
+    'a restricted-profile pod runs python from a sandpit image and its log reads back through the API',
+    { timeout: 120_000 },
+    kubeTest(async ({ cluster, ns }) => {
+      await requireImage(IMAGE);
+      const started = performance.now();
+      await cluster.createPod(ns, restrictedPod('py', ['python3', '-c', PROBE]));
+      const pod = await waitForPod(cluster.kc, ns, 'py', podFinishedOrStuck, { timeoutMs: 90_000 });
+      const elapsed = Math.round(performance.now() - started);
+      assert.equal(stuckReason(pod), undefined);
+      assert.equal(pod.status?.phase, 'Succeeded', describePod(pod));
+
+      const log = await cluster.podLog(ns, 'py');
+      assert.match(log, /^uid 1000 gid 1000$/m);
+      assert.match(log, /^rootfs read-only 30$/m); // EROFS
+      assert.match(log, /^CapEff 0000000000000000 NoNewPrivs 1$/m);
+      assert.match(log, /^sa-token False$/m);
+      assert.match(log, /^resolv nameserver 127\.0\.0\.1$/m);
+      assert.match(log, /^python 3\.11\.\d+ ok$/m);
+      process.stderr.write(`# restricted python pod: apply -> Succeeded in ${elapsed} ms\n`);
+    }),
+  );
+
+  test(
+    'activeDeadlineSeconds ends an endless loop: Failed / DeadlineExceeded',
+    { timeout: 90_000 },
+    kubeTest(async ({ cluster, ns }) => {
+      await requireImage(IMAGE);
+      await cluster.createPod(
+        ns,
+        restrictedPod('spin', ['python3', '-c', 'print("spinning", flush=True)\nwhile True: pass'], {
+          activeDeadlineSeconds: 3,
+        }),
+      );
+      // It really ran before the deadline hit (a pod stuck on its image would also end DeadlineExceeded).
+      await waitForPod(cluster.kc, ns, 'spin', (p) => podRunning(p) || podFinishedOrStuck(p), {
+        timeoutMs: 60_000,
+      });
+      const pod = await waitForPod(cluster.kc, ns, 'spin', (p) => p.status?.phase === 'Failed', {
+        timeoutMs: 60_000,
+        description: 'pod spin to fail on its deadline',
+      });
+      assert.equal(pod.status?.reason, 'DeadlineExceeded', describePod(pod));
+      assert.match(await cluster.podLog(ns, 'spin'), /spinning/);
+    }),
+  );
+
+  test(
+    'exec returns stdout, stderr and the exit code; stdin is length-framed',
+    { timeout: 90_000 },
+    kubeTest(async ({ cluster, ns }) => {
+      await requireImage(IMAGE);
+      await cluster.createPod(ns, restrictedPod('shell', ['sleep', '600']));
+      await waitForPod(cluster.kc, ns, 'shell', (p) => podRunning(p) || podFinishedOrStuck(p), {
+        timeoutMs: 60_000,
+      });
+
+      const simple = await execInPod(
+        cluster.kc,
+        ns,
+        'shell',
+        ['sh', '-c', 'echo out; echo err >&2; exit 3'],
+        {
+          container: 'main',
+        },
+      );
+      assert.deepEqual([simple.exitCode, simple.stdout, simple.stderr], [3, 'out\n', 'err\n']);
+
+      // 200 KiB of binary stdin: `head -c N` gives the reader its EOF (v4.channel.k8s.io cannot half-close).
+      const payload = Buffer.alloc(200 * 1024);
+      for (let i = 0; i < payload.length; i++) payload[i] = (i * 7919) % 251;
+      const digest = createHash('sha256').update(payload).digest('hex');
+      const res = await execInPod(
+        cluster.kc,
+        ns,
+        'shell',
+        framed(
+          payload.length,
+          'timeout -s KILL 20 python3 -c "import sys,hashlib; d=sys.stdin.buffer.read(); print(len(d), hashlib.sha256(d).hexdigest())"',
+        ),
+        { container: 'main', stdin: payload, timeoutMs: 30_000 },
+      );
+      assert.equal(res.exitCode, 0, res.stderr);
+      assert.equal(res.stdout.trim(), `${payload.length} ${digest}`);
+
+      const ok = await execInPod(cluster.kc, ns, 'shell', ['true'], { container: 'main' });
+      assert.equal(ok.exitCode, 0);
+      process.stderr.write(`# exec round trip (true): ${Math.round(ok.durationMs)} ms\n`);
+    }),
+  );
+
+  test(
+    'helm installs and uninstalls a trivial chart',
+    { timeout: 120_000 },
+    kubeTest(async ({ cluster, ns }) => {
+      const install = await cluster.helm(
+        [
+          'install',
+          'triv',
+          CHART,
+          '--namespace',
+          ns,
+          '--set',
+          'greeting=hi there',
+          '--wait',
+          '--timeout',
+          '60s',
+        ],
+        { timeoutMs: 90_000 },
+      );
+      assert.equal(install.code, 0, install.stderr);
+      const cm = await cluster.core.readNamespacedConfigMap({ namespace: ns, name: 'triv-trivial' });
+      assert.equal(cm.data?.greeting, 'hi there');
+      assert.equal(cm.data?.kubeVersion, 'v1.20.2');
+
+      const list = await cluster.helm(['list', '--namespace', ns, '--output', 'json']);
+      assert.equal(list.code, 0, list.stderr);
+      const releases = JSON.parse(list.stdout) as { name: string; status: string }[];
+      assert.deepEqual(
+        releases.map((r) => [r.name, r.status]),
+        [['triv', 'deployed']],
+      );
+
+      const uninstall = await cluster.helm(['uninstall', 'triv', '--namespace', ns, '--wait'], {
+        timeoutMs: 90_000,
+      });
+      assert.equal(uninstall.code, 0, uninstall.stderr);
+      await assert.rejects(
+        cluster.core.readNamespacedConfigMap({ namespace: ns, name: 'triv-trivial' }),
+        isNotFound,
+      );
+    }),
+  );
+
+  test(
+    'the operator and gateway tokens are plain users: no rights until a RoleBinding grants them',
+    { timeout: 60_000 },
+    kubeTest(async ({ cluster, ns }) => {
+      for (const who of ['operator', 'gateway'] as const) {
+        const core = cluster.kubeConfigFor(who).makeApiClient(CoreV1Api);
+        await assert.rejects(
+          core.listNamespacedPod({ namespace: ns }),
+          (e: unknown) => httpStatus(e) === 403,
+        );
+
+        await cluster.rbac.createNamespacedRole({
+          namespace: ns,
+          body: {
+            metadata: { name: `${who}-pods` },
+            rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }],
+          },
+        });
+        await cluster.rbac.createNamespacedRoleBinding({
+          namespace: ns,
+          body: {
+            metadata: { name: `${who}-pods` },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${who}-pods` },
+            subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cluster.userOf(who) }],
+          },
+        });
+        // The RBAC authorizer reads bindings from an informer cache, with no event a client could watch:
+        // retry the first allowed call briefly (bounded) until the cache has the new binding.
+        let list;
+        for (let i = 0; ; i++) {
+          try {
+            list = await core.listNamespacedPod({ namespace: ns });
+            break;
+          } catch (e) {
+            if (!(e instanceof ApiException && e.code === 403) || i >= 50) throw e;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+        assert.deepEqual(list.items, []);
+        await assert.rejects(
+          core.createNamespacedPod({ namespace: ns, body: restrictedPod('nope', ['true']) }),
+          (e: unknown) => httpStatus(e) === 403,
+        );
+      }
+    }),
+  );
+
+  test('pretty-printed API responses do not crash the apiserver (reflect2 fix for Go >= 1.18)', async () => {
+    const cluster = await withCluster();
+    // ?pretty=true is what curl clients get by default; v1.20's vendored reflect2 v1.0.1 segfaulted on it.
+    const res = await runCommand(
+      'curl',
+      [
+        '-fsS',
+        '--max-time',
+        '10',
+        '--cacert',
+        cluster.env.caFile,
+        '-H',
+        `Authorization: Bearer ${cluster.env.identities.admin.token}`,
+        `${cluster.env.apiServer}/api/v1/namespaces/kube-system?pretty=true`,
+      ],
+      { timeoutMs: 20_000 },
+    );
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /\n {2}"kind": "Namespace",\n/);
+    assert.ok((await cluster.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
+  });
+
+  test('kube-cluster.sh: `up` on a running cluster is a no-op answering in seconds; env and status agree', async () => {
+    const cluster = await withCluster();
+    const pids = async (): Promise<string> =>
+      (await runCommand('bash', ['-c', `cat ${cluster.env.stateDir}/run/*.pid`])).stdout;
+    const before = await pids();
+    const up = await cluster.script(['up'], { timeoutMs: 60_000 });
+    assert.equal(up.code, 0, up.stderr);
+    assert.ok(up.durationMs < 10_000, `second up took ${Math.round(up.durationMs)} ms`);
+    assert.match(up.stderr, /already up/);
+    assert.equal(await pids(), before, 'up restarted something');
+
+    const status = await cluster.script(['status']);
+    assert.equal(status.code, 0, status.stdout + status.stderr);
+    assert.match(status.stdout, /^node\/localhost +Ready$/m);
+
+    const env = parseEnvLines((await cluster.script(['env'])).stdout);
+    for (const key of [
+      'KUBECONFIG',
+      'HELM',
+      'KUBECTL',
+      'SANDPIT_KUBE_API_SERVER',
+      'SANDPIT_KUBE_OPERATOR_TOKEN',
+      'SANDPIT_KUBE_OPERATOR_KUBECONFIG',
+      'SANDPIT_KUBE_GATEWAY_TOKEN',
+      'SANDPIT_KUBE_GATEWAY_KUBECONFIG',
+    ]) {
+      assert.ok(env[key], `env does not print ${key}`);
+    }
+    const version = await cluster.kubectl(['version', '-o', 'json']);
+    assert.equal(version.code, 0, version.stderr);
+    assert.equal(
+      (JSON.parse(version.stdout) as { serverVersion: { gitVersion: string } }).serverVersion.gitVersion,
+      'v1.20.2',
+    );
+  });
+});
