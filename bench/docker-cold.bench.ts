@@ -3,7 +3,7 @@
  * create+start+wait+logs+remove of the same code with the same hardening, in one interleaved run.
  * Target: sandpit's p50 at most 1.15x raw.
  */
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { DockerBackend } from '../src/backends/docker/docker-backend.js';
 import { requireDocker, runId, spec } from '../test/support/docker.js';
 import { interleaved, report, target } from './stats.js';
@@ -31,7 +31,7 @@ async function rawRun(docker: Docker): Promise<void> {
   });
   await container.start();
   await container.wait();
-  const logs = (await container.logs({ stdout: true, stderr: true })) as Buffer;
+  const logs = await container.logs({ stdout: true, stderr: true });
   await container.remove({ force: true });
   if (!logs.includes('1')) throw new Error('raw run printed nothing');
 }
@@ -52,9 +52,17 @@ export default async function bench(): Promise<void> {
       await execution.cleanedUp;
     },
   });
-  const rows = report('cold run: sandpit vs raw Engine API (python print(1))', series, 'raw engine create+start+wait+logs+rm');
+  const rows = report(
+    'cold run: sandpit vs raw Engine API (python print(1))',
+    series,
+    'raw engine create+start+wait+logs+rm',
+  );
   const raw = rows[0]!.p50;
   const ours = rows[1]!.p50;
-  target('sandpit p50 <= 1.15x raw', ours <= raw * 1.15, `${(ours / raw).toFixed(2)}x (${ours.toFixed(0)} vs ${raw.toFixed(0)} ms)`);
+  target(
+    'sandpit p50 <= 1.15x raw',
+    ours <= raw * 1.15,
+    `${(ours / raw).toFixed(2)}x (${ours.toFixed(0)} vs ${raw.toFixed(0)} ms)`,
+  );
   await backend.close();
 }

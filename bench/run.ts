@@ -16,7 +16,12 @@ if (files.length === 0) {
   console.error(`no benchmarks match ${wanted.join(' ')}`);
   process.exit(64);
 }
-console.log(`# sandpit benchmarks (${new Date().toISOString()}, load ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+console.log(
+  `# sandpit benchmarks (${new Date().toISOString()}, load ${(await import('node:os'))
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')})`,
+);
 for (const f of files) {
   const mod = (await import(join(here, f))) as { default: () => Promise<void> };
   await mod.default();

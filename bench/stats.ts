@@ -12,7 +12,13 @@ export function percentile(samples: number[], p: number): number {
 }
 
 export function summarize(s: Series): { name: string; n: number; p50: number; p90: number; max: number } {
-  return { name: s.name, n: s.samples.length, p50: percentile(s.samples, 50), p90: percentile(s.samples, 90), max: Math.max(...s.samples) };
+  return {
+    name: s.name,
+    n: s.samples.length,
+    p50: percentile(s.samples, 50),
+    p90: percentile(s.samples, 90),
+    max: Math.max(...s.samples),
+  };
 }
 
 /** Prints a table of p50/p90 in ms and each series' p50 ratio against `baseline`. */
@@ -20,10 +26,14 @@ export function report(title: string, series: Series[], baseline: string): Retur
   const rows = series.map(summarize);
   const base = rows.find((r) => r.name === baseline);
   console.log(`\n## ${title}`);
-  console.log(`${'path'.padEnd(40)} ${'n'.padStart(4)} ${'p50 ms'.padStart(9)} ${'p90 ms'.padStart(9)} ${'max ms'.padStart(9)}  ratio(p50 vs ${baseline})`);
+  console.log(
+    `${'path'.padEnd(40)} ${'n'.padStart(4)} ${'p50 ms'.padStart(9)} ${'p90 ms'.padStart(9)} ${'max ms'.padStart(9)}  ratio(p50 vs ${baseline})`,
+  );
   for (const r of rows) {
     const ratio = base ? (r.p50 / base.p50).toFixed(2) : '-';
-    console.log(`${r.name.padEnd(40)} ${String(r.n).padStart(4)} ${r.p50.toFixed(1).padStart(9)} ${r.p90.toFixed(1).padStart(9)} ${r.max.toFixed(1).padStart(9)}  ${ratio}`);
+    console.log(
+      `${r.name.padEnd(40)} ${String(r.n).padStart(4)} ${r.p50.toFixed(1).padStart(9)} ${r.p90.toFixed(1).padStart(9)} ${r.max.toFixed(1).padStart(9)}  ${ratio}`,
+    );
   }
   return rows;
 }

@@ -45,7 +45,8 @@ export class StreamCapture {
 
   /** The bytes the runner kept from the end of the stream. */
   setTail(data: Buffer): void {
-    this.tail = data.length > this.window.tailBytes ? data.subarray(data.length - this.window.tailBytes) : data;
+    this.tail =
+      data.length > this.window.tailBytes ? data.subarray(data.length - this.window.tailBytes) : data;
   }
 
   /** `total` is the runner's count of everything written, when known. */
@@ -64,7 +65,8 @@ export class StreamCapture {
 
   private keepTail(data: Buffer): void {
     const joined = Buffer.concat([this.tail, data]);
-    this.tail = joined.length > this.window.tailBytes ? joined.subarray(joined.length - this.window.tailBytes) : joined;
+    this.tail =
+      joined.length > this.window.tailBytes ? joined.subarray(joined.length - this.window.tailBytes) : joined;
   }
 }
 
@@ -86,7 +88,8 @@ export function looksBinary(b: Buffer): boolean {
   }
   let control = 0;
   for (const byte of b) {
-    if (byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x1b && byte !== 0x0c) control++;
+    if (byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x1b && byte !== 0x0c)
+      control++;
   }
   return control > b.length / 100;
 }

@@ -18,11 +18,17 @@ export interface RunFacts {
 
 export function classify(f: RunFacts): { phase: Phase; reason: Reason; message?: string } {
   if (f.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: 'the run was cancelled' };
-  if (f.timedOut) return { phase: 'TimedOut', reason: 'DeadlineExceeded', message: 'the deadline ended the run' };
-  if (f.oomKilled) return { phase: 'Failed', reason: 'OOMKilled', message: 'the program ran out of memory and was killed' };
+  if (f.timedOut)
+    return { phase: 'TimedOut', reason: 'DeadlineExceeded', message: 'the deadline ended the run' };
+  if (f.oomKilled)
+    return { phase: 'Failed', reason: 'OOMKilled', message: 'the program ran out of memory and was killed' };
   if (f.failure !== undefined) return { phase: 'Failed', reason: 'BackendError', message: f.failure };
   if (f.exitCode === 0) return { phase: 'Succeeded', reason: 'Completed' };
-  return { phase: 'Failed', reason: 'Error', message: `the program exited with code ${f.exitCode ?? 'unknown'}` };
+  return {
+    phase: 'Failed',
+    reason: 'Error',
+    message: `the program exited with code ${f.exitCode ?? 'unknown'}`,
+  };
 }
 
 const EMPTY: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };

@@ -24,8 +24,15 @@ export interface Context {
   logger: Logger;
 }
 
-export function loadContext(options: { configPath?: string | undefined; logFd?: 1 | 2; logLevel?: string }): Context {
-  const config = loadConfig({ env: process.env, ...(options.configPath ? { configPath: options.configPath } : {}) });
+export function loadContext(options: {
+  configPath?: string | undefined;
+  logFd?: 1 | 2;
+  logLevel?: string;
+}): Context {
+  const config = loadConfig({
+    env: process.env,
+    ...(options.configPath ? { configPath: options.configPath } : {}),
+  });
   const logger = createLogger({ level: options.logLevel ?? config.logging.level, fd: options.logFd ?? 2 });
   for (const warning of configWarnings(config)) logger.warn(warning);
   return { config, logger };
@@ -54,7 +61,10 @@ export async function wireDocker(
 ): Promise<Wiring> {
   const { config, logger } = ctx;
   if (config.sandbox.backend !== 'docker') {
-    throw new AppError('CONFIG_INVALID', `this command runs the docker backend, but sandbox.backend is ${config.sandbox.backend}`);
+    throw new AppError(
+      'CONFIG_INVALID',
+      `this command runs the docker backend, but sandbox.backend is ${config.sandbox.backend}`,
+    );
   }
   const metrics = createMetrics(options);
   const policy = policyFromConfig(config);
@@ -70,10 +80,14 @@ export async function wireDocker(
     reaped = await backend.reap();
   } catch (e) {
     if (!options.tolerateEngineDown) throw e;
-    logger.warn({ err: isAppError(e) ? e.message : String(e) }, 'the container engine did not answer; starting anyway');
+    logger.warn(
+      { err: isAppError(e) ? e.message : String(e) },
+      'the container engine did not answer; starting anyway',
+    );
   }
   if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
-  if (backend.pool && prewarm.length) backend.pool.prewarm(prewarm.map((template) => defaultShape(template, policy)));
+  if (backend.pool && prewarm.length)
+    backend.pool.prewarm(prewarm.map((template) => defaultShape(template, policy)));
   const service = new SandpitService({
     backend,
     policy,
@@ -88,7 +102,10 @@ export async function wireDocker(
 function defaultShape(template: string, policy: Policy): EffectiveSpec {
   const evaluation = evaluate(RunRequestSchema.parse({ template, code: '' }), policy);
   if (!evaluation.ok) {
-    throw new AppError('CONFIG_INVALID', `pool.prewarm: cannot pre-warm "${template}": ${evaluation.violations.map((v) => v.message).join('; ')}`);
+    throw new AppError(
+      'CONFIG_INVALID',
+      `pool.prewarm: cannot pre-warm "${template}": ${evaluation.violations.map((v) => v.message).join('; ')}`,
+    );
   }
   return evaluation.spec;
 }
@@ -104,6 +121,8 @@ export function reportError(e: unknown): number {
     if (e.hint) process.stderr.write(`hint: ${e.hint}\n`);
     return e.exitCode;
   }
-  process.stderr.write(`sandpit: unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.stderr.write(
+    `sandpit: unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+  );
   return 70;
 }

@@ -64,7 +64,12 @@ export async function runCommand(argv: string[]): Promise<number> {
     printHelp(RUN_USAGE);
     return 0;
   }
-  const request = buildRequest(values, positionals, command, values['no-stdin'] ? undefined : await readStdin());
+  const request = buildRequest(
+    values,
+    positionals,
+    command,
+    values['no-stdin'] ? undefined : await readStdin(),
+  );
   // A terminal command: only warnings and errors on stderr unless asked (--verbose shows the audit line).
   const ctx = loadContext({ configPath: values.config, ...(values.verbose ? {} : { logLevel: 'warn' }) });
   const { service } = await wireDocker(ctx, { pools: false });
@@ -94,10 +99,17 @@ export async function runCommand(argv: string[]): Promise<number> {
 
 type Values = ReturnType<typeof parse<typeof OPTIONS>>['values'];
 
-function buildRequest(values: Values, positionals: string[], command: string[] | undefined, stdin: string | undefined): RunRequestInput {
-  if (positionals.length > 1) throw new AppError('INVALID_REQUEST', `expected at most one FILE, got ${positionals.join(' ')}`);
+function buildRequest(
+  values: Values,
+  positionals: string[],
+  command: string[] | undefined,
+  stdin: string | undefined,
+): RunRequestInput {
+  if (positionals.length > 1)
+    throw new AppError('INVALID_REQUEST', `expected at most one FILE, got ${positionals.join(' ')}`);
   const file = positionals[0];
-  if (file !== undefined && values.code !== undefined) throw new AppError('INVALID_REQUEST', 'give either FILE or --code, not both');
+  if (file !== undefined && values.code !== undefined)
+    throw new AppError('INVALID_REQUEST', 'give either FILE or --code, not both');
   let template = values.template;
   let code = values.code;
   if (file !== undefined) {
@@ -111,7 +123,9 @@ function buildRequest(values: Values, positionals: string[], command: string[] |
   }
   if (code !== undefined && template === undefined && values.image === undefined) template = 'python';
   if (code === undefined && command === undefined) {
-    throw new AppError('INVALID_REQUEST', 'nothing to run: give FILE, --code, or -- ARGV', { hint: 'see `sandpit run --help`' });
+    throw new AppError('INVALID_REQUEST', 'nothing to run: give FILE, --code, or -- ARGV', {
+      hint: 'see `sandpit run --help`',
+    });
   }
   const resources = {
     ...(values.memory !== undefined ? { memory: values.memory } : {}),
@@ -134,7 +148,8 @@ function buildRequest(values: Values, positionals: string[], command: string[] |
 
 function toInt(flag: string, text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n <= 0) throw new AppError('INVALID_REQUEST', `${flag} expects a positive whole number, got "${text}"`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new AppError('INVALID_REQUEST', `${flag} expects a positive whole number, got "${text}"`);
   return n;
 }
 
@@ -177,7 +192,8 @@ function printEnding(result: RunResult, shown: { stdout: number; stderr: number 
   for (const stream of ['stdout', 'stderr'] as const) {
     const text = result[stream];
     const liveChars = Buffer.from(text).subarray(0, shown[stream]).toString('utf8').length;
-    if (result.truncated && text.length > liveChars) (stream === 'stdout' ? process.stdout : process.stderr).write(text.slice(liveChars));
+    if (result.truncated && text.length > liveChars)
+      (stream === 'stdout' ? process.stdout : process.stderr).write(text.slice(liveChars));
   }
   if (result.phase !== 'Succeeded' && result.reason !== 'Error') {
     process.stderr.write(`sandpit: ${result.phase} (${result.reason ?? ''}): ${result.message ?? ''}\n`);

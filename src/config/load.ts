@@ -111,7 +111,9 @@ function describeIssue(
   const source = sources.get(leaf) ?? fileSource;
   const value = getPath(raw, leaf);
   // A value above a secret field (`auth: <token>`) may be the secret itself.
-  const secret = [...SECRET_FIELDS].some((s) => s === leaf || s.startsWith(`${leaf}.`) || leaf.startsWith(`${s}.`));
+  const secret = [...SECRET_FIELDS].some(
+    (s) => s === leaf || s.startsWith(`${leaf}.`) || leaf.startsWith(`${s}.`),
+  );
   const shown = secret || value === undefined ? '' : ` = ${JSON.stringify(value)}`;
   const from = source ? ` (from ${source}${shown})` : shown ? ` (${shown.slice(3)})` : '';
   if (issue.code === 'unrecognized_keys') {
@@ -139,7 +141,10 @@ function readConfigFile(path: string): Record<string, unknown> {
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new AppError('CONFIG_INVALID', `config file ${path} must hold a mapping (server:, auth:, sandbox:, …)`);
+    throw new AppError(
+      'CONFIG_INVALID',
+      `config file ${path} must hold a mapping (server:, auth:, sandbox:, …)`,
+    );
   }
   return parsed as Record<string, unknown>;
 }

@@ -19,11 +19,14 @@ const int = (min: number, max: number) =>
 const TRUE = ['true', '1', 'yes', 'on'];
 const FALSE = ['false', '0', 'no', 'off'];
 const bool = () =>
-  z.preprocess((v) => {
-    if (typeof v !== 'string') return v;
-    const s = v.trim().toLowerCase();
-    return TRUE.includes(s) ? true : FALSE.includes(s) ? false : v;
-  }, z.boolean({ error: 'expected true or false' }));
+  z.preprocess(
+    (v) => {
+      if (typeof v !== 'string') return v;
+      const s = v.trim().toLowerCase();
+      return TRUE.includes(s) ? true : FALSE.includes(s) ? false : v;
+    },
+    z.boolean({ error: 'expected true or false' }),
+  );
 
 const list = () =>
   z.preprocess(
@@ -77,7 +80,9 @@ export const TokenSchema = z
   });
 export type TokenConfig = z.infer<typeof TokenSchema>;
 
-const RUNTIME = z.string().regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { error: 'expected a runtime name like runsc' });
+const RUNTIME = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { error: 'expected a runtime name like runsc' });
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const ConfigSchema = z
@@ -100,7 +105,9 @@ export const ConfigSchema = z
       .prefault({}),
     sandbox: z
       .object({
-        backend: z.enum(['docker', 'kubernetes'], { error: 'expected docker or kubernetes' }).default('docker'),
+        backend: z
+          .enum(['docker', 'kubernetes'], { error: 'expected docker or kubernetes' })
+          .default('docker'),
         imageAllowlist: list().optional(),
         maxCpu: cpu().default(1000),
         maxMemory: size().default(512 * 1024 ** 2),

@@ -7,11 +7,14 @@ import Docker from 'dockerode';
 import { RunRequestSchema, type RunRequestInput, type RunResult } from '../../src/api/run.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { MANAGED_FILTER } from '../../src/backends/docker/labels.js';
+import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
+import { BUILTIN_TEMPLATES } from '../../src/policy/templates.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { createPolicy, type Policy, type PolicyOptions } from '../../src/policy/policy.js';
 
 export const SOCKET = process.env.SANDPIT_DOCKER_SOCKET_PATH ?? '/var/run/docker.sock';
-export const START_HINT = 'start it with: bash test/env/docker.sh up   (installs docker.io, starts dockerd, builds the images)';
+export const START_HINT =
+  'start it with: bash test/env/docker.sh up   (installs docker.io, starts dockerd, builds the images)';
 
 let checked: Promise<Docker> | undefined;
 
@@ -22,7 +25,9 @@ export function requireDocker(): Promise<Docker> {
     try {
       await docker.ping();
     } catch (e) {
-      throw new Error(`no Docker engine answers on ${SOCKET} (${(e as Error).message}); ${START_HINT}`);
+      throw new Error(`no Docker engine answers on ${SOCKET} (${(e as Error).message}); ${START_HINT}`, {
+        cause: e,
+      });
     }
     const health = await new DockerBackend({ docker }).health();
     if (!health.ok) throw new Error(`${health.detail}; ${START_HINT}`);
@@ -41,24 +46,55 @@ export function specWith(request: RunRequestInput, policy: Policy): EffectiveSpe
   return evaluation.spec;
 }
 
+/**
+ * The backend the Docker tier tests: cold by default, or with warm pools pre-warmed for every
+ * template when SANDPIT_TEST_POOL=on, so the same suite proves both paths.
+ */
+export const POOLS_ON = process.env.SANDPIT_TEST_POOL === 'on';
+
+export async function makeBackend(docker?: Docker): Promise<DockerBackend> {
+  const engine = docker ?? (await requireDocker());
+  if (!POOLS_ON) return new DockerBackend({ docker: engine });
+  const backend = new DockerBackend({
+    docker: engine,
+    pool: { ...DEFAULT_POOL_OPTIONS, minIdle: 1, maxSize: 4 },
+  });
+  backend.pool?.prewarm(BUILTIN_TEMPLATES.map((t) => spec({ template: t.name, code: '' })));
+  if (!(await backend.pool?.filled(60_000))) throw new Error('the warm pools did not fill within 60 s');
+  return backend;
+}
+
 let counter = 0;
 export function runId(prefix = 't'): string {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
 }
 
 /** Runs a request to its result and waits until its container is gone. */
-export async function runToEnd(backend: DockerBackend, request: RunRequestInput, options: PolicyOptions = {}): Promise<RunResult> {
+export async function runToEnd(
+  backend: DockerBackend,
+  request: RunRequestInput,
+  options: PolicyOptions = {},
+): Promise<RunResult> {
   const execution = backend.start(spec(request, options), { runId: runId() });
   const result = await execution.result;
   await execution.cleanedUp;
   return result;
 }
 
-/** Names of sandpit containers that exist right now (any state). */
-export async function sandpitContainers(docker: Docker, runIdLabel?: string): Promise<string[]> {
-  const label = [MANAGED_FILTER, ...(runIdLabel ? [`sandpit.dev/run=${runIdLabel}`] : [])];
-  const list = await docker.listContainers({ all: true, filters: { label } });
-  return list.map((c) => c.Names[0] ?? c.Id);
+/**
+ * Names of sandpit containers that exist right now (any state), optionally only the one serving a
+ * run: a cold container carries the run's label, a warm one is renamed after the run when claimed.
+ */
+export async function sandpitContainers(docker: Docker, runIdFilter?: string): Promise<string[]> {
+  const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER] } });
+  return list
+    .filter(
+      (c) =>
+        !runIdFilter ||
+        c.Labels['sandpit.dev/run'] === runIdFilter ||
+        c.Names.includes(`/sandpit-run-${runIdFilter}`),
+    )
+    .map((c) => c.Names[0] ?? c.Id);
 }
 
 export function hostRss(): number {

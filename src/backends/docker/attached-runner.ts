@@ -87,14 +87,21 @@ export class AttachedRunner {
   }
 
   /** Runs the one job. Deadline: the runner's own, and the engine's kill OUTER_DEADLINE_GRACE_MS later. */
-  async run(spec: EffectiveSpec, onChunk: (c: OutputChunk) => void, signal?: AbortSignal): Promise<JobResult> {
+  async run(
+    spec: EffectiveSpec,
+    onChunk: (c: OutputChunk) => void,
+    signal?: AbortSignal,
+  ): Promise<JobResult> {
     this.reader.begin(outputWindow(spec.limits.outputBytes), onChunk);
     let killedBy: 'deadline' | 'cancel' | undefined;
     const kill = (why: 'deadline' | 'cancel'): void => {
       killedBy ??= why;
       void this.kill();
     };
-    const timer = setTimeout(() => kill('deadline'), spec.limits.timeoutSeconds * 1000 + OUTER_DEADLINE_GRACE_MS);
+    const timer = setTimeout(
+      () => kill('deadline'),
+      spec.limits.timeoutSeconds * 1000 + OUTER_DEADLINE_GRACE_MS,
+    );
     const detach = onAbort(signal, () => kill('cancel'));
     try {
       this.stream?.write(encodeJob(spec));
@@ -117,7 +124,13 @@ export class AttachedRunner {
   /** The runner never reported (it was killed with its sandbox, e.g. gVisor's whole-sandbox OOM): ask the engine. */
   private async factsWithoutReport(outcome: RunnerOutcome, deadline: boolean): Promise<RunFacts> {
     if (outcome.failure !== undefined) {
-      return { exitCode: null, timedOut: false, oomKilled: false, cancelled: false, failure: outcome.failure };
+      return {
+        exitCode: null,
+        timedOut: false,
+        oomKilled: false,
+        cancelled: false,
+        failure: outcome.failure,
+      };
     }
     try {
       await this.container.wait();
@@ -128,7 +141,9 @@ export class AttachedRunner {
         timedOut: deadline,
         oomKilled,
         cancelled: false,
-        ...(deadline || oomKilled ? {} : { failure: this.diagnosis('the sandbox ended without reporting a result') }),
+        ...(deadline || oomKilled
+          ? {}
+          : { failure: this.diagnosis('the sandbox ended without reporting a result') }),
       };
     } catch (e) {
       return { exitCode: null, timedOut: deadline, oomKilled: false, cancelled: false, failure: String(e) };

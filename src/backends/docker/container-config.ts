@@ -28,12 +28,20 @@ export interface ContainerOptions {
   expiresAt?: number;
 }
 
-type Limits = Pick<EffectiveSpec['limits'], 'cpuMilli' | 'memoryBytes' | 'pids' | 'workspaceBytes' | 'tmpBytes' | 'fileSizeBytes' | 'openFiles'>;
+type Limits = Pick<
+  EffectiveSpec['limits'],
+  'cpuMilli' | 'memoryBytes' | 'pids' | 'workspaceBytes' | 'tmpBytes' | 'fileSizeBytes' | 'openFiles'
+>;
 
 /** What a container depends on: the image, the runtime and the limits (never the job itself). */
-export type ContainerShape = Pick<EffectiveSpec, 'image' | 'runtime' | 'template' | 'workdir'> & { limits: Limits };
+export type ContainerShape = Pick<EffectiveSpec, 'image' | 'runtime' | 'template' | 'workdir'> & {
+  limits: Limits;
+};
 
-export function buildContainerConfig(shape: ContainerShape, options: ContainerOptions): Docker.ContainerCreateOptions {
+export function buildContainerConfig(
+  shape: ContainerShape,
+  options: ContainerOptions,
+): Docker.ContainerCreateOptions {
   const { limits } = shape;
   const runsc = shape.runtime === 'runsc';
   return {

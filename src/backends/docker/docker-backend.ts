@@ -53,7 +53,13 @@ export class DockerBackend implements SandboxBackend {
     this.images = options.images ?? BUILTIN_TEMPLATES.map((t) => t.image);
     this.metrics = options.metrics;
     this.pool = options.pool?.enabled
-      ? new PoolManager({ docker: this.docker, owner: this.owner, options: options.pool, metrics: options.metrics, logger: options.logger })
+      ? new PoolManager({
+          docker: this.docker,
+          owner: this.owner,
+          options: options.pool,
+          metrics: options.metrics,
+          logger: options.logger,
+        })
       : undefined;
   }
 
@@ -99,7 +105,9 @@ export class DockerBackend implements SandboxBackend {
       });
     if (this.closed) {
       cleanedUp();
-      throw new AppError('BACKEND_ERROR', 'the Docker backend is shutting down', { hint: 'retry on another instance' });
+      throw new AppError('BACKEND_ERROR', 'the Docker backend is shutting down', {
+        hint: 'retry on another instance',
+      });
     }
     if (signal?.aborted) {
       cleanedUp();

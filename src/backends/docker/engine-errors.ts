@@ -8,7 +8,8 @@ interface EngineFailure {
   json?: { message?: string } | null;
 }
 
-export const ENGINE_HINT = 'start the engine with `sandpit setup` (or `scripts/docker-engine.sh up`), then `sandpit doctor`';
+export const ENGINE_HINT =
+  'start the engine with `sandpit setup` (or `scripts/docker-engine.sh up`), then `sandpit doctor`';
 
 export function engineError(e: unknown, context: { image?: string; runtime?: string | undefined }): AppError {
   if (e instanceof AppError) return e;
@@ -21,10 +22,14 @@ export function engineError(e: unknown, context: { image?: string; runtime?: str
     });
   }
   if (/unknown runtime|runtime .* not found|unknown or invalid runtime/i.test(detail)) {
-    return new AppError('RUNTIME_NOT_FOUND', `the engine has no runtime "${context.runtime ?? '?'}": ${detail}`, {
-      hint: 'register it in /etc/docker/daemon.json (`sandpit setup` registers runsc), or choose another runtime',
-      cause: e,
-    });
+    return new AppError(
+      'RUNTIME_NOT_FOUND',
+      `the engine has no runtime "${context.runtime ?? '?'}": ${detail}`,
+      {
+        hint: 'register it in /etc/docker/daemon.json (`sandpit setup` registers runsc), or choose another runtime',
+        cause: e,
+      },
+    );
   }
   if (f.statusCode === 404 && /no such image|not found|pull access denied/i.test(detail)) {
     return new AppError('IMAGE_NOT_FOUND', `image ${context.image ?? '?'} is not present in the engine`, {

@@ -32,7 +32,10 @@ test('sandpit run --template python -c prints and exits 0', () => {
 
 test('sandpit run FILE infers the template from the extension, with files and stdin passed through', () => {
   const app = join(dir, 'app.js');
-  writeFileSync(app, 'const fs = require("fs"); process.stdout.write(fs.readFileSync(0, "utf8").toUpperCase() + fs.readFileSync("notes.txt", "utf8"));');
+  writeFileSync(
+    app,
+    'const fs = require("fs"); process.stdout.write(fs.readFileSync(0, "utf8").toUpperCase() + fs.readFileSync("notes.txt", "utf8"));',
+  );
   const notes = join(dir, 'notes.txt');
   writeFileSync(notes, 'from a file\n');
   const r = sandpit(['run', app, '--file', notes], { input: 'from stdin\n' });
@@ -70,7 +73,10 @@ test('an engine that does not answer exits 69 with the fix', () => {
 test('a bad config value fails start-up naming the field, its source and the accepted form', () => {
   const r = sandpit(['run', '-c', 'print(1)'], { env: { MAX_CONTAINER_MEMORY: 'lots' } });
   assert.equal(r.code, 78);
-  assert.match(r.stderr, /sandbox\.maxMemory \(from env MAX_CONTAINER_MEMORY = "lots"\): expected a size like 512m/);
+  assert.match(
+    r.stderr,
+    /sandbox\.maxMemory \(from env MAX_CONTAINER_MEMORY = "lots"\): expected a size like 512m/,
+  );
 });
 
 test('runtime runsc runs the code under gVisor', () => {

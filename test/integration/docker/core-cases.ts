@@ -4,15 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import { requireDocker, runToEnd } from '../../support/docker.js';
+import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { makeBackend, runToEnd } from '../../support/docker.js';
 
-export function coreCases(runtime: 'runc' | 'runsc'): void {
-  describe(`core properties (${runtime})`, () => {
+/** `runtime` undefined: the engine's default runtime (runc), which is also what the warm pools hold. */
+export function coreCases(runtime?: 'runsc'): void {
+  describe(`core properties (${runtime ?? 'default runtime'})`, () => {
     let backend: DockerBackend;
-    const opts = { defaultRuntime: runtime, allowedRuntimes: [runtime] };
+    const opts = runtime ? { defaultRuntime: runtime, allowedRuntimes: [runtime] } : {};
     before(async () => {
-      backend = new DockerBackend({ docker: await requireDocker() });
+      backend = await makeBackend();
     });
     after(() => backend.close());
 
@@ -21,13 +22,17 @@ export function coreCases(runtime: 'runc' | 'runsc'): void {
       assert.equal(r.phase, 'Succeeded');
       assert.equal(r.exitCode, 0);
       assert.equal(r.stdout, 'hello\n');
-      assert.equal(r.runtime, runtime === 'runc' ? 'runc' : 'runsc');
+      assert.equal(r.runtime, runtime);
     });
 
     test('the exit code and stdin pass through', async () => {
       const r = await runToEnd(
         backend,
-        { template: 'python', code: 'import sys\ndata = sys.stdin.read()\nprint(data.upper(), end="")\nsys.exit(42)', stdin: 'from stdin\n' },
+        {
+          template: 'python',
+          code: 'import sys\ndata = sys.stdin.read()\nprint(data.upper(), end="")\nsys.exit(42)',
+          stdin: 'from stdin\n',
+        },
         opts,
       );
       assert.equal(r.phase, 'Failed');
@@ -38,7 +43,11 @@ export function coreCases(runtime: 'runc' | 'runsc'): void {
 
     test('a 2 s deadline ends an endless loop within 4 s of wall time', async () => {
       const t0 = performance.now();
-      const r = await runToEnd(backend, { template: 'python', code: 'while True:\n    pass', timeoutSeconds: 2 }, opts);
+      const r = await runToEnd(
+        backend,
+        { template: 'python', code: 'while True:\n    pass', timeoutSeconds: 2 },
+        opts,
+      );
       const wall = performance.now() - t0;
       assert.equal(r.phase, 'TimedOut');
       assert.equal(r.reason, 'DeadlineExceeded');
@@ -75,7 +84,10 @@ export function coreCases(runtime: 'runc' | 'runsc'): void {
       ].join('\n');
       const r = await runToEnd(backend, { template: 'python', code }, opts);
       assert.equal(r.phase, 'Succeeded', r.stderr);
-      assert.equal(r.stdout, "['lo']\n['lo']\nv4 default False\nv6 default False\nlookup failed\npackets 0\n");
+      assert.equal(
+        r.stdout,
+        "['lo']\n['lo']\nv4 default False\nv6 default False\nlookup failed\npackets 0\n",
+      );
     });
 
     test('the rootfs is read-only, the uid is 1000, CapEff is zero and NoNewPrivs is set', async () => {

@@ -1,13 +1,13 @@
 /** What goes in (files, env, stdin) and what comes out (streams, caps, binary), on the real engine. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
 import type { OutputChunk } from '../../../src/backends/output.js';
-import { requireDocker, runId, runToEnd, spec } from '../../support/docker.js';
+import { makeBackend, runId, runToEnd, spec } from '../../support/docker.js';
 
 let backend: DockerBackend;
 before(async () => {
-  backend = new DockerBackend({ docker: await requireDocker() });
+  backend = await makeBackend();
 });
 after(() => backend.close());
 
@@ -28,7 +28,10 @@ test('files land in the workspace with their paths, content and mode; env reache
 
 test('stdout and stderr stay separate and stream while the program runs', async () => {
   const execution = backend.start(
-    spec({ template: 'python', code: 'import sys, time\nprint("first")\nprint("oops", file=sys.stderr)\ntime.sleep(1)\nprint("second")' }),
+    spec({
+      template: 'python',
+      code: 'import sys, time\nprint("first")\nprint("oops", file=sys.stderr)\ntime.sleep(1)\nprint("second")',
+    }),
     { runId: runId() },
   );
   const seen: { chunk: OutputChunk; at: number }[] = [];

@@ -15,13 +15,13 @@ import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
-import { requireDocker, runId, sandpitContainers, spec } from '../../support/docker.js';
+import { makeBackend, requireDocker, runId, sandpitContainers, spec } from '../../support/docker.js';
 
 let docker: Docker;
 let backend: DockerBackend;
 before(async () => {
   docker = await requireDocker();
-  backend = new DockerBackend({ docker });
+  backend = await makeBackend(docker);
 });
 after(() => backend.close());
 
@@ -42,7 +42,10 @@ for (const [name, request] of [
 test('an abort mid-run cancels it and leaves no container behind', async () => {
   const id = runId();
   const controller = new AbortController();
-  const execution = backend.start(spec({ template: 'bash', code: 'echo started; sleep 30' }), { runId: id, signal: controller.signal });
+  const execution = backend.start(spec({ template: 'bash', code: 'echo started; sleep 30' }), {
+    runId: id,
+    signal: controller.signal,
+  });
   for await (const chunk of execution.output) {
     if (chunk.data.toString().includes('started')) break;
   }
@@ -58,7 +61,9 @@ test('an abort mid-run cancels it and leaves no container behind', async () => {
 });
 
 test("a crashed caller's container is reaped at the next start-up", async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/crashing-caller.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/crashing-caller.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const id = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => resolve(b.toString().trim()));
     child.on('exit', (code) => reject(new Error(`crashing caller exited early (${code})`)));
@@ -68,14 +73,20 @@ test("a crashed caller's container is reaped at the next start-up", async () => 
   await new Promise((r) => child.on('exit', r));
   assert.equal((await sandpitContainers(docker, id)).length, 1, 'the dead caller left its container');
   const reaped = await new DockerBackend({ docker }).reap();
-  assert.ok(reaped.some((name) => name.includes(id)), `reaped ${reaped.join(', ')}`);
+  assert.ok(
+    reaped.some((name) => name.includes(id)),
+    `reaped ${reaped.join(', ')}`,
+  );
   assert.deepEqual(await sandpitContainers(docker, id), []);
 });
 
 test('the reaper leaves the containers of a live owner alone', async () => {
   const id = runId();
   const controller = new AbortController();
-  const execution = backend.start(spec({ template: 'bash', code: 'echo up; sleep 30' }), { runId: id, signal: controller.signal });
+  const execution = backend.start(spec({ template: 'bash', code: 'echo up; sleep 30' }), {
+    runId: id,
+    signal: controller.signal,
+  });
   for await (const chunk of execution.output) if (chunk.data.toString().includes('up')) break;
   await new DockerBackend({ docker }).reap();
   assert.equal((await sandpitContainers(docker, id)).length, 1);
@@ -118,7 +129,9 @@ test('an image outside the allowlist, or a limit over a ceiling, is refused befo
     { template: 'python', code: 'print(1)', timeoutSeconds: 3600 },
   ]) {
     let error: unknown;
-    const events = await createsDuring(() => service.run(request, LOCAL_PRINCIPAL).catch((e: unknown) => (error = e)));
+    const events = await createsDuring(() =>
+      service.run(request, LOCAL_PRINCIPAL).catch((e: unknown) => (error = e)),
+    );
     assert.ok(error instanceof AppError && error.code === 'POLICY_DENIED', `refused: ${String(error)}`);
     assert.deepEqual(events, [], `no container was created for ${JSON.stringify(request)}`);
   }
@@ -127,11 +140,14 @@ test('an image outside the allowlist, or a limit over a ceiling, is refused befo
 test('engine failures are typed errors that name the fix', async (t) => {
   await t.test('engine down', async () => {
     const down = new DockerBackend({ socketPath: '/nonexistent/docker.sock' });
-    await assert.rejects(down.start(spec({ template: 'bash', code: 'true' }), { runId: runId() }).result, (e: AppError) => {
-      assert.equal(e.code, 'ENGINE_UNAVAILABLE');
-      assert.match(e.hint ?? '', /sandpit setup/);
-      return true;
-    });
+    await assert.rejects(
+      down.start(spec({ template: 'bash', code: 'true' }), { runId: runId() }).result,
+      (e: AppError) => {
+        assert.equal(e.code, 'ENGINE_UNAVAILABLE');
+        assert.match(e.hint ?? '', /sandpit setup/);
+        return true;
+      },
+    );
   });
   await t.test('image missing', async () => {
     const request = { image: 'sandpit/python:0.0-missing', command: ['true'] };

@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import { requireDocker, runId, runToEnd, spec } from '../../support/docker.js';
+import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { makeBackend, runId, runToEnd, spec } from '../../support/docker.js';
 
 let backend: DockerBackend;
 before(async () => {
-  backend = new DockerBackend({ docker: await requireDocker() });
+  backend = await makeBackend();
 });
 after(() => backend.close());
 
@@ -52,7 +52,10 @@ test('a fork bomb is contained: at most the pids limit of processes, and the hos
     'time.sleep(3)',
     'print("survived")',
   ].join('\n');
-  const execution = backend.start(spec({ template: 'python', code, resources: { pids }, timeoutSeconds: 8 }), { runId: runId() });
+  const execution = backend.start(
+    spec({ template: 'python', code, resources: { pids }, timeoutSeconds: 8 }),
+    { runId: runId() },
+  );
   await new Promise((r) => setTimeout(r, 2500));
   const hostMs = await hostCommandMs();
   const r = await execution.result;
@@ -85,12 +88,20 @@ for (const [dir, sizes] of [
   test(`filling ${dir} stops at its size`, async () => {
     const r = await runToEnd(
       backend,
-      { template: 'python', command: ['python3', '/sandpit/code/main.py', dir], code: FILL, resources: { ephemeralStorage: sizes.workspace } },
+      {
+        template: 'python',
+        command: ['python3', '/sandpit/code/main.py', dir],
+        code: FILL,
+        resources: { ephemeralStorage: sizes.workspace },
+      },
       { ceilings: { tmpBytes: sizes.tmpBytes } },
     );
     const [error, size] = r.stdout.trim().split('\n');
     assert.equal(error, 'ENOSPC', r.stdout + r.stderr);
-    assert.ok(Number(size) <= 16 * 1024 ** 2 && Number(size) > 12 * 1024 ** 2, `wrote ${size} bytes into a 16 MiB ${dir}`);
+    assert.ok(
+      Number(size) <= 16 * 1024 ** 2 && Number(size) > 12 * 1024 ** 2,
+      `wrote ${size} bytes into a 16 MiB ${dir}`,
+    );
   });
 }
 

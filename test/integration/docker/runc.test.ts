@@ -1,3 +1,3 @@
 import { coreCases } from './core-cases.js';
 
-coreCases('runc');
+coreCases();

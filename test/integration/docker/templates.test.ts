@@ -1,12 +1,12 @@
 /** Hello world in every template, compiled languages included, on the real engine. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import { requireDocker, runToEnd } from '../../support/docker.js';
+import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { makeBackend, runToEnd } from '../../support/docker.js';
 
 let backend: DockerBackend;
 before(async () => {
-  backend = new DockerBackend({ docker: await requireDocker() });
+  backend = await makeBackend();
 });
 after(() => backend.close());
 
@@ -14,7 +14,10 @@ const HELLO: Record<string, { code: string; version: RegExp }> = {
   python: { code: 'import sys\nprint("hello from python", sys.version.split()[0])', version: /3\.11\./ },
   node: { code: 'console.log("hello from node", process.version)', version: /v18\./ },
   bash: { code: 'echo "hello from bash $BASH_VERSION"', version: /5\.\d/ },
-  c: { code: '#include <stdio.h>\nint main(void) { printf("hello from c %d\\n", __GNUC__); return 0; }', version: /12/ },
+  c: {
+    code: '#include <stdio.h>\nint main(void) { printf("hello from c %d\\n", __GNUC__); return 0; }',
+    version: /12/,
+  },
   rust: { code: 'fn main() { println!("hello from rust {}", 1 + 1); }', version: /2/ },
 };
 
@@ -40,7 +43,14 @@ test('c: arguments after the code reach the compiled program', async () => {
   const r = await runToEnd(backend, {
     template: 'c',
     code: '#include <stdio.h>\nint main(int c, char **v) { for (int i = 1; i < c; i++) puts(v[i]); return c; }',
-    command: ['/bin/sh', '-c', 'gcc -o /tmp/main /sandpit/code/main.c && exec /tmp/main "$@"', 'main', 'one', 'two'],
+    command: [
+      '/bin/sh',
+      '-c',
+      'gcc -o /tmp/main /sandpit/code/main.c && exec /tmp/main "$@"',
+      'main',
+      'one',
+      'two',
+    ],
   });
   assert.equal(r.stdout, 'one\ntwo\n');
   assert.equal(r.exitCode, 3);
@@ -51,7 +61,10 @@ test('rust: cargo builds a crate without dependencies offline and runs it', asyn
     template: 'rust',
     command: ['cargo', 'run', '--offline', '--quiet', '--release'],
     files: [
-      { path: 'Cargo.toml', content: '[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n' },
+      {
+        path: 'Cargo.toml',
+        content: '[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
+      },
       { path: 'src/main.rs', content: 'fn main() { println!("cargo says {}", 6 * 7); }\n' },
     ],
     timeoutSeconds: 30,

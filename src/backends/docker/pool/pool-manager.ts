@@ -62,8 +62,23 @@ export class PoolManager {
     return runner;
   }
 
+  /** Resolves once every pool holds at least `minIdle` ready containers (or the timeout passes). */
+  async filled(timeoutMs = 30_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    const { minIdle } = this.deps.options;
+    while (Date.now() < deadline) {
+      if ([...this.pools.values()].every((p) => p.idleCount >= minIdle)) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  }
+
   stats(): PoolStats[] {
-    return [...this.pools.values()].map((p) => ({ template: p.label, idle: p.idleCount, starting: p.starting }));
+    return [...this.pools.values()].map((p) => ({
+      template: p.label,
+      idle: p.idleCount,
+      starting: p.starting,
+    }));
   }
 
   get total(): number {
@@ -135,7 +150,10 @@ export class PoolManager {
         pool.add(runner, Date.now());
         this.watch(pool, runner);
       } catch (e) {
-        this.deps.logger?.warn({ template: pool.label, err: (e as Error).message }, 'a pool container failed to start');
+        this.deps.logger?.warn(
+          { template: pool.label, err: (e as Error).message },
+          'a pool container failed to start',
+        );
         await runner?.remove();
         await new Promise((r) => setTimeout(r, 1000).unref());
       } finally {
