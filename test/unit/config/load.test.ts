@@ -54,6 +54,16 @@ describe('loadConfig defaults', () => {
     assert.equal(c.sandbox.disableNetwork, true);
     assert.equal(c.sandbox.runtime, undefined);
     assert.equal(c.docker.socketPath, '/var/run/docker.sock');
+    assert.deepEqual(c.pool, {
+      enabled: true,
+      minIdle: 2,
+      maxSize: 8,
+      maxTotal: 32,
+      maxIdleSeconds: 300,
+      maxStarting: 4,
+      checkIntervalSeconds: 10,
+      prewarm: [],
+    });
     assert.equal(c.logging.level, 'info');
   });
 
@@ -270,6 +280,14 @@ describe('SANDPIT_* variables', () => {
       'auth.tokens',
       'docker.socketPath',
       'logging.level',
+      'pool.checkIntervalSeconds',
+      'pool.enabled',
+      'pool.maxIdleSeconds',
+      'pool.maxSize',
+      'pool.maxStarting',
+      'pool.maxTotal',
+      'pool.minIdle',
+      'pool.prewarm',
       'sandbox.allowedRuntimes',
       'sandbox.backend',
       'sandbox.disableNetwork',
@@ -325,6 +343,14 @@ describe('SANDPIT_* variables', () => {
     'sandbox.maxConcurrentRuns': { text: '3', want: 3 },
     'sandbox.maxQueuedRuns': { text: '0', want: 0 },
     'docker.socketPath': { text: '/run/user/1000/docker.sock', want: '/run/user/1000/docker.sock' },
+    'pool.enabled': { text: 'false', want: false },
+    'pool.minIdle': { text: '0', want: 0 },
+    'pool.maxSize': { text: '5', want: 5 },
+    'pool.maxTotal': { text: '50', want: 50 },
+    'pool.maxIdleSeconds': { text: '60', want: 60 },
+    'pool.maxStarting': { text: '2', want: 2 },
+    'pool.checkIntervalSeconds': { text: '30', want: 30 },
+    'pool.prewarm': { text: 'python, bash', want: ['python', 'bash'] },
     'logging.level': { text: 'trace', want: 'trace' },
   };
 

@@ -1,12 +1,19 @@
 /* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { Admission } from '../../../src/gateway/admission.js';
 import { AppError } from '../../../src/shared/errors.js';
 
 const isBusy = (e: unknown): boolean => e instanceof AppError && e.code === 'BUSY' && e.retryable;
 const isCancelled = (e: unknown): boolean => e instanceof AppError && e.code === 'CANCELLED';
+
+/** Aborts, after each test, the callers a test leaves queued (so no 30 s wait timer outlives it). */
+let leftover = new AbortController();
+beforeEach(() => {
+  leftover = new AbortController();
+});
+afterEach(() => leftover.abort());
 
 /** Tracks whether a promise has settled, and how. */
 function track<T>(p: Promise<T>): { settled: () => boolean; value: () => T | undefined; error: () => unknown } {
@@ -37,8 +44,8 @@ describe('global cap and bounded queue', () => {
   test('past the cap, callers queue up to maxQueued; beyond that, BUSY at once', async () => {
     const a = new Admission({ maxConcurrent: 1, maxQueued: 2 });
     await a.acquire('p', undefined);
-    const w1 = track(a.acquire('p', undefined));
-    const w2 = track(a.acquire('p', undefined));
+    const w1 = track(a.acquire('p', undefined, leftover.signal));
+    const w2 = track(a.acquire('p', undefined, leftover.signal));
     await tick();
     assert.deepEqual(a.stats, { running: 1, queued: 2 });
     assert.equal(w1.settled(), false);
@@ -97,8 +104,8 @@ describe('global cap and bounded queue', () => {
   test('a double release does not hand out a second queued slot', async () => {
     const a = new Admission({ maxConcurrent: 1, maxQueued: 2 });
     const r0 = await a.acquire('p', undefined);
-    const w1 = track(a.acquire('p', undefined));
-    const w2 = track(a.acquire('p', undefined));
+    const w1 = track(a.acquire('p', undefined, leftover.signal));
+    const w2 = track(a.acquire('p', undefined, leftover.signal));
     r0();
     r0();
     await tick();
@@ -131,8 +138,8 @@ describe('per-principal cap', () => {
   test('queued runs count against the principal', async () => {
     const a = new Admission({ maxConcurrent: 1, maxQueued: 10 });
     await a.acquire('other', undefined);
-    track(a.acquire('alice', 2));
-    track(a.acquire('alice', 2));
+    track(a.acquire('alice', 2, leftover.signal));
+    track(a.acquire('alice', 2, leftover.signal));
     await tick();
     await assert.rejects(a.acquire('alice', 2), /"alice" already has 2 runs/);
   });
@@ -156,7 +163,7 @@ describe('abort and timeouts while queued', () => {
     await assert.rejects(w, isCancelled);
     assert.deepEqual(a.stats, { running: 1, queued: 0 });
     // the queue place is free again, and alice may queue again
-    const w2 = track(a.acquire('alice', 1));
+    const w2 = track(a.acquire('alice', 1, leftover.signal));
     await tick();
     assert.equal(w2.settled(), false);
     r0();
@@ -211,7 +218,7 @@ describe('abort and timeouts while queued', () => {
     assert.ok(performance.now() - t0 < 1000);
     assert.deepEqual(a.stats, { running: 1, queued: 0 });
     // alice's count was given back
-    track(a.acquire('alice', 1));
+    track(a.acquire('alice', 1, leftover.signal));
     await tick();
     assert.deepEqual(a.stats, { running: 1, queued: 1 });
   });
