@@ -80,6 +80,16 @@ export const HealthOutput = z.object({
     .optional()
     .describe('Sandbox images, when the engine answered'),
   runtimes: z.array(z.string()).optional().describe('Container runtimes the engine offers'),
+  pools: z
+    .array(
+      z.object({
+        template: z.string().describe('Template (shape) the pool serves'),
+        idle: z.number().int().describe('Started sandboxes waiting for a run'),
+        starting: z.number().int().describe('Sandboxes being started'),
+      }),
+    )
+    .optional()
+    .describe('Warm pools, when the backend keeps them'),
   running: z.number().int().describe('Runs executing now'),
   queued: z.number().int().describe('Runs waiting for a free slot'),
 });
