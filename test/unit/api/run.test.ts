@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -28,7 +27,15 @@ const valid = (input: RunRequestInput): void => {
 
 describe('phases and reasons', () => {
   test('the seven phases and twelve reasons of DESIGN §4a', () => {
-    assert.deepEqual(PHASES, ['Pending', 'Running', 'Succeeded', 'Failed', 'TimedOut', 'Rejected', 'Cancelled']);
+    assert.deepEqual(PHASES, [
+      'Pending',
+      'Running',
+      'Succeeded',
+      'Failed',
+      'TimedOut',
+      'Rejected',
+      'Cancelled',
+    ]);
     assert.deepEqual(REASONS, [
       'Completed',
       'Error',
@@ -56,7 +63,13 @@ describe('phases and reasons', () => {
       Cancelled: true,
     };
     for (const phase of PHASES) assert.equal(isTerminal(phase), want[phase], phase);
-    assert.deepEqual([...TERMINAL_PHASES].sort(), ['Cancelled', 'Failed', 'Rejected', 'Succeeded', 'TimedOut']);
+    assert.deepEqual([...TERMINAL_PHASES].sort(), [
+      'Cancelled',
+      'Failed',
+      'Rejected',
+      'Succeeded',
+      'TimedOut',
+    ]);
   });
 
   test('the schemas refuse names outside the lists', () => {
@@ -141,7 +154,11 @@ describe('RunRequestSchema', () => {
 
   const refused: { name: string; input: unknown; want: string[] }[] = [
     { name: 'neither code nor command', input: { template: 'python' }, want: ['code: give code or command'] },
-    { name: 'neither template nor image', input: { command: ['ls'] }, want: ['template: give a template or an image'] },
+    {
+      name: 'neither template nor image',
+      input: { command: ['ls'] },
+      want: ['template: give a template or an image'],
+    },
     {
       name: 'nothing at all',
       input: {},
@@ -174,10 +191,20 @@ describe('RunRequestSchema', () => {
     {
       name: 'an unsafe file path',
       input: { template: 'python', code: 'x', files: [{ path: '../etc/passwd', content: '' }] },
-      want: ['files.0.path: expected a relative path inside the workspace (no leading /, no .. or empty segments, at most 16 deep)'],
+      want: [
+        'files.0.path: expected a relative path inside the workspace (no leading /, no .. or empty segments, at most 16 deep)',
+      ],
     },
-    { name: 'an empty command', input: { template: 'python', command: [] }, want: ['command: Too small: expected array to have >=1 items'] },
-    { name: 'an unknown field', input: { template: 'python', code: 'x', privileged: true }, want: [': Unrecognized key: "privileged"'] },
+    {
+      name: 'an empty command',
+      input: { template: 'python', command: [] },
+      want: ['command: Too small: expected array to have >=1 items'],
+    },
+    {
+      name: 'an unknown field',
+      input: { template: 'python', code: 'x', privileged: true },
+      want: [': Unrecognized key: "privileged"'],
+    },
     {
       name: 'an unknown field in resources',
       input: { template: 'python', code: 'x', resources: { gpu: 1 } },
@@ -217,23 +244,43 @@ describe('RunRequestSchema', () => {
 
   test('a bad file encoding is refused', () => {
     assert.deepEqual(
-      issues({ template: 'python', code: 'x', files: [{ path: 'a', content: '', encoding: 'hex' }] }).map((i) => i.split(':')[0]),
+      issues({ template: 'python', code: 'x', files: [{ path: 'a', content: '', encoding: 'hex' }] }).map(
+        (i) => i.split(':')[0],
+      ),
       ['files.0.encoding'],
     );
   });
 
   test('non-positive timeouts and pids are refused', () => {
     for (const timeoutSeconds of [0, -1]) {
-      assert.deepEqual(issues({ template: 'python', code: 'x', timeoutSeconds }).map((i) => i.split(':')[0]), ['timeoutSeconds']);
+      assert.deepEqual(
+        issues({ template: 'python', code: 'x', timeoutSeconds }).map((i) => i.split(':')[0]),
+        ['timeoutSeconds'],
+      );
     }
     for (const pids of [0, -5, 2.5]) {
-      assert.deepEqual(issues({ template: 'python', code: 'x', resources: { pids } }).map((i) => i.split(':')[0]), ['resources.pids']);
+      assert.deepEqual(
+        issues({ template: 'python', code: 'x', resources: { pids } }).map((i) => i.split(':')[0]),
+        ['resources.pids'],
+      );
     }
   });
 
-  const quantities: { field: 'cpu' | 'memory' | 'ephemeralStorage'; ok: (string | number)[]; bad: (string | number)[] }[] = [
-    { field: 'cpu', ok: [1, 0.5, '0.5', '500m', '2', 0.001, '1m'], bad: ['lots', '1 core', -1, 0, '0', '0m', 0.0001, '0.0001', '-1'] },
-    { field: 'memory', ok: ['256m', '512Mi', '1g', 1048576, '64k'], bad: ['big', '12 parsecs', -1, 0, '0', '0m', '0.5', 1.5] },
+  const quantities: {
+    field: 'cpu' | 'memory' | 'ephemeralStorage';
+    ok: (string | number)[];
+    bad: (string | number)[];
+  }[] = [
+    {
+      field: 'cpu',
+      ok: [1, 0.5, '0.5', '500m', '2', 0.001, '1m'],
+      bad: ['lots', '1 core', -1, 0, '0', '0m', 0.0001, '0.0001', '-1'],
+    },
+    {
+      field: 'memory',
+      ok: ['256m', '512Mi', '1g', 1048576, '64k'],
+      bad: ['big', '12 parsecs', -1, 0, '0', '0m', '0.5', 1.5],
+    },
     { field: 'ephemeralStorage', ok: ['64Mi', '1g', 4096], bad: ['x', 0, '0', '0Mi', '0.1'] },
   ];
   for (const q of quantities) {

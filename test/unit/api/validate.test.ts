@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as z from 'zod';
@@ -24,7 +23,12 @@ test('parseInput returns the parsed value, defaults applied', () => {
 
 test('parseInput throws INVALID_REQUEST with one violation per bad field', () => {
   const e = thrown(() =>
-    parseInput(RunRequestSchema, { template: 'python', code: 'x', timeoutSeconds: 0, files: [{ path: '../x', content: '' }] }),
+    parseInput(RunRequestSchema, {
+      template: 'python',
+      code: 'x',
+      timeoutSeconds: 0,
+      files: [{ path: '../x', content: '' }],
+    }),
   );
   assert.equal(e.code, 'INVALID_REQUEST');
   assert.equal(e.httpStatus, 400);

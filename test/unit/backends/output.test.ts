@@ -1,10 +1,10 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { looksBinary, StreamCapture } from '../../../src/backends/output.js';
 
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
-const cap = (headBytes: number, tailBytes: number): StreamCapture => new StreamCapture({ headBytes, tailBytes });
+const cap = (headBytes: number, tailBytes: number): StreamCapture =>
+  new StreamCapture({ headBytes, tailBytes });
 
 describe('StreamCapture: head and tail', () => {
   test('output that fits is kept whole', () => {
@@ -32,7 +32,12 @@ describe('StreamCapture: head and tail', () => {
   test('live bytes past the head fill the tail, keeping the last ones', () => {
     const c = cap(4, 4);
     assert.deepEqual(c.add(b('abcdefghij')), b('abcd'));
-    assert.deepEqual(c.finish(), { text: 'abcd\n[… 2 bytes truncated …]\nghij', bytes: 10, truncated: true, binary: false });
+    assert.deepEqual(c.finish(), {
+      text: 'abcd\n[… 2 bytes truncated …]\nghij',
+      bytes: 10,
+      truncated: true,
+      binary: false,
+    });
   });
 
   test('exactly head + tail bytes is not truncated, and is contiguous', () => {
@@ -45,7 +50,12 @@ describe('StreamCapture: head and tail', () => {
   test('one byte over head + tail is truncated by exactly one byte', () => {
     const c = cap(4, 4);
     c.add(b('abcdefghi'));
-    assert.deepEqual(c.finish(), { text: 'abcd\n[… 1 bytes truncated …]\nfghi', bytes: 9, truncated: true, binary: false });
+    assert.deepEqual(c.finish(), {
+      text: 'abcd\n[… 1 bytes truncated …]\nfghi',
+      bytes: 9,
+      truncated: true,
+      binary: false,
+    });
   });
 
   test('the runner’s way: head live, tail at the end, total from the exit report', () => {
@@ -97,7 +107,12 @@ describe('StreamCapture: head and tail', () => {
   test('a zero window keeps nothing and counts everything', () => {
     const c = cap(0, 0);
     assert.deepEqual(c.add(b('hello')), Buffer.alloc(0));
-    assert.deepEqual(c.finish(), { text: '\n[… 5 bytes truncated …]\n', bytes: 5, truncated: true, binary: false });
+    assert.deepEqual(c.finish(), {
+      text: '\n[… 5 bytes truncated …]\n',
+      bytes: 5,
+      truncated: true,
+      binary: false,
+    });
   });
 });
 
@@ -105,14 +120,24 @@ describe('StreamCapture: binary output', () => {
   test('a NUL byte makes it binary, summarised with its size', () => {
     const c = cap(100, 100);
     c.add(Buffer.from([0x68, 0x69, 0x00, 0x21]));
-    assert.deepEqual(c.finish(4), { text: '[binary output: 4 bytes, not shown]', bytes: 4, truncated: false, binary: true });
+    assert.deepEqual(c.finish(4), {
+      text: '[binary output: 4 bytes, not shown]',
+      bytes: 4,
+      truncated: false,
+      binary: true,
+    });
   });
 
   test('binary in the tail only is still binary, and truncation is still reported', () => {
     const c = cap(4, 4);
     c.add(b('text'));
     c.setTail(Buffer.from([0xff, 0xfe, 0xfd, 0xfc]));
-    assert.deepEqual(c.finish(50), { text: '[binary output: 50 bytes, not shown]', bytes: 50, truncated: true, binary: true });
+    assert.deepEqual(c.finish(50), {
+      text: '[binary output: 50 bytes, not shown]',
+      bytes: 50,
+      truncated: true,
+      binary: true,
+    });
   });
 
   test('a multi-byte character cut between head and tail is NOT binary', () => {
@@ -160,12 +185,28 @@ describe('looksBinary', () => {
     ['four continuation bytes at the start', Buffer.from([0x80, 0x80, 0x80, 0x80, 0x61]), true],
     ['a character cut at the end (2 of 4 bytes)', Buffer.concat([b('ab'), b('😀').subarray(0, 2)]), false],
     ['a character cut at the end (lead only)', Buffer.concat([b('ab'), b('é').subarray(0, 1)]), false],
-    ['a character cut at the start (last 3 of 4 bytes)', Buffer.concat([b('😀').subarray(1), b('ab')]), false],
-    ['a character cut at both ends', Buffer.concat([b('€').subarray(2), b('middle'), b('€').subarray(0, 2)]), false],
+    [
+      'a character cut at the start (last 3 of 4 bytes)',
+      Buffer.concat([b('😀').subarray(1), b('ab')]),
+      false,
+    ],
+    [
+      'a character cut at both ends',
+      Buffer.concat([b('€').subarray(2), b('middle'), b('€').subarray(0, 2)]),
+      false,
+    ],
     ['just a lead byte', Buffer.from([0xe2]), false],
     ['a bell in short text (over 1%)', b('ding\x07'), true],
-    ['one control character in 200 bytes (under 1%)', Buffer.concat([b('x'.repeat(199)), Buffer.from([0x01])]), false],
-    ['three control characters in 200 bytes (over 1%)', Buffer.concat([b('x'.repeat(197)), Buffer.from([1, 2, 3])]), true],
+    [
+      'one control character in 200 bytes (under 1%)',
+      Buffer.concat([b('x'.repeat(199)), Buffer.from([0x01])]),
+      false,
+    ],
+    [
+      'three control characters in 200 bytes (over 1%)',
+      Buffer.concat([b('x'.repeat(197)), Buffer.from([1, 2, 3])]),
+      true,
+    ],
     ['DEL is not counted as control', b('a\x7fb'), false],
   ];
   for (const [name, buf, want] of cases) {

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RunResultSchema } from '../../../src/api/run.js';
@@ -8,22 +7,79 @@ import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
 const base: RunFacts = { exitCode: 0, timedOut: false, oomKilled: false, cancelled: false };
 
 describe('classify', () => {
-  const cases: { name: string; facts: Partial<RunFacts>; phase: string; reason: string; message?: RegExp }[] = [
-    { name: 'exit 0', facts: {}, phase: 'Succeeded', reason: 'Completed' },
-    { name: 'exit 1', facts: { exitCode: 1 }, phase: 'Failed', reason: 'Error', message: /exited with code 1$/ },
-    { name: 'exit 137', facts: { exitCode: 137 }, phase: 'Failed', reason: 'Error', message: /code 137/ },
-    { name: 'no exit code', facts: { exitCode: null }, phase: 'Failed', reason: 'Error', message: /code unknown/ },
-    { name: 'failure', facts: { failure: 'runner crashed' }, phase: 'Failed', reason: 'BackendError', message: /^runner crashed$/ },
-    { name: 'empty failure message', facts: { failure: '' }, phase: 'Failed', reason: 'BackendError' },
-    { name: 'OOM', facts: { oomKilled: true, exitCode: 137 }, phase: 'Failed', reason: 'OOMKilled', message: /out of memory/ },
-    { name: 'timed out', facts: { timedOut: true, exitCode: 137 }, phase: 'TimedOut', reason: 'DeadlineExceeded', message: /deadline/ },
-    { name: 'cancelled', facts: { cancelled: true, exitCode: null }, phase: 'Cancelled', reason: 'Cancelled', message: /cancelled/ },
-    // precedence: cancelled > timedOut > oomKilled > failure > exit code
-    { name: 'cancelled beats everything', facts: { cancelled: true, timedOut: true, oomKilled: true, failure: 'x', exitCode: 1 }, phase: 'Cancelled', reason: 'Cancelled' },
-    { name: 'timedOut beats OOM, failure and exit', facts: { timedOut: true, oomKilled: true, failure: 'x', exitCode: 0 }, phase: 'TimedOut', reason: 'DeadlineExceeded' },
-    { name: 'OOM beats failure and exit 0', facts: { oomKilled: true, failure: 'x', exitCode: 0 }, phase: 'Failed', reason: 'OOMKilled' },
-    { name: 'failure beats exit 0', facts: { failure: 'x', exitCode: 0 }, phase: 'Failed', reason: 'BackendError' },
-  ];
+  const cases: { name: string; facts: Partial<RunFacts>; phase: string; reason: string; message?: RegExp }[] =
+    [
+      { name: 'exit 0', facts: {}, phase: 'Succeeded', reason: 'Completed' },
+      {
+        name: 'exit 1',
+        facts: { exitCode: 1 },
+        phase: 'Failed',
+        reason: 'Error',
+        message: /exited with code 1$/,
+      },
+      { name: 'exit 137', facts: { exitCode: 137 }, phase: 'Failed', reason: 'Error', message: /code 137/ },
+      {
+        name: 'no exit code',
+        facts: { exitCode: null },
+        phase: 'Failed',
+        reason: 'Error',
+        message: /code unknown/,
+      },
+      {
+        name: 'failure',
+        facts: { failure: 'runner crashed' },
+        phase: 'Failed',
+        reason: 'BackendError',
+        message: /^runner crashed$/,
+      },
+      { name: 'empty failure message', facts: { failure: '' }, phase: 'Failed', reason: 'BackendError' },
+      {
+        name: 'OOM',
+        facts: { oomKilled: true, exitCode: 137 },
+        phase: 'Failed',
+        reason: 'OOMKilled',
+        message: /out of memory/,
+      },
+      {
+        name: 'timed out',
+        facts: { timedOut: true, exitCode: 137 },
+        phase: 'TimedOut',
+        reason: 'DeadlineExceeded',
+        message: /deadline/,
+      },
+      {
+        name: 'cancelled',
+        facts: { cancelled: true, exitCode: null },
+        phase: 'Cancelled',
+        reason: 'Cancelled',
+        message: /cancelled/,
+      },
+      // precedence: cancelled > timedOut > oomKilled > failure > exit code
+      {
+        name: 'cancelled beats everything',
+        facts: { cancelled: true, timedOut: true, oomKilled: true, failure: 'x', exitCode: 1 },
+        phase: 'Cancelled',
+        reason: 'Cancelled',
+      },
+      {
+        name: 'timedOut beats OOM, failure and exit',
+        facts: { timedOut: true, oomKilled: true, failure: 'x', exitCode: 0 },
+        phase: 'TimedOut',
+        reason: 'DeadlineExceeded',
+      },
+      {
+        name: 'OOM beats failure and exit 0',
+        facts: { oomKilled: true, failure: 'x', exitCode: 0 },
+        phase: 'Failed',
+        reason: 'OOMKilled',
+      },
+      {
+        name: 'failure beats exit 0',
+        facts: { failure: 'x', exitCode: 0 },
+        phase: 'Failed',
+        reason: 'BackendError',
+      },
+    ];
   for (const c of cases) {
     test(c.name, () => {
       const r = classify({ ...base, ...c.facts });
@@ -93,7 +149,15 @@ describe('buildResult', () => {
       runtime: 'runsc',
       backend: 'docker',
       served: 'warm',
-      limits: { cpu: '500m', memoryBytes: 256 * 1024 ** 2, pids: 64, workspaceBytes: 1024, tmpBytes: 2048, timeoutSeconds: 10, outputBytes: 4096 },
+      limits: {
+        cpu: '500m',
+        memoryBytes: 256 * 1024 ** 2,
+        pids: 64,
+        workspaceBytes: 1024,
+        tmpBytes: 2048,
+        timeoutSeconds: 10,
+        outputBytes: 4096,
+      },
       createdAt: '2026-01-01T00:00:00.000Z',
       finishedAt: '2026-01-01T00:00:01.250Z',
     });
@@ -101,7 +165,10 @@ describe('buildResult', () => {
   });
 
   test('timedOut is true exactly when the phase is TimedOut', () => {
-    assert.equal(buildResult({ ...input, facts: { ...base, timedOut: true, exitCode: null } }).timedOut, true);
+    assert.equal(
+      buildResult({ ...input, facts: { ...base, timedOut: true, exitCode: null } }).timedOut,
+      true,
+    );
     // a cancelled run that also hit its deadline is Cancelled, so not timedOut
     const c = buildResult({ ...input, facts: { ...base, timedOut: true, cancelled: true } });
     assert.equal(c.phase, 'Cancelled');
@@ -110,7 +177,11 @@ describe('buildResult', () => {
 
   test('truncated and binaryOutput are true when either stream is', () => {
     const plain = { text: '', bytes: 0, truncated: false, binary: false };
-    const r = buildResult({ ...input, stdout: plain, stderr: { text: 'x', bytes: 9, truncated: true, binary: true } });
+    const r = buildResult({
+      ...input,
+      stdout: plain,
+      stderr: { text: 'x', bytes: 9, truncated: true, binary: true },
+    });
     assert.equal(r.truncated, true);
     assert.equal(r.binaryOutput, true);
     assert.equal(r.stderrBytes, 9);

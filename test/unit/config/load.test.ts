@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,7 +96,11 @@ describe('seed environment variables', () => {
     { env: { MCP_PORT: ' 9001 ' }, field: 'server.port', want: 9001 },
     { env: { MCP_PORT: '0' }, field: 'server.port', want: 0 },
     { env: { MCP_AUTH_TOKEN: 's3cret-token-value' }, field: 'auth.token', want: 's3cret-token-value' },
-    { env: { SANDBOX_IMAGE_ALLOWLIST: 'python:3.11' }, field: 'sandbox.imageAllowlist', want: ['python:3.11'] },
+    {
+      env: { SANDBOX_IMAGE_ALLOWLIST: 'python:3.11' },
+      field: 'sandbox.imageAllowlist',
+      want: ['python:3.11'],
+    },
     {
       env: { SANDBOX_IMAGE_ALLOWLIST: 'python:3.11, sandpit/*,,node:18 ' },
       field: 'sandbox.imageAllowlist',
@@ -173,7 +176,11 @@ describe('YAML and JSON config files', () => {
       field: 'sandbox.imageAllowlist',
       want: ['python:3.11', 'sandpit/*'],
     },
-    { yaml: 'sandbox:\n  imageAllowlist: "python:3.11, node:18"\n', field: 'sandbox.imageAllowlist', want: ['python:3.11', 'node:18'] },
+    {
+      yaml: 'sandbox:\n  imageAllowlist: "python:3.11, node:18"\n',
+      field: 'sandbox.imageAllowlist',
+      want: ['python:3.11', 'node:18'],
+    },
     { yaml: 'sandbox:\n  maxCpu: 2\n', field: 'sandbox.maxCpu', want: 2000 },
     { yaml: 'sandbox:\n  maxCpu: 0.5\n', field: 'sandbox.maxCpu', want: 500 },
     { yaml: 'sandbox:\n  maxCpu: 1500m\n', field: 'sandbox.maxCpu', want: 1500 },
@@ -406,7 +413,9 @@ describe('precedence: defaults < file < seed env < SANDPIT_*', () => {
   test('SANDPIT_* beats seed env without a file', () => {
     const c = loadConfig({ env: { DISABLE_NETWORK: 'false', SANDPIT_SANDBOX_DISABLE_NETWORK: 'true' } });
     assert.equal(c.sandbox.disableNetwork, true);
-    const d = loadConfig({ env: { MCP_AUTH_TOKEN: 'seed-token-1234', SANDPIT_AUTH_TOKEN: 'sandpit-token-1234' } });
+    const d = loadConfig({
+      env: { MCP_AUTH_TOKEN: 'seed-token-1234', SANDPIT_AUTH_TOKEN: 'sandpit-token-1234' },
+    });
     assert.equal(d.auth.token, 'sandpit-token-1234');
   });
 
@@ -422,19 +431,51 @@ describe('errors', () => {
     { env: { MCP_PORT: '70000' }, field: 'server.port', form: /expected a whole number from 0 to 65535/ },
     { env: { MCP_PORT: '-1' }, field: 'server.port', form: /expected a whole number from 0 to 65535/ },
     { env: { MCP_PORT: '80.5' }, field: 'server.port', form: /expected a whole number from 0 to 65535/ },
-    { env: { MAX_CONTAINER_CPU: 'lots' }, field: 'sandbox.maxCpu', form: /expected a CPU amount like 1, 0\.5 or 500m/ },
+    {
+      env: { MAX_CONTAINER_CPU: 'lots' },
+      field: 'sandbox.maxCpu',
+      form: /expected a CPU amount like 1, 0\.5 or 500m/,
+    },
     { env: { MAX_CONTAINER_CPU: '0' }, field: 'sandbox.maxCpu', form: /expected a CPU amount/ },
     { env: { MAX_CONTAINER_CPU: '-1' }, field: 'sandbox.maxCpu', form: /expected a CPU amount/ },
-    { env: { MAX_CONTAINER_MEMORY: '512x' }, field: 'sandbox.maxMemory', form: /expected a size like 512m, 1g, 256Mi/ },
+    {
+      env: { MAX_CONTAINER_MEMORY: '512x' },
+      field: 'sandbox.maxMemory',
+      form: /expected a size like 512m, 1g, 256Mi/,
+    },
     { env: { MAX_CONTAINER_MEMORY: '0' }, field: 'sandbox.maxMemory', form: /expected a size like/ },
     { env: { MAX_CONTAINER_MEMORY: 'm512' }, field: 'sandbox.maxMemory', form: /expected a size like/ },
-    { env: { CONTAINER_TIMEOUT_SECONDS: '30s' }, field: 'sandbox.timeoutSeconds', form: /expected a whole number from 1 to 86400/ },
-    { env: { CONTAINER_TIMEOUT_SECONDS: '0' }, field: 'sandbox.timeoutSeconds', form: /expected a whole number from 1 to 86400/ },
+    {
+      env: { CONTAINER_TIMEOUT_SECONDS: '30s' },
+      field: 'sandbox.timeoutSeconds',
+      form: /expected a whole number from 1 to 86400/,
+    },
+    {
+      env: { CONTAINER_TIMEOUT_SECONDS: '0' },
+      field: 'sandbox.timeoutSeconds',
+      form: /expected a whole number from 1 to 86400/,
+    },
     { env: { DISABLE_NETWORK: 'maybe' }, field: 'sandbox.disableNetwork', form: /expected true or false/ },
-    { env: { SANDPIT_LOGGING_LEVEL: 'loud' }, field: 'logging.level', form: /expected one of fatal, error, warn, info, debug, trace, silent/ },
-    { env: { SANDPIT_SANDBOX_BACKEND: 'podman' }, field: 'sandbox.backend', form: /expected docker or kubernetes/ },
-    { env: { SANDPIT_SANDBOX_RUNTIME: 'Run SC' }, field: 'sandbox.runtime', form: /expected a runtime name like runsc/ },
-    { env: { SANDPIT_SANDBOX_MAX_PIDS: '4' }, field: 'sandbox.maxPids', form: /expected a whole number from 8 to 65536/ },
+    {
+      env: { SANDPIT_LOGGING_LEVEL: 'loud' },
+      field: 'logging.level',
+      form: /expected one of fatal, error, warn, info, debug, trace, silent/,
+    },
+    {
+      env: { SANDPIT_SANDBOX_BACKEND: 'podman' },
+      field: 'sandbox.backend',
+      form: /expected docker or kubernetes/,
+    },
+    {
+      env: { SANDPIT_SANDBOX_RUNTIME: 'Run SC' },
+      field: 'sandbox.runtime',
+      form: /expected a runtime name like runsc/,
+    },
+    {
+      env: { SANDPIT_SANDBOX_MAX_PIDS: '4' },
+      field: 'sandbox.maxPids',
+      form: /expected a whole number from 8 to 65536/,
+    },
   ];
   for (const { env, field, form } of badValues) {
     const [name, value] = Object.entries(env)[0]!;
@@ -461,14 +502,20 @@ describe('errors', () => {
     const lines = msg.split('\n').slice(1);
     assert.equal(lines.length, 6, msg);
     for (const f of ['server.port', 'logging.level', 'sandbox.maxCpu']) {
-      assert.ok(lines.some((l) => l.includes(`${f} (from file ${path}`)), `${f} missing: ${msg}`);
+      assert.ok(
+        lines.some((l) => l.includes(`${f} (from file ${path}`)),
+        `${f} missing: ${msg}`,
+      );
     }
     for (const [f, n] of [
       ['sandbox.maxMemory', 'MAX_CONTAINER_MEMORY'],
       ['sandbox.timeoutSeconds', 'CONTAINER_TIMEOUT_SECONDS'],
       ['sandbox.disableNetwork', 'DISABLE_NETWORK'],
     ]) {
-      assert.ok(lines.some((l) => l.includes(`${f} (from env ${n}`)), `${f} missing: ${msg}`);
+      assert.ok(
+        lines.some((l) => l.includes(`${f} (from env ${n}`)),
+        `${f} missing: ${msg}`,
+      );
     }
   });
 
@@ -493,13 +540,17 @@ describe('errors', () => {
   });
 
   test('unknown keys inside a token entry are refused', () => {
-    const msg = configError({ configPath: file('auth:\n  tokens:\n    - name: a\n      token: abcdefghij\n      scope: all\n') });
+    const msg = configError({
+      configPath: file('auth:\n  tokens:\n    - name: a\n      token: abcdefghij\n      scope: all\n'),
+    });
     assert.match(msg, /auth\.tokens\.0: unknown setting\(s\) scope/);
   });
 
   test('a token entry needs exactly one of token or tokenSha256', () => {
     const both = configError({
-      configPath: file(`auth:\n  tokens:\n    - name: a\n      token: abcdefghij\n      tokenSha256: ${'b'.repeat(64)}\n`),
+      configPath: file(
+        `auth:\n  tokens:\n    - name: a\n      token: abcdefghij\n      tokenSha256: ${'b'.repeat(64)}\n`,
+      ),
     });
     assert.match(both, /give exactly one of token or tokenSha256/);
     const neither = configError({ configPath: file('auth:\n  tokens:\n    - name: a\n') });
@@ -561,8 +612,13 @@ describe('secrets are never echoed', () => {
   });
 
   test('a bad token entry in SANDPIT_AUTH_TOKENS: value hidden', () => {
-    const msg = configError({ env: { SANDPIT_AUTH_TOKENS: `[{"name":"x","token":"${secret.slice(0, 5)}"}]` } });
-    assert.match(msg, /auth\.tokens\.0\.token \(from env SANDPIT_AUTH_TOKENS\): expected at least 8 characters/);
+    const msg = configError({
+      env: { SANDPIT_AUTH_TOKENS: `[{"name":"x","token":"${secret.slice(0, 5)}"}]` },
+    });
+    assert.match(
+      msg,
+      /auth\.tokens\.0\.token \(from env SANDPIT_AUTH_TOKENS\): expected at least 8 characters/,
+    );
     assert.ok(!msg.includes(secret.slice(0, 5)), msg);
   });
 
@@ -610,7 +666,10 @@ describe('configWarnings', () => {
   });
 
   test('sandbox.disableNetwork: false in a file is warned about too', () => {
-    assert.equal(configWarnings(loadConfig({ configPath: file('sandbox:\n  disableNetwork: false\n') })).length, 1);
+    assert.equal(
+      configWarnings(loadConfig({ configPath: file('sandbox:\n  disableNetwork: false\n') })).length,
+      1,
+    );
   });
 
   test('the default configuration has no warnings', () => {

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig } from '../../../src/config/load.js';
@@ -42,11 +41,15 @@ test('the default config gives the default ceilings', () => {
 });
 
 test('SANDBOX_IMAGE_ALLOWLIST becomes the allowlist; without it the templates’ images plus python:3.11', () => {
-  assert.deepEqual(policyFromConfig(loadConfig({ env: { SANDBOX_IMAGE_ALLOWLIST: 'python:3.11,sandpit/*' } })).imageAllowlist, [
+  assert.deepEqual(
+    policyFromConfig(loadConfig({ env: { SANDBOX_IMAGE_ALLOWLIST: 'python:3.11,sandpit/*' } }))
+      .imageAllowlist,
+    ['python:3.11', 'sandpit/*'],
+  );
+  assert.deepEqual(policyFromConfig(loadConfig({ env: {} })).imageAllowlist, [
+    ...BUILTIN_TEMPLATES.map((t) => t.image),
     'python:3.11',
-    'sandpit/*',
   ]);
-  assert.deepEqual(policyFromConfig(loadConfig({ env: {} })).imageAllowlist, [...BUILTIN_TEMPLATES.map((t) => t.image), 'python:3.11']);
 });
 
 test('sandbox.runtime becomes the default runtime and, alone, the allowed list', () => {
@@ -56,7 +59,9 @@ test('sandbox.runtime becomes the default runtime and, alone, the allowed list',
 });
 
 test('sandbox.allowedRuntimes is passed through', () => {
-  const p = policyFromConfig(loadConfig({ env: { SANDPIT_SANDBOX_RUNTIME: 'runsc', SANDPIT_SANDBOX_ALLOWED_RUNTIMES: 'runc,runsc' } }));
+  const p = policyFromConfig(
+    loadConfig({ env: { SANDPIT_SANDBOX_RUNTIME: 'runsc', SANDPIT_SANDBOX_ALLOWED_RUNTIMES: 'runc,runsc' } }),
+  );
   assert.equal(p.defaultRuntime, 'runsc');
   assert.deepEqual(p.allowedRuntimes, ['runc', 'runsc']);
 });

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigSchema, TokenSchema } from '../../../src/config/schema.js';
@@ -6,7 +5,10 @@ import { ConfigSchema, TokenSchema } from '../../../src/config/schema.js';
 const MiB = 1024 ** 2;
 
 /** Parses one sandbox value and returns the field, or the issue messages. */
-function sandbox(key: string, value: unknown): { ok: true; value: unknown } | { ok: false; messages: string[] } {
+function sandbox(
+  key: string,
+  value: unknown,
+): { ok: true; value: unknown } | { ok: false; messages: string[] } {
   const r = ConfigSchema.safeParse({ sandbox: { [key]: value } });
   if (r.success) return { ok: true, value: (r.data.sandbox as Record<string, unknown>)[key] };
   return { ok: false, messages: r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
@@ -79,7 +81,13 @@ describe('ConfigSchema rejects with the accepted form', () => {
   }
 
   test('unknown keys are refused at every level', () => {
-    for (const input of [{ nope: 1 }, { server: { nope: 1 } }, { sandbox: { nope: 1 } }, { logging: { nope: 1 } }, { docker: { nope: 1 } }]) {
+    for (const input of [
+      { nope: 1 },
+      { server: { nope: 1 } },
+      { sandbox: { nope: 1 } },
+      { logging: { nope: 1 } },
+      { docker: { nope: 1 } },
+    ]) {
       const r = ConfigSchema.safeParse(input);
       assert.equal(r.success, false, JSON.stringify(input));
       assert.equal(r.error.issues[0]!.code, 'unrecognized_keys');
@@ -96,12 +104,20 @@ describe('ConfigSchema rejects with the accepted form', () => {
 
 describe('TokenSchema', () => {
   test('a plain token with scopes', () => {
-    assert.deepEqual(TokenSchema.parse({ name: 'ci', token: 'ci-token-1', templates: 'python, bash', maxConcurrentRuns: '4' }), {
-      name: 'ci',
-      token: 'ci-token-1',
-      templates: ['python', 'bash'],
-      maxConcurrentRuns: 4,
-    });
+    assert.deepEqual(
+      TokenSchema.parse({
+        name: 'ci',
+        token: 'ci-token-1',
+        templates: 'python, bash',
+        maxConcurrentRuns: '4',
+      }),
+      {
+        name: 'ci',
+        token: 'ci-token-1',
+        templates: ['python', 'bash'],
+        maxConcurrentRuns: 4,
+      },
+    );
   });
 
   test('tokenSha256 must be 64 lowercase hex digits', () => {
@@ -114,7 +130,10 @@ describe('TokenSchema', () => {
 
   test('exactly one of token and tokenSha256', () => {
     assert.equal(TokenSchema.safeParse({ name: 'a' }).success, false);
-    assert.equal(TokenSchema.safeParse({ name: 'a', token: 'abcdefgh', tokenSha256: 'f'.repeat(64) }).success, false);
+    assert.equal(
+      TokenSchema.safeParse({ name: 'a', token: 'abcdefgh', tokenSha256: 'f'.repeat(64) }).success,
+      false,
+    );
   });
 
   test('a name is required', () => {

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
@@ -16,7 +15,11 @@ beforeEach(() => {
 afterEach(() => leftover.abort());
 
 /** Tracks whether a promise has settled, and how. */
-function track<T>(p: Promise<T>): { settled: () => boolean; value: () => T | undefined; error: () => unknown } {
+function track<T>(p: Promise<T>): {
+  settled: () => boolean;
+  value: () => T | undefined;
+  error: () => unknown;
+} {
   let settled = false;
   let value: T | undefined;
   let error: unknown;
@@ -51,7 +54,10 @@ describe('global cap and bounded queue', () => {
     assert.equal(w1.settled(), false);
     await assert.rejects(a.acquire('p', undefined), (e: unknown) => {
       assert.ok(isBusy(e));
-      assert.match((e as AppError).message, /^busy, retry later: 1 runs in progress and 2 queued, the server's limit$/);
+      assert.match(
+        (e as AppError).message,
+        /^busy, retry later: 1 runs in progress and 2 queued, the server's limit$/,
+      );
       assert.match((e as AppError).hint ?? '', /send the request again/);
       return true;
     });

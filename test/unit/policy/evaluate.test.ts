@@ -1,10 +1,14 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
 import type { Violation } from '../../../src/shared/errors.js';
 import { evaluate, OPEN_FILES, type EffectiveSpec, type Scope } from '../../../src/policy/evaluate.js';
-import { createPolicy, DEFAULT_CEILINGS, type Policy, type PolicyOptions } from '../../../src/policy/policy.js';
+import {
+  createPolicy,
+  DEFAULT_CEILINGS,
+  type Policy,
+  type PolicyOptions,
+} from '../../../src/policy/policy.js';
 import { BUILTIN_TEMPLATES } from '../../../src/policy/templates.js';
 
 const MiB = 1024 ** 2;
@@ -21,7 +25,11 @@ function denied(input: RunRequestInput, policy: Policy = createPolicy(), scope?:
   return r.violations;
 }
 
-const py = (extra: Partial<RunRequestInput> = {}): RunRequestInput => ({ template: 'python', code: 'print(1)', ...extra });
+const py = (extra: Partial<RunRequestInput> = {}): RunRequestInput => ({
+  template: 'python',
+  code: 'print(1)',
+  ...extra,
+});
 const policyWith = (o: PolicyOptions): Policy => createPolicy(o);
 
 describe('the effective spec', () => {
@@ -69,7 +77,12 @@ describe('the effective spec', () => {
   });
 
   test('limits below the ceilings are used as asked', () => {
-    const spec = ok(py({ resources: { cpu: '500m', memory: '128m', pids: 32, ephemeralStorage: '16Mi' }, timeoutSeconds: 5 }));
+    const spec = ok(
+      py({
+        resources: { cpu: '500m', memory: '128m', pids: 32, ephemeralStorage: '16Mi' },
+        timeoutSeconds: 5,
+      }),
+    );
     assert.equal(spec.limits.cpuMilli, 500);
     assert.equal(spec.limits.memoryBytes, 128 * MiB);
     assert.equal(spec.limits.pids, 32);
@@ -80,13 +93,18 @@ describe('the effective spec', () => {
   });
 
   test('limits exactly at the ceilings are allowed', () => {
-    const spec = ok(py({ resources: { cpu: 1, memory: '512Mi', pids: 128, ephemeralStorage: '64m' }, timeoutSeconds: 30 }));
+    const spec = ok(
+      py({ resources: { cpu: 1, memory: '512Mi', pids: 128, ephemeralStorage: '64m' }, timeoutSeconds: 30 }),
+    );
     assert.equal(spec.limits.cpuMilli, 1000);
     assert.equal(spec.limits.memoryBytes, 512 * MiB);
   });
 
   test('fileSizeBytes follows a workspace larger than /tmp', () => {
-    const spec = ok(py({ resources: { ephemeralStorage: '200m' } }), policyWith({ ceilings: { workspaceBytes: 256 * MiB, tmpBytes: 8 * MiB } }));
+    const spec = ok(
+      py({ resources: { ephemeralStorage: '200m' } }),
+      policyWith({ ceilings: { workspaceBytes: 256 * MiB, tmpBytes: 8 * MiB } }),
+    );
     assert.equal(spec.limits.workspaceBytes, 200 * MiB);
     assert.equal(spec.limits.tmpBytes, 8 * MiB);
     assert.equal(spec.limits.fileSizeBytes, 200 * MiB);
@@ -108,11 +126,21 @@ describe('the effective spec', () => {
   });
 
   test('a request image overrides the template image (and is normalised)', () => {
-    assert.equal(ok({ template: 'python', code: 'x', image: 'docker.io/library/python:3.11' }).image, 'python:3.11');
+    assert.equal(
+      ok({ template: 'python', code: 'x', image: 'docker.io/library/python:3.11' }).image,
+      'python:3.11',
+    );
   });
 
   test('request env overrides template env, order kept, new names appended', () => {
-    const spec = ok(py({ env: [{ name: 'FOO', value: 'bar' }, { name: 'PYTHONUNBUFFERED', value: '0' }] }));
+    const spec = ok(
+      py({
+        env: [
+          { name: 'FOO', value: 'bar' },
+          { name: 'PYTHONUNBUFFERED', value: '0' },
+        ],
+      }),
+    );
     assert.deepEqual(spec.env, [
       { name: 'PYTHONUNBUFFERED', value: '0' },
       { name: 'PYTHONDONTWRITEBYTECODE', value: '1' },
@@ -125,7 +153,12 @@ describe('the effective spec', () => {
       py({
         files: [
           { path: 'a.txt', content: 'héllo' },
-          { path: 'bin/run', content: Buffer.from([0, 1, 2, 255]).toString('base64'), encoding: 'base64', executable: true },
+          {
+            path: 'bin/run',
+            content: Buffer.from([0, 1, 2, 255]).toString('base64'),
+            encoding: 'base64',
+            executable: true,
+          },
         ],
         stdin: 'in\n',
       }),
@@ -149,8 +182,18 @@ describe('the effective spec', () => {
 });
 
 describe('template defaults are clamped by the ceilings', () => {
-  const cases: { name: string; policy: Policy; template: string; want: { timeoutSeconds: number; pids: number } }[] = [
-    { name: 'rust under default ceilings', policy: createPolicy(), template: 'rust', want: { timeoutSeconds: 30, pids: 128 } },
+  const cases: {
+    name: string;
+    policy: Policy;
+    template: string;
+    want: { timeoutSeconds: number; pids: number };
+  }[] = [
+    {
+      name: 'rust under default ceilings',
+      policy: createPolicy(),
+      template: 'rust',
+      want: { timeoutSeconds: 30, pids: 128 },
+    },
     {
       name: 'rust under generous ceilings',
       policy: policyWith({ ceilings: { timeoutSeconds: 600, pids: 1000 } }),
@@ -163,8 +206,18 @@ describe('template defaults are clamped by the ceilings', () => {
       template: 'c',
       want: { timeoutSeconds: 60, pids: 128 },
     },
-    { name: 'c under a 45 s ceiling', policy: policyWith({ ceilings: { timeoutSeconds: 45 } }), template: 'c', want: { timeoutSeconds: 45, pids: 128 } },
-    { name: 'python: ceilings are the defaults', policy: policyWith({ ceilings: { timeoutSeconds: 600 } }), template: 'python', want: { timeoutSeconds: 600, pids: 128 } },
+    {
+      name: 'c under a 45 s ceiling',
+      policy: policyWith({ ceilings: { timeoutSeconds: 45 } }),
+      template: 'c',
+      want: { timeoutSeconds: 45, pids: 128 },
+    },
+    {
+      name: 'python: ceilings are the defaults',
+      policy: policyWith({ ceilings: { timeoutSeconds: 600 } }),
+      template: 'python',
+      want: { timeoutSeconds: 600, pids: 128 },
+    },
   ];
   for (const c of cases) {
     test(c.name, () => {
@@ -193,32 +246,62 @@ describe('each ceiling', () => {
     {
       name: 'cpu in millicores',
       input: py({ resources: { cpu: '1500m' } }),
-      want: { field: 'resources.cpu', message: '1500m is over the ceiling of 1', limit: '1', requested: '1500m' },
+      want: {
+        field: 'resources.cpu',
+        message: '1500m is over the ceiling of 1',
+        limit: '1',
+        requested: '1500m',
+      },
     },
     {
       name: 'memory',
       input: py({ resources: { memory: '1g' } }),
-      want: { field: 'resources.memory', message: '1Gi is over the ceiling of 512Mi', limit: '512Mi', requested: '1Gi' },
+      want: {
+        field: 'resources.memory',
+        message: '1Gi is over the ceiling of 512Mi',
+        limit: '512Mi',
+        requested: '1Gi',
+      },
     },
     {
       name: 'memory one byte over',
       input: py({ resources: { memory: 512 * MiB + 1 } }),
-      want: { field: 'resources.memory', message: `${512 * MiB + 1} is over the ceiling of 512Mi`, limit: '512Mi', requested: String(512 * MiB + 1) },
+      want: {
+        field: 'resources.memory',
+        message: `${512 * MiB + 1} is over the ceiling of 512Mi`,
+        limit: '512Mi',
+        requested: String(512 * MiB + 1),
+      },
     },
     {
       name: 'pids',
       input: py({ resources: { pids: 129 } }),
-      want: { field: 'resources.pids', message: '129 is over the ceiling of 128', limit: '128', requested: '129' },
+      want: {
+        field: 'resources.pids',
+        message: '129 is over the ceiling of 128',
+        limit: '128',
+        requested: '129',
+      },
     },
     {
       name: 'ephemeralStorage',
       input: py({ resources: { ephemeralStorage: '128Mi' } }),
-      want: { field: 'resources.ephemeralStorage', message: '128Mi is over the ceiling of 64Mi', limit: '64Mi', requested: '128Mi' },
+      want: {
+        field: 'resources.ephemeralStorage',
+        message: '128Mi is over the ceiling of 64Mi',
+        limit: '64Mi',
+        requested: '128Mi',
+      },
     },
     {
       name: 'timeoutSeconds',
       input: py({ timeoutSeconds: 31 }),
-      want: { field: 'timeoutSeconds', message: '31s is over the ceiling of 30s', limit: '30s', requested: '31s' },
+      want: {
+        field: 'timeoutSeconds',
+        message: '31s is over the ceiling of 30s',
+        limit: '30s',
+        requested: '31s',
+      },
     },
   ];
   for (const c of cases) {
@@ -235,7 +318,12 @@ describe('each ceiling', () => {
     assert.equal(spec.limits.timeoutSeconds, 300);
     const tight = policyWith({ ceilings: { cpuMilli: 250 } });
     assert.deepEqual(denied(py({ resources: { cpu: '300m' } }), tight), [
-      { field: 'resources.cpu', message: '300m is over the ceiling of 250m', limit: '250m', requested: '300m' },
+      {
+        field: 'resources.cpu',
+        message: '300m is over the ceiling of 250m',
+        limit: '250m',
+        requested: '300m',
+      },
     ]);
   });
 });
@@ -264,7 +352,11 @@ describe('the image allowlist', () => {
       assert.equal(r.ok, c.allowed, JSON.stringify(r));
       if (!r.ok) {
         assert.deepEqual(r.violations, [
-          { field: 'image', message: `image "${c.image}" is not in the allowlist`, limit: c.allowlist.join(', ') },
+          {
+            field: 'image',
+            message: `image "${c.image}" is not in the allowlist`,
+            limit: c.allowlist.join(', '),
+          },
         ]);
       }
     });
@@ -272,7 +364,11 @@ describe('the image allowlist', () => {
 
   test('a malformed image reference is its own violation', () => {
     for (const image of ['Python:3.11', 'python::3', 'a b', 'python:', '/python', 'python@sha256:abc']) {
-      assert.deepEqual(denied({ image, command: ['true'] }), [{ field: 'image', message: `"${image}" is not a valid image reference` }], image);
+      assert.deepEqual(
+        denied({ image, command: ['true'] }),
+        [{ field: 'image', message: `"${image}" is not a valid image reference` }],
+        image,
+      );
     }
   });
 
@@ -285,14 +381,34 @@ describe('the image allowlist', () => {
 
   test('a digest-pinned image is allowed only when listed with its digest, or by prefix', () => {
     const digest = `sha256:${'a'.repeat(64)}`;
-    assert.equal(ok({ image: `python:3.11@${digest}`, command: ['x'] }, policyWith({ imageAllowlist: [`python:3.11@${digest}`] })).image, `python:3.11@${digest}`);
-    assert.equal(denied({ image: `python:3.11@${digest}`, command: ['x'] }, policyWith({ imageAllowlist: ['python:3.11'] }))[0]!.field, 'image');
-    assert.equal(ok({ image: `sandpit/python@${digest}`, command: ['x'] }, policyWith({ imageAllowlist: ['sandpit/*'] })).image, `sandpit/python@${digest}`);
+    assert.equal(
+      ok(
+        { image: `python:3.11@${digest}`, command: ['x'] },
+        policyWith({ imageAllowlist: [`python:3.11@${digest}`] }),
+      ).image,
+      `python:3.11@${digest}`,
+    );
+    assert.equal(
+      denied(
+        { image: `python:3.11@${digest}`, command: ['x'] },
+        policyWith({ imageAllowlist: ['python:3.11'] }),
+      )[0]!.field,
+      'image',
+    );
+    assert.equal(
+      ok({ image: `sandpit/python@${digest}`, command: ['x'] }, policyWith({ imageAllowlist: ['sandpit/*'] }))
+        .image,
+      `sandpit/python@${digest}`,
+    );
   });
 
   test('the template image itself must be in the allowlist', () => {
     assert.deepEqual(denied(py(), policyWith({ imageAllowlist: ['python:3.11'] })), [
-      { field: 'image', message: 'image "sandpit/python:3.11" is not in the allowlist', limit: 'python:3.11' },
+      {
+        field: 'image',
+        message: 'image "sandpit/python:3.11" is not in the allowlist',
+        limit: 'python:3.11',
+      },
     ]);
   });
 });
@@ -300,27 +416,50 @@ describe('the image allowlist', () => {
 describe('token scopes', () => {
   test('templates: allowed, and denied naming the scope', () => {
     assert.equal(ok(py(), createPolicy(), { templates: ['python', 'bash'] }).template, 'python');
-    assert.deepEqual(denied({ template: 'node', code: 'x' }, createPolicy(), { templates: ['python', 'bash'] }), [
-      { field: 'template', message: 'template "node" is not allowed for this token', limit: 'python, bash' },
-    ]);
+    assert.deepEqual(
+      denied({ template: 'node', code: 'x' }, createPolicy(), { templates: ['python', 'bash'] }),
+      [
+        {
+          field: 'template',
+          message: 'template "node" is not allowed for this token',
+          limit: 'python, bash',
+        },
+      ],
+    );
   });
 
   test('a template scope is checked against the resolved name, not the alias', () => {
-    assert.equal(ok({ template: 'py', code: 'x' }, createPolicy(), { templates: ['python'] }).template, 'python');
-    assert.equal(denied({ template: 'js', code: 'x' }, createPolicy(), { templates: ['python'] })[0]!.field, 'template');
+    assert.equal(
+      ok({ template: 'py', code: 'x' }, createPolicy(), { templates: ['python'] }).template,
+      'python',
+    );
+    assert.equal(
+      denied({ template: 'js', code: 'x' }, createPolicy(), { templates: ['python'] })[0]!.field,
+      'template',
+    );
   });
 
   test('images: narrowed within the allowlist', () => {
     const scope = { images: ['python:3.11'] };
-    assert.equal(ok({ image: 'docker.io/library/python:3.11', command: ['x'] }, createPolicy(), scope).image, 'python:3.11');
+    assert.equal(
+      ok({ image: 'docker.io/library/python:3.11', command: ['x'] }, createPolicy(), scope).image,
+      'python:3.11',
+    );
     assert.deepEqual(denied(py(), createPolicy(), scope), [
-      { field: 'image', message: 'image "sandpit/python:3.11" is not allowed for this token', limit: 'python:3.11' },
+      {
+        field: 'image',
+        message: 'image "sandpit/python:3.11" is not allowed for this token',
+        limit: 'python:3.11',
+      },
     ]);
   });
 
   test('an image scope cannot widen the allowlist', () => {
     const v = denied({ image: 'ubuntu:22.04', command: ['x'] }, createPolicy(), { images: ['ubuntu:22.04'] });
-    assert.deepEqual(v.map((x) => x.message), ['image "ubuntu:22.04" is not in the allowlist']);
+    assert.deepEqual(
+      v.map((x) => x.message),
+      ['image "ubuntu:22.04" is not in the allowlist'],
+    );
   });
 
   test('an empty scope list allows nothing', () => {
@@ -336,17 +475,23 @@ describe('runtimes', () => {
   });
 
   test('a runtime outside the allowed list is denied, naming the list', () => {
-    assert.deepEqual(denied(py({ runtime: 'kata' })), [{ field: 'runtime', message: 'runtime "kata" is not allowed', limit: 'runc, runsc' }]);
+    assert.deepEqual(denied(py({ runtime: 'kata' })), [
+      { field: 'runtime', message: 'runtime "kata" is not allowed', limit: 'runc, runsc' },
+    ]);
   });
 
   test('with a configured default, only the default is allowed', () => {
     const policy = policyWith({ defaultRuntime: 'runsc' });
-    assert.deepEqual(denied(py({ runtime: 'runc' }), policy), [{ field: 'runtime', message: 'runtime "runc" is not allowed', limit: 'runsc' }]);
+    assert.deepEqual(denied(py({ runtime: 'runc' }), policy), [
+      { field: 'runtime', message: 'runtime "runc" is not allowed', limit: 'runsc' },
+    ]);
   });
 
   test('an empty allowed list says the default only', () => {
     const policy = policyWith({ allowedRuntimes: [] });
-    assert.deepEqual(denied(py({ runtime: 'runc' }), policy), [{ field: 'runtime', message: 'runtime "runc" is not allowed', limit: '(the default only)' }]);
+    assert.deepEqual(denied(py({ runtime: 'runc' }), policy), [
+      { field: 'runtime', message: 'runtime "runc" is not allowed', limit: '(the default only)' },
+    ]);
     assert.equal(ok(py(), policy).runtime, undefined);
   });
 });
@@ -373,7 +518,9 @@ describe('request size, counts and the workspace', () => {
   test('too many files', () => {
     const policy = policyWith({ ceilings: { files: 2 } });
     const files = ['a', 'b', 'c'].map((path) => ({ path, content: '' }));
-    assert.deepEqual(denied(py({ files }), policy), [{ field: 'files', message: '3 files is over the limit of 2', limit: 2 }]);
+    assert.deepEqual(denied(py({ files }), policy), [
+      { field: 'files', message: '3 files is over the limit of 2', limit: 2 },
+    ]);
     assert.equal(ok(py({ files: files.slice(0, 2) }), policy).files.length, 2);
   });
 
@@ -383,25 +530,39 @@ describe('request size, counts and the workspace', () => {
       { name: 'A', value: '1' },
       { name: 'B', value: '2' },
     ];
-    assert.deepEqual(denied(py({ env }), policy), [{ field: 'env', message: '2 variables is over the limit of 1', limit: 1 }]);
+    assert.deepEqual(denied(py({ env }), policy), [
+      { field: 'env', message: '2 variables is over the limit of 1', limit: 1 },
+    ]);
   });
 
   test('files larger than the workspace', () => {
     const policy = policyWith({ ceilings: { workspaceBytes: 1024, requestBytes: MiB } });
     const v = denied(py({ files: [{ path: 'big', content: 'x'.repeat(1025) }] }), policy);
-    assert.deepEqual(v, [{ field: 'files', message: 'files total 1025, more than the workspace holds (1Ki)', limit: '1Ki' }]);
-    assert.equal(ok(py({ files: [{ path: 'fits', content: 'x'.repeat(1024) }] }), policy).files[0]!.content.length, 1024);
+    assert.deepEqual(v, [
+      { field: 'files', message: 'files total 1025, more than the workspace holds (1Ki)', limit: '1Ki' },
+    ]);
+    assert.equal(
+      ok(py({ files: [{ path: 'fits', content: 'x'.repeat(1024) }] }), policy).files[0]!.content.length,
+      1024,
+    );
   });
 
   test('files are measured against the workspace the request asked for', () => {
-    const v = denied(py({ resources: { ephemeralStorage: 1024 }, files: [{ path: 'f', content: 'x'.repeat(2000) }] }));
-    assert.deepEqual(v, [{ field: 'files', message: 'files total 2000, more than the workspace holds (1Ki)', limit: '1Ki' }]);
+    const v = denied(
+      py({ resources: { ephemeralStorage: 1024 }, files: [{ path: 'f', content: 'x'.repeat(2000) }] }),
+    );
+    assert.deepEqual(v, [
+      { field: 'files', message: 'files total 2000, more than the workspace holds (1Ki)', limit: '1Ki' },
+    ]);
   });
 
   test('base64 files are measured decoded', () => {
     const policy = policyWith({ ceilings: { workspaceBytes: 3 } });
     const content = Buffer.from('abc').toString('base64'); // 4 characters, 3 bytes
-    assert.equal(ok(py({ files: [{ path: 'f', content, encoding: 'base64' }] }), policy).files[0]!.content.toString(), 'abc');
+    assert.equal(
+      ok(py({ files: [{ path: 'f', content, encoding: 'base64' }] }), policy).files[0]!.content.toString(),
+      'abc',
+    );
   });
 
   test('the request total counts code, files, stdin, argv and env', () => {
@@ -415,20 +576,33 @@ describe('request size, counts and the workspace', () => {
     });
     assert.equal(ok(input, policyWith({ ceilings: { requestBytes: 42 } })).argv.length, 2);
     assert.deepEqual(denied(input, policyWith({ ceilings: { requestBytes: 41 } })), [
-      { field: 'request', message: 'code, files, stdin, argv and env total 42, over the limit of 41', limit: '41', requested: '42' },
+      {
+        field: 'request',
+        message: 'code, files, stdin, argv and env total 42, over the limit of 41',
+        limit: '41',
+        requested: '42',
+      },
     ]);
   });
 
   test('multi-byte characters count as bytes', () => {
-    assert.equal(denied(py({ code: 'é'.repeat(6) }), policyWith({ ceilings: { requestBytes: 11 } }))[0]!.field, 'request');
-    assert.equal(ok(py({ code: 'é'.repeat(6) }), policyWith({ ceilings: { requestBytes: 12 } })).code!.content.length, 12);
+    assert.equal(
+      denied(py({ code: 'é'.repeat(6) }), policyWith({ ceilings: { requestBytes: 11 } }))[0]!.field,
+      'request',
+    );
+    assert.equal(
+      ok(py({ code: 'é'.repeat(6) }), policyWith({ ceilings: { requestBytes: 12 } })).code!.content.length,
+      12,
+    );
   });
 });
 
 describe('unknown template', () => {
   test('denied, naming every known template', () => {
     const v = denied({ template: 'cobol', code: 'x' });
-    assert.deepEqual(v, [{ field: 'template', message: 'unknown template "cobol"', limit: 'python, node, bash, c, rust' }]);
+    assert.deepEqual(v, [
+      { field: 'template', message: 'unknown template "cobol"', limit: 'python, node, bash, c, rust' },
+    ]);
   });
 
   test('with an image override, still denied', () => {
@@ -438,12 +612,26 @@ describe('unknown template', () => {
 
 describe('every violation at once', () => {
   test('one request breaking five rules gets five violations', () => {
-    const v = denied(py({ resources: { cpu: 4, memory: '4g', pids: 1000 }, timeoutSeconds: 3600, network: { egress: 'all' } }));
-    assert.deepEqual(v.map((x) => x.field).sort(), ['network.egress', 'resources.cpu', 'resources.memory', 'resources.pids', 'timeoutSeconds']);
+    const v = denied(
+      py({
+        resources: { cpu: 4, memory: '4g', pids: 1000 },
+        timeoutSeconds: 3600,
+        network: { egress: 'all' },
+      }),
+    );
+    assert.deepEqual(v.map((x) => x.field).sort(), [
+      'network.egress',
+      'resources.cpu',
+      'resources.memory',
+      'resources.pids',
+      'timeoutSeconds',
+    ]);
   });
 
   test('every kind of rule broken together', () => {
-    const policy = policyWith({ ceilings: { files: 1, envVars: 1, requestBytes: 100, workspaceBytes: 64 * MiB } });
+    const policy = policyWith({
+      ceilings: { files: 1, envVars: 1, requestBytes: 100, workspaceBytes: 64 * MiB },
+    });
     const v = denied(
       {
         template: 'node',

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { imageAllowed, normaliseImage, parseImageRef } from '../../../src/policy/images.js';
@@ -54,7 +53,11 @@ describe('normaliseImage', () => {
 
 describe('parseImageRef', () => {
   test('splits name, tag and digest', () => {
-    assert.deepEqual(parseImageRef(`docker.io/library/python:3.11@${D}`), { name: 'python', tag: '3.11', digest: D });
+    assert.deepEqual(parseImageRef(`docker.io/library/python:3.11@${D}`), {
+      name: 'python',
+      tag: '3.11',
+      digest: D,
+    });
     assert.deepEqual(parseImageRef('sandpit/bash'), { name: 'sandpit/bash' });
     assert.deepEqual(parseImageRef('localhost:5000/x:y'), { name: 'localhost:5000/x', tag: 'y' });
     assert.equal(parseImageRef('NOPE'), undefined);

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createPolicy, DEFAULT_CEILINGS, defaultImageAllowlist } from '../../../src/policy/policy.js';
@@ -7,7 +6,14 @@ import { BUILTIN_TEMPLATES } from '../../../src/policy/templates.js';
 test('createPolicy() defaults: built-in templates, their images + python:3.11, default ceilings, runc/runsc, no egress', () => {
   const p = createPolicy();
   assert.equal(p.templates, BUILTIN_TEMPLATES);
-  assert.deepEqual(p.imageAllowlist, ['sandpit/python:3.11', 'sandpit/node:18', 'sandpit/bash:5', 'sandpit/c:12', 'sandpit/rust:1', 'python:3.11']);
+  assert.deepEqual(p.imageAllowlist, [
+    'sandpit/python:3.11',
+    'sandpit/node:18',
+    'sandpit/bash:5',
+    'sandpit/c:12',
+    'sandpit/rust:1',
+    'python:3.11',
+  ]);
   assert.deepEqual(p.ceilings, DEFAULT_CEILINGS);
   assert.equal(p.defaultRuntime, undefined);
   assert.deepEqual(p.allowedRuntimes, ['runc', 'runsc']);
@@ -23,7 +29,10 @@ test('partial ceilings override only what they name', () => {
 
 test('a default runtime alone is the allowed list; an explicit list wins', () => {
   assert.deepEqual(createPolicy({ defaultRuntime: 'runsc' }).allowedRuntimes, ['runsc']);
-  assert.deepEqual(createPolicy({ defaultRuntime: 'runsc', allowedRuntimes: ['runc', 'runsc'] }).allowedRuntimes, ['runc', 'runsc']);
+  assert.deepEqual(
+    createPolicy({ defaultRuntime: 'runsc', allowedRuntimes: ['runc', 'runsc'] }).allowedRuntimes,
+    ['runc', 'runsc'],
+  );
 });
 
 test('an explicit allowlist replaces the default one, even when empty', () => {
@@ -33,5 +42,8 @@ test('an explicit allowlist replaces the default one, even when empty', () => {
 
 test('defaultImageAllowlist de-duplicates', () => {
   const t = BUILTIN_TEMPLATES[0]!;
-  assert.deepEqual(defaultImageAllowlist([t, { ...t, name: 'py2', image: 'python:3.11' }]), ['sandpit/python:3.11', 'python:3.11']);
+  assert.deepEqual(defaultImageAllowlist([t, { ...t, name: 'py2', image: 'python:3.11' }]), [
+    'sandpit/python:3.11',
+    'python:3.11',
+  ]);
 });

@@ -1,7 +1,12 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BUILTIN_TEMPLATES, CODE_DIR, findTemplate, templateForFile, WORKSPACE } from '../../../src/policy/templates.js';
+import {
+  BUILTIN_TEMPLATES,
+  CODE_DIR,
+  findTemplate,
+  templateForFile,
+  WORKSPACE,
+} from '../../../src/policy/templates.js';
 
 describe('findTemplate', () => {
   const cases: [string, string | undefined][] = [

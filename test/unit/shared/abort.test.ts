@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cancelled, onAbort, sleep, throwIfAborted } from '../../../src/shared/abort.js';
@@ -67,7 +66,10 @@ describe('throwIfAborted', () => {
   test('throws CANCELLED (or the AppError reason) after abort', () => {
     assert.throws(() => throwIfAborted(AbortSignal.abort()), isCancelled);
     const reason = new AppError('BUSY', 'b');
-    assert.throws(() => throwIfAborted(AbortSignal.abort(reason)), (e) => e === reason);
+    assert.throws(
+      () => throwIfAborted(AbortSignal.abort(reason)),
+      (e) => e === reason,
+    );
   });
 });
 

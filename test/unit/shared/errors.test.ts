@@ -1,7 +1,13 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AppError, ErrorCodes, isAppError, policyDenied, toAppError, type ErrorCode } from '../../../src/shared/errors.js';
+import {
+  AppError,
+  ErrorCodes,
+  isAppError,
+  policyDenied,
+  toAppError,
+  type ErrorCode,
+} from '../../../src/shared/errors.js';
 
 describe('ErrorCodes', () => {
   const want: Record<ErrorCode, [number, number, boolean]> = {
@@ -25,7 +31,10 @@ describe('ErrorCodes', () => {
     assert.deepEqual(Object.keys(ErrorCodes).sort(), Object.keys(want).sort());
   });
 
-  for (const [code, [http, exit, retryable]] of Object.entries(want) as [ErrorCode, [number, number, boolean]][]) {
+  for (const [code, [http, exit, retryable]] of Object.entries(want) as [
+    ErrorCode,
+    [number, number, boolean],
+  ][]) {
     test(`${code}: HTTP ${http}, exit ${exit}, ${retryable ? 'retryable' : 'final'}`, () => {
       const e = new AppError(code, 'm');
       assert.equal(e.httpStatus, http);
@@ -38,7 +47,11 @@ describe('ErrorCodes', () => {
 describe('AppError', () => {
   test('is an Error with name, code, message, hint, violations and cause', () => {
     const cause = new Error('root');
-    const e = new AppError('NOT_FOUND', 'no run r1', { hint: 'list runs', violations: [{ field: 'runId', message: 'unknown' }], cause });
+    const e = new AppError('NOT_FOUND', 'no run r1', {
+      hint: 'list runs',
+      violations: [{ field: 'runId', message: 'unknown' }],
+      cause,
+    });
     assert.ok(e instanceof Error);
     assert.equal(e.name, 'AppError');
     assert.equal(e.code, 'NOT_FOUND');
@@ -57,10 +70,21 @@ describe('AppError', () => {
   });
 
   test('toJSON leaves out what is empty, and never the cause or stack', () => {
-    assert.deepEqual(new AppError('BUSY', 'later', { cause: new Error('secret detail') }).toJSON(), { code: 'BUSY', message: 'later' });
-    assert.deepEqual(JSON.parse(JSON.stringify(new AppError('BUSY', 'later', { hint: 'retry' }))), { code: 'BUSY', message: 'later', hint: 'retry' });
+    assert.deepEqual(new AppError('BUSY', 'later', { cause: new Error('secret detail') }).toJSON(), {
+      code: 'BUSY',
+      message: 'later',
+    });
+    assert.deepEqual(JSON.parse(JSON.stringify(new AppError('BUSY', 'later', { hint: 'retry' }))), {
+      code: 'BUSY',
+      message: 'later',
+      hint: 'retry',
+    });
     const v = [{ field: 'a', message: 'b', limit: 1, requested: 2 }];
-    assert.deepEqual(new AppError('POLICY_DENIED', 'no', { violations: v }).toJSON(), { code: 'POLICY_DENIED', message: 'no', violations: v });
+    assert.deepEqual(new AppError('POLICY_DENIED', 'no', { violations: v }).toJSON(), {
+      code: 'POLICY_DENIED',
+      message: 'no',
+      violations: v,
+    });
   });
 });
 
@@ -101,7 +125,10 @@ test('policyDenied summarises every violation and carries them', () => {
   const e = policyDenied(violations);
   assert.equal(e.code, 'POLICY_DENIED');
   assert.equal(e.httpStatus, 403);
-  assert.equal(e.message, 'request denied by policy: resources.cpu: 2 is over the ceiling of 1; network.egress: not available');
+  assert.equal(
+    e.message,
+    'request denied by policy: resources.cpu: 2 is over the ceiling of 1; network.egress: not available',
+  );
   assert.deepEqual(e.violations, violations);
   assert.match(e.hint ?? '', /ask the operator/);
 });

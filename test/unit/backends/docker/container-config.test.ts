@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -29,9 +28,16 @@ const shape: ContainerShape = {
     openFiles: 1024,
   },
 };
-const options: ContainerOptions = { name: 'sandpit-run-abc', runId: 'abc', kind: 'run', owner: 'host:123:456', expiresAt: 1_800_000_000_000 };
+const options: ContainerOptions = {
+  name: 'sandpit-run-abc',
+  runId: 'abc',
+  kind: 'run',
+  owner: 'host:123:456',
+  expiresAt: 1_800_000_000_000,
+};
 
-const build = (s: Partial<ContainerShape> = {}, o: Partial<ContainerOptions> = {}) => buildContainerConfig({ ...shape, ...s }, { ...options, ...o });
+const build = (s: Partial<ContainerShape> = {}, o: Partial<ContainerOptions> = {}) =>
+  buildContainerConfig({ ...shape, ...s }, { ...options, ...o });
 const host = (s: Partial<ContainerShape> = {}) => build(s).HostConfig!;
 
 describe('network', () => {

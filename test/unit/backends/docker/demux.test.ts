@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DockerDemuxer } from '../../../../src/backends/docker/demux.js';
@@ -15,10 +14,23 @@ function mux(stream: number, payload: string | Buffer): Buffer {
 function collect(): { d: DockerDemuxer; out: string[]; err: string[] } {
   const out: string[] = [];
   const err: string[] = [];
-  return { d: new DockerDemuxer((b) => out.push(b.toString('latin1')), (b) => err.push(b.toString('latin1'))), out, err };
+  return {
+    d: new DockerDemuxer(
+      (b) => out.push(b.toString('latin1')),
+      (b) => err.push(b.toString('latin1')),
+    ),
+    out,
+    err,
+  };
 }
 
-const stream = Buffer.concat([mux(1, 'first'), mux(2, 'diag'), mux(1, Buffer.from([0, 255, 1])), mux(2, ''), mux(1, 'last')]);
+const stream = Buffer.concat([
+  mux(1, 'first'),
+  mux(2, 'diag'),
+  mux(1, Buffer.from([0, 255, 1])),
+  mux(2, ''),
+  mux(1, 'last'),
+]);
 
 test('frames go to stdout (1) and stderr (2) in order', () => {
   const { d, out, err } = collect();

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -69,7 +68,10 @@ test('a command name with spaces and parentheses does not confuse the start time
     const owner = `${hostname()}:${child.pid}:${start}`;
     assert.equal(ownerAlive(owner), true);
     // a naive split on spaces would read another field; make sure the start time is the real one
-    assert.equal(ownerAlive(`${hostname()}:${child.pid}:${stat.split(' ')[21]}`), stat.split(' ')[21] === start);
+    assert.equal(
+      ownerAlive(`${hostname()}:${child.pid}:${stat.split(' ')[21]}`),
+      stat.split(' ')[21] === start,
+    );
   } finally {
     child.kill('SIGKILL');
     await once(child, 'exit');

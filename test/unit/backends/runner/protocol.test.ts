@@ -1,10 +1,17 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { encodeJob, FrameDecoder, outputWindow, type Frame } from '../../../../src/backends/runner/protocol.js';
+import {
+  encodeJob,
+  FrameDecoder,
+  outputWindow,
+  type Frame,
+} from '../../../../src/backends/runner/protocol.js';
 import type { EffectiveSpec } from '../../../../src/policy/evaluate.js';
 
-function spec(overrides: Partial<EffectiveSpec> = {}, limits: Partial<EffectiveSpec['limits']> = {}): EffectiveSpec {
+function spec(
+  overrides: Partial<EffectiveSpec> = {},
+  limits: Partial<EffectiveSpec['limits']> = {},
+): EffectiveSpec {
   return {
     template: undefined,
     image: 'x:1',
@@ -69,6 +76,7 @@ describe('encodeJob', () => {
         stdin: Buffer.from('i'),
       }),
     );
+    // prettier-ignore
     const body = bytes(
       'a', [0, 0, 0, 2], 'sh',
       'a', [0, 0, 0, 2], '-c',
@@ -79,28 +87,45 @@ describe('encodeJob', () => {
       'f', [0, 0, 0, 6], [1], [0, 1], 'f', 'xy',
       'c', [0, 0, 0, 1], 'c',
       'i', [0, 0, 0, 1], 'i',
-    ); // prettier-ignore
+    );
     assert.equal(body.length, 74);
     assert.deepEqual(job, bytes('SPJ1', [0, 0, 0, 74], body));
   });
 
   test('no code and no stdin: no c or i records; a non-executable file has flag 0', () => {
-    const job = encodeJob(spec({ argv: ['true'], files: [{ path: 'dir/é', content: Buffer.alloc(0), executable: false }] }, { outputBytes: 0, timeoutSeconds: 1 }));
+    const job = encodeJob(
+      spec(
+        { argv: ['true'], files: [{ path: 'dir/é', content: Buffer.alloc(0), executable: false }] },
+        { outputBytes: 0, timeoutSeconds: 1 },
+      ),
+    );
     const path = Buffer.from('dir/é');
+    // prettier-ignore
     const body = bytes(
       'a', [0, 0, 0, 4], 'true',
       'w', [0, 0, 0, 2], '/w',
       't', [0, 0, 0, 4], [0, 0, 0x03, 0xe8],
       'o', [0, 0, 0, 8], [0, 0, 0, 0], [0, 0, 0, 0],
       'f', [0, 0, 0, 3 + path.length], [0], [0, path.length], [...path],
-    ); // prettier-ignore
+    );
     assert.deepEqual(job, bytes('SPJ1', [0, 0, 0, body.length], body));
   });
 
   test('argv and env keep their order; the deadline of a long run fits', () => {
-    const job = encodeJob(spec({ argv: ['1', '2', '3'], env: [{ name: 'B', value: 'x=y' }, { name: 'A', value: '' }] }, { timeoutSeconds: 86_400 }));
+    const job = encodeJob(
+      spec(
+        {
+          argv: ['1', '2', '3'],
+          env: [
+            { name: 'B', value: 'x=y' },
+            { name: 'A', value: '' },
+          ],
+        },
+        { timeoutSeconds: 86_400 },
+      ),
+    );
     const records: [string, string][] = [];
-    for (let off = 8; off < job.length; ) {
+    for (let off = 8; off < job.length;) {
       const len = job.readUInt32BE(off + 1);
       records.push([String.fromCharCode(job[off]!), job.subarray(off + 5, off + 5 + len).toString('latin1')]);
       off += 5 + len;
@@ -116,14 +141,24 @@ describe('encodeJob', () => {
 
   test('binary file content and code travel unchanged', () => {
     const content = Buffer.from([0, 255, 10, 13, 0x80]);
-    const job = encodeJob(spec({ files: [{ path: 'b', content, executable: false }], code: { path: '/x', content } }));
+    const job = encodeJob(
+      spec({ files: [{ path: 'b', content, executable: false }], code: { path: '/x', content } }),
+    );
     const tail = job.subarray(job.length - 5 - content.length);
     assert.deepEqual(tail, Buffer.concat([Buffer.from([0x63, 0, 0, 0, 5]), content]));
   });
 });
 
 describe('FrameDecoder', () => {
-  const exit = { exitCode: 3, signal: 0, timedOut: false, oomKilled: true, stdoutBytes: 10, stderrBytes: 4, durationMs: 12 };
+  const exit = {
+    exitCode: 3,
+    signal: 0,
+    timedOut: false,
+    oomKilled: true,
+    stdoutBytes: 10,
+    stderrBytes: 4,
+    durationMs: 12,
+  };
   const stream = Buffer.concat([
     frame('R'),
     frame('O', 'hello'),
@@ -181,7 +216,18 @@ describe('FrameDecoder', () => {
   test('an exit report with missing or mistyped fields reads as zeros and false', () => {
     const d = new FrameDecoder();
     assert.deepEqual(d.push(frame('X', '{"exitCode":"1","timedOut":"true","oomKilled":1,"signal":9}')), [
-      { type: 'exit', report: { exitCode: 0, signal: 9, timedOut: false, oomKilled: false, stdoutBytes: 0, stderrBytes: 0, durationMs: 0 } },
+      {
+        type: 'exit',
+        report: {
+          exitCode: 0,
+          signal: 9,
+          timedOut: false,
+          oomKilled: false,
+          stdoutBytes: 0,
+          stderrBytes: 0,
+          durationMs: 0,
+        },
+      },
     ]);
   });
 

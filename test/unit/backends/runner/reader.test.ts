@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { OutputChunk } from '../../../../src/backends/output.js';
@@ -12,7 +11,8 @@ function frame(type: string, data: Buffer | string = Buffer.alloc(0)): Buffer {
   return Buffer.concat([hdr, payload]);
 }
 const exitFrame = (report: Record<string, unknown>): Buffer => frame('X', JSON.stringify(report));
-const tail = (stream: 1 | 2, s: string): Buffer => frame('T', Buffer.concat([Buffer.from([stream]), Buffer.from(s)]));
+const tail = (stream: 1 | 2, s: string): Buffer =>
+  frame('T', Buffer.concat([Buffer.from([stream]), Buffer.from(s)]));
 
 /** Resolves to whether `p` settled within a few turns of the event loop. */
 async function settled(p: Promise<unknown>): Promise<boolean> {
@@ -36,7 +36,20 @@ test('a whole run: live chunks, tails, exit report, captured streams with exact 
   r.push(frame('R'));
   r.begin({ headBytes: 4, tailBytes: 3 }, (c) => chunks.push(c));
   r.push(Buffer.concat([frame('O', 'ab'), frame('E', 'oops'), frame('O', 'cdef')]));
-  r.push(Buffer.concat([tail(1, 'xyz'), exitFrame({ exitCode: 1, signal: 0, timedOut: false, oomKilled: false, stdoutBytes: 20, stderrBytes: 4, durationMs: 7 })]));
+  r.push(
+    Buffer.concat([
+      tail(1, 'xyz'),
+      exitFrame({
+        exitCode: 1,
+        signal: 0,
+        timedOut: false,
+        oomKilled: false,
+        stdoutBytes: 20,
+        stderrBytes: 4,
+        durationMs: 7,
+      }),
+    ]),
+  );
   assert.equal(await settled(r.done), true);
   assert.equal(r.finished, true);
   assert.deepEqual(
@@ -49,8 +62,21 @@ test('a whole run: live chunks, tails, exit report, captured streams with exact 
   );
   const o = r.outcome();
   assert.equal(o.failure, undefined);
-  assert.deepEqual(o.exit, { exitCode: 1, signal: 0, timedOut: false, oomKilled: false, stdoutBytes: 20, stderrBytes: 4, durationMs: 7 });
-  assert.deepEqual(o.stdout, { text: 'abcd\n[… 13 bytes truncated …]\nxyz', bytes: 20, truncated: true, binary: false });
+  assert.deepEqual(o.exit, {
+    exitCode: 1,
+    signal: 0,
+    timedOut: false,
+    oomKilled: false,
+    stdoutBytes: 20,
+    stderrBytes: 4,
+    durationMs: 7,
+  });
+  assert.deepEqual(o.stdout, {
+    text: 'abcd\n[… 13 bytes truncated …]\nxyz',
+    bytes: 20,
+    truncated: true,
+    binary: false,
+  });
   assert.deepEqual(o.stderr, { text: 'oops', bytes: 4, truncated: false, binary: false });
 });
 
@@ -104,7 +130,14 @@ test('nothing after the exit frame counts, even in the same chunk', () => {
   const r = new RunnerReader();
   const chunks: OutputChunk[] = [];
   r.begin({ headBytes: 100, tailBytes: 100 }, (c) => chunks.push(c));
-  r.push(Buffer.concat([frame('O', 'a'), exitFrame({ exitCode: 0, stdoutBytes: 1 }), frame('O', 'forged'), frame('F', 'late')]));
+  r.push(
+    Buffer.concat([
+      frame('O', 'a'),
+      exitFrame({ exitCode: 0, stdoutBytes: 1 }),
+      frame('O', 'forged'),
+      frame('F', 'late'),
+    ]),
+  );
   r.push(frame('O', 'later'));
   const o = r.outcome();
   assert.equal(o.stdout.text, 'a');
