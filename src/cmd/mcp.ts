@@ -32,9 +32,19 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     printHelp(MCP_USAGE);
     return 0;
   }
-  const ctx = loadContext({ configPath: values.config, logFd: 2, ...(values['log-level'] ? { logLevel: values['log-level'] } : {}) });
+  const ctx = loadContext({
+    configPath: values.config,
+    logFd: 2,
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+  });
   const { service, metrics } = await wireDocker(ctx, { tolerateEngineDown: true });
-  const server = createMcpServer({ service, logger: ctx.logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version: packageVersion() });
+  const server = createMcpServer({
+    service,
+    logger: ctx.logger,
+    metrics,
+    defaultPrincipal: LOCAL_PRINCIPAL,
+    version: packageVersion(),
+  });
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);

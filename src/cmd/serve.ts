@@ -39,23 +39,34 @@ export async function serveCommand(argv: string[]): Promise<number> {
     printHelp(SERVE_USAGE);
     return 0;
   }
-  const ctx = loadContext({ configPath: values.config, logFd: 1, ...(values['log-level'] ? { logLevel: values['log-level'] } : {}) });
+  const ctx = loadContext({
+    configPath: values.config,
+    logFd: 1,
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+  });
   const { config, logger } = ctx;
   const host = values.host ?? config.server.host;
   const port = values.port !== undefined ? toPort(values.port) : config.server.port;
   const stateless = values.stateless ?? config.server.stateless;
   const authenticator = createAuthenticator(config.auth, LOCAL_PRINCIPAL);
   if (!isLoopback(host) && !authenticator.required) {
-    throw new AppError('CONFIG_INVALID', `refusing to serve on ${host} without a token: anyone who can reach it could run code`, {
-      hint: 'set MCP_AUTH_TOKEN (or auth.token / auth.tokens in the config file), or bind 127.0.0.1',
-    });
+    throw new AppError(
+      'CONFIG_INVALID',
+      `refusing to serve on ${host} without a token: anyone who can reach it could run code`,
+      {
+        hint: 'set MCP_AUTH_TOKEN (or auth.token / auth.tokens in the config file), or bind 127.0.0.1',
+      },
+    );
   }
   const allowedHosts = config.server.allowedHosts ?? (isLoopback(host) ? LOOPBACK_HOSTS : undefined);
   if (!allowedHosts) logger.warn({ host }, 'server.allowedHosts is not set: the Host header is not checked');
 
   const { service, metrics } = await wireDocker(ctx, { defaultMetrics: true, tolerateEngineDown: true });
   const version = packageVersion();
-  const mcp = createMcpHttp({ service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version }, { stateless });
+  const mcp = createMcpHttp(
+    { service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version },
+    { stateless },
+  );
   const maxRequestBytes = config.sandbox.maxRequestBytes;
   const app = createHttpApp({
     service,
@@ -84,6 +95,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
 
 function toPort(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new AppError('INVALID_REQUEST', `--port expects 0-65535, got "${text}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new AppError('INVALID_REQUEST', `--port expects 0-65535, got "${text}"`);
   return n;
 }

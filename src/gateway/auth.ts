@@ -107,7 +107,9 @@ export function authInfoFor(principal: Principal): PrincipalAuthInfo {
   return { token: '[redacted]', clientId: principal.name, scopes: [], extra: { principal } };
 }
 
-export function principalFromAuthInfo(authInfo: { extra?: Record<string, unknown> } | undefined): Principal | undefined {
+export function principalFromAuthInfo(
+  authInfo: { extra?: Record<string, unknown> } | undefined,
+): Principal | undefined {
   const principal = authInfo?.extra?.principal as Principal | undefined;
   return principal && typeof principal.name === 'string' ? principal : undefined;
 }

@@ -36,11 +36,21 @@ export function ensureBuilt(): void {
     execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
   } catch (e) {
     const err = e as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`npm run build failed:\n${String(err.stdout ?? '')}${String(err.stderr ?? '')}`, { cause: e });
+    throw new Error(`npm run build failed:\n${String(err.stdout ?? '')}${String(err.stderr ?? '')}`, {
+      cause: e,
+    });
   }
 }
 
-const SEED_VARS = ['MCP_PORT', 'MCP_AUTH_TOKEN', 'SANDBOX_IMAGE_ALLOWLIST', 'MAX_CONTAINER_CPU', 'MAX_CONTAINER_MEMORY', 'CONTAINER_TIMEOUT_SECONDS', 'DISABLE_NETWORK'];
+const SEED_VARS = [
+  'MCP_PORT',
+  'MCP_AUTH_TOKEN',
+  'SANDBOX_IMAGE_ALLOWLIST',
+  'MAX_CONTAINER_CPU',
+  'MAX_CONTAINER_MEMORY',
+  'CONTAINER_TIMEOUT_SECONDS',
+  'DISABLE_NETWORK',
+];
 
 /** This process's environment without any sandpit or seed setting, plus `extra`. */
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -92,7 +102,11 @@ export interface Served {
 }
 
 /** `sandpit serve --port 0` with `config` as its config file; resolves once it listens. */
-export async function startServe(config: object, args: string[] = [], env: Record<string, string> = {}): Promise<Served> {
+export async function startServe(
+  config: object,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Served> {
   const dir = tempDir('serve');
   const configPath = join(dir, 'config.json');
   writeFileSync(configPath, JSON.stringify(config));
@@ -103,7 +117,10 @@ export async function startServe(config: object, args: string[] = [], env: Recor
   const logs: string[] = [];
   child.stderr.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start within 30 s:\n${logs.join('')}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`serve did not start within 30 s:\n${logs.join('')}`)),
+      30_000,
+    );
     createInterface({ input: child.stdout }).on('line', (line) => {
       logs.push(line);
       try {
@@ -174,11 +191,21 @@ export function textOf(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 }
 
-export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
-  return (await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as CallToolResult;
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args }, undefined, {
+    timeout: 120_000,
+  })) as CallToolResult;
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -190,7 +217,10 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 
 /** sandpit containers of one run (any state). */
 export async function containersOfRun(docker: Docker, runId: string): Promise<string[]> {
-  const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER, `sandpit.dev/run=${runId}`] } });
+  const list = await docker.listContainers({
+    all: true,
+    filters: { label: [MANAGED_FILTER, `sandpit.dev/run=${runId}`] },
+  });
   return list.map((c) => c.Names[0] ?? c.Id);
 }
 
@@ -198,14 +228,19 @@ export async function containersOfRun(docker: Docker, runId: string): Promise<st
 export async function containersOfPid(docker: Docker, pid: number): Promise<string[]> {
   const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER] } });
   const prefix = `${hostname()}:${pid}:`;
-  return list.filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix)).map((c) => c.Names[0] ?? c.Id);
+  return list
+    .filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix))
+    .map((c) => c.Names[0] ?? c.Id);
 }
 
 /** Waits until none of `runIds` has a container left. */
 export async function waitRunsGone(docker: Docker, runIds: string[], timeoutMs = 20_000): Promise<void> {
   await waitFor(
     `containers of ${runIds.join(', ')} to be removed`,
-    async () => ((await Promise.all(runIds.map((id) => containersOfRun(docker, id)))).flat().length === 0 ? true : undefined),
+    async () =>
+      (await Promise.all(runIds.map((id) => containersOfRun(docker, id)))).flat().length === 0
+        ? true
+        : undefined,
     timeoutMs,
   );
 }

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 /**
  * 20 concurrent run_code calls against a server that admits 3 at a time with a queue of 4: each
  * call completes with its own correct output or gets the busy error; none is lost, the queue stays
@@ -8,7 +7,19 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { requireDocker } from '../support/docker.js';
-import { callTool, connectHttp, connectStdio, containersOfPid, ensureBuilt, startServe, textOf, waitFor, waitRunsGone, type Connected, type Served } from './helpers.js';
+import {
+  callTool,
+  connectHttp,
+  connectStdio,
+  containersOfPid,
+  ensureBuilt,
+  startServe,
+  textOf,
+  waitFor,
+  waitRunsGone,
+  type Connected,
+  type Served,
+} from './helpers.js';
 
 const TOKEN = 'concurrency-token-0123';
 const CALLS = 20;
@@ -30,7 +41,10 @@ after(async () => {
 async function burst(c: Connected): Promise<{ ok: number; busy: number }> {
   const results = await Promise.all(
     Array.from({ length: CALLS }, (_, i) =>
-      callTool(c.client, 'run_code', { code: `import time\ntime.sleep(0.5)\nprint(${i} * 7)` }).then((r) => ({ i, r })),
+      callTool(c.client, 'run_code', { code: `import time\ntime.sleep(0.5)\nprint(${i} * 7)` }).then((r) => ({
+        i,
+        r,
+      })),
     ),
   );
   let ok = 0;
@@ -76,6 +90,8 @@ test('20 concurrent calls over stdio (default limits): all complete', async () =
   } finally {
     const pid = c.pid!;
     await c.close();
-    await waitFor('the stdio server to remove its containers', async () => ((await containersOfPid(docker, pid)).length === 0 ? true : undefined));
+    await waitFor('the stdio server to remove its containers', async () =>
+      (await containersOfPid(docker, pid)).length === 0 ? true : undefined,
+    );
   }
 });

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 /**
  * What a user gets from npm: `npm pack`, `npm install <tarball>` into an empty directory (the
  * dependencies come from the registry), then `npx sandpit mcp` answers tools/list over stdio.
@@ -19,21 +18,38 @@ before(async () => {
 
 test('npm pack → npm install <tgz> → npx sandpit mcp answers tools/list', async () => {
   const packDir = tempDir('pack');
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' })) as {
+  const packed = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' }),
+  ) as {
     filename: string;
     files: { path: string }[];
   }[];
   const tarball = join(packDir, packed[0]!.filename);
   const paths = packed[0]!.files.map((f) => f.path);
-  assert.ok(paths.includes('dist/cmd/cli.js') && paths.includes('dist/gateway/mcp/server.js'), 'the build is in the package');
+  assert.ok(
+    paths.includes('dist/cmd/cli.js') && paths.includes('dist/gateway/mcp/server.js'),
+    'the build is in the package',
+  );
   assert.ok(!paths.some((p) => p.startsWith('src/') || p.startsWith('test/')), 'sources and tests are not');
 
   const installDir = tempDir('install');
-  writeFileSync(join(installDir, 'package.json'), JSON.stringify({ name: 'sandpit-install-check', version: '1.0.0', private: true }));
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball], { cwd: installDir, stdio: 'pipe', timeout: 600_000 });
+  writeFileSync(
+    join(installDir, 'package.json'),
+    JSON.stringify({ name: 'sandpit-install-check', version: '1.0.0', private: true }),
+  );
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball], {
+    cwd: installDir,
+    stdio: 'pipe',
+    timeout: 600_000,
+  });
   assert.ok(existsSync(join(installDir, 'node_modules/.bin/sandpit')), 'the bin is linked');
 
-  const server = await connectStdio({ command: 'npx', args: ['--no-install', 'sandpit', 'mcp'], cwd: installDir, env: cleanEnv() });
+  const server = await connectStdio({
+    command: 'npx',
+    args: ['--no-install', 'sandpit', 'mcp'],
+    cwd: installDir,
+    env: cleanEnv(),
+  });
   try {
     const { tools } = await server.client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOL_NAMES].sort());

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 /**
  * The built CLI (`node dist/cmd/cli.js mcp`) over stdio with the SDK's real Client, on the real
  * Docker engine: every tool, streamed output, cancellation (by the client and by cancel_run), denials.
@@ -30,18 +29,26 @@ describe('sandpit mcp (stdio, built CLI)', () => {
   });
 
   test('every tool answers its happy path', () => everyToolWorks(server.client));
-  test('output streams as notifications before the final result', () => outputStreamsBeforeResult(server.client));
-  test('a client cancellation stops the run and removes its container', () => clientCancellationStopsTheRun(server.client, docker));
+  test('output streams as notifications before the final result', () =>
+    outputStreamsBeforeResult(server.client));
+  test('a client cancellation stops the run and removes its container', () =>
+    clientCancellationStopsTheRun(server.client, docker));
   test('cancel_run stops a live run; the record stays readable', () => cancelRunTool(server.client, docker));
   test('a policy denial names its field and limit', () => policyDenialNamesTheField(server.client));
 
   test('closing the client stops the server and leaves no container', async () => {
     const other = await connectStdio();
     const pid = other.pid!;
-    void other.client.callTool({ name: 'run_code', arguments: { code: 'import time\ntime.sleep(60)' } }).catch(() => undefined);
-    await waitFor('the run container', async () => ((await containersOfPid(docker, pid)).length > 0 ? true : undefined));
+    void other.client
+      .callTool({ name: 'run_code', arguments: { code: 'import time\ntime.sleep(60)' } })
+      .catch(() => undefined);
+    await waitFor('the run container', async () =>
+      (await containersOfPid(docker, pid)).length > 0 ? true : undefined,
+    );
     await other.close();
-    await waitFor('the server to remove its containers', async () => ((await containersOfPid(docker, pid)).length === 0 ? true : undefined));
+    await waitFor('the server to remove its containers', async () =>
+      (await containersOfPid(docker, pid)).length === 0 ? true : undefined,
+    );
     assert.throws(() => process.kill(pid, 0), 'the server process has exited');
   });
 });

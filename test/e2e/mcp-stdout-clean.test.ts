@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 /**
  * `sandpit mcp` at debug level: every byte on stdout is JSON-RPC (one message per line), every log
  * line goes to stderr, and logs carry sizes and digests but never the code, its output or env values.
@@ -16,7 +15,10 @@ before(async () => {
 });
 
 test('stdout carries only JSON-RPC while logging at debug level', async () => {
-  const child = spawn(process.execPath, [CLI, 'mcp'], { env: cleanEnv({ SANDPIT_LOGGING_LEVEL: 'debug' }), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'mcp'], {
+    env: cleanEnv({ SANDPIT_LOGGING_LEVEL: 'debug' }),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const stdoutLines: string[] = [];
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
@@ -41,7 +43,11 @@ test('stdout carries only JSON-RPC while logging at debug level', async () => {
   };
 
   const SECRET_CODE = 'print("the-secret-output-" + "x" * 3)\nimport os\nprint(os.environ["API_KEY"])';
-  await request(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
+  await request(1, 'initialize', {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '1' },
+  });
   child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
   await request(2, 'tools/list', {});
   const run = await request(3, 'tools/call', {
@@ -49,7 +55,10 @@ test('stdout carries only JSON-RPC while logging at debug level', async () => {
     arguments: { code: SECRET_CODE, env: [{ name: 'API_KEY', value: 'sk-env-value-never-logged' }] },
     _meta: { progressToken: 'p' },
   });
-  await request(4, 'tools/call', { name: 'run_code', arguments: { code: 'print(1)', timeoutSeconds: 99999 } });
+  await request(4, 'tools/call', {
+    name: 'run_code',
+    arguments: { code: 'print(1)', timeoutSeconds: 99999 },
+  });
   child.stdin.end();
   assert.equal(await stopProcess(child), 0);
 
@@ -61,9 +70,18 @@ test('stdout carries only JSON-RPC while logging at debug level', async () => {
     assert.equal(msg.jsonrpc, '2.0', `not JSON-RPC on stdout: ${line}`);
   }
   const logLines = stderr.trim().split('\n');
-  assert.ok(logLines.some((l) => l.includes('"level":20')), 'debug lines were logged (to stderr)');
-  assert.ok(logLines.some((l) => l.includes('"audit":"run"') && l.includes('"commandDigest":"sha256:')), 'audit record with a digest');
-  assert.ok(logLines.some((l) => l.includes('"msg":"tool call"') && l.includes('"argBytes"')), 'tool calls logged by size');
+  assert.ok(
+    logLines.some((l) => l.includes('"level":20')),
+    'debug lines were logged (to stderr)',
+  );
+  assert.ok(
+    logLines.some((l) => l.includes('"audit":"run"') && l.includes('"commandDigest":"sha256:')),
+    'audit record with a digest',
+  );
+  assert.ok(
+    logLines.some((l) => l.includes('"msg":"tool call"') && l.includes('"argBytes"')),
+    'tool calls logged by size',
+  );
   for (const secret of ['the-secret-output', 'sk-env-value-never-logged', 'API_KEY', '"x" * 3']) {
     assert.ok(!stderr.includes(secret), `the log contains "${secret}"`);
   }

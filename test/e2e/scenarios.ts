@@ -40,10 +40,17 @@ export async function everyToolWorks(client: Client): Promise<void> {
   );
   assert.equal(inputs.stdout, 'from-a-file from-stdin from-env\n');
 
-  const node = structured(await callTool(client, 'run_code', { language: 'node', code: 'console.log([1,2,3].map((x) => x * 2).join(","))' }));
+  const node = structured(
+    await callTool(client, 'run_code', {
+      language: 'node',
+      code: 'console.log([1,2,3].map((x) => x * 2).join(","))',
+    }),
+  );
   assert.equal(node.stdout, '2,4,6\n');
 
-  const cmd = structured(await callTool(client, 'run_command', { command: ['sh', '-c', 'echo out; echo err >&2; exit 3'] }));
+  const cmd = structured(
+    await callTool(client, 'run_command', { command: ['sh', '-c', 'echo out; echo err >&2; exit 3'] }),
+  );
   assert.equal(cmd.phase, 'Failed');
   assert.equal(cmd.reason, 'Error');
   assert.equal(cmd.exitCode, 3);
@@ -57,7 +64,10 @@ export async function everyToolWorks(client: Client): Promise<void> {
   const cancelledAfterEnd = structured(await callTool(client, 'cancel_run', { runId: hello.runId }));
   assert.equal(cancelledAfterEnd.phase, 'Succeeded', 'cancelling a finished run leaves it as it was');
 
-  const templates = structured(await callTool(client, 'list_templates')).templates as { name: string; defaults: { timeoutSeconds: number } }[];
+  const templates = structured(await callTool(client, 'list_templates')).templates as {
+    name: string;
+    defaults: { timeoutSeconds: number };
+  }[];
   assert.deepEqual(templates.map((t) => t.name).sort(), ['bash', 'c', 'node', 'python', 'rust']);
 
   const health = structured(await callTool(client, 'sandbox_health'));
@@ -71,7 +81,9 @@ export async function everyToolWorks(client: Client): Promise<void> {
   assert.equal(py.timed_out, false);
   assert.equal(py.error, null);
 
-  const failing = structured(await callTool(client, 'execute_python_code', { code_string: 'raise ValueError("boom")' }));
+  const failing = structured(
+    await callTool(client, 'execute_python_code', { code_string: 'raise ValueError("boom")' }),
+  );
   assert.equal(failing.success, false);
   assert.equal(failing.exit_code, 1);
   assert.match(String(failing.stderr), /ValueError: boom/);
@@ -87,7 +99,12 @@ export async function outputStreamsBeforeResult(client: Client): Promise<void> {
   const { notices, mark } = recordNotifications(client);
   const progress: string[] = [];
   const result = (await client.callTool(
-    { name: 'run_code', arguments: { code: "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)" } },
+    {
+      name: 'run_code',
+      arguments: {
+        code: "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)",
+      },
+    },
     undefined,
     { timeout: 60_000, onprogress: (p) => void progress.push(p.message ?? '') },
   )) as CallToolResult;
@@ -102,9 +119,15 @@ export async function outputStreamsBeforeResult(client: Client): Promise<void> {
   const second = notices.find((n) => n.logger === 'stdout' && String(n.data).includes('second'));
   assert.ok(first && second, `stdout notifications missing: ${JSON.stringify(notices)}`);
   assert.ok(first.seq < second.seq && second.seq < resultSeq, 'notifications arrive before the result');
-  assert.ok(second.at - first.at >= 700, `the lines were streamed, not batched (${Math.round(second.at - first.at)} ms apart)`);
+  assert.ok(
+    second.at - first.at >= 700,
+    `the lines were streamed, not batched (${Math.round(second.at - first.at)} ms apart)`,
+  );
   assert.ok(resultAt >= second.at);
-  assert.ok(progress.some((p) => p.includes('first')) && progress.some((p) => p.includes('second')), `progress: ${JSON.stringify(progress)}`);
+  assert.ok(
+    progress.some((p) => p.includes('first')) && progress.some((p) => p.includes('second')),
+    `progress: ${JSON.stringify(progress)}`,
+  );
 }
 
 /** A client's cancellation aborts the run, removes its container, and get_run then says Cancelled. */
@@ -158,9 +181,15 @@ export async function policyDenialNamesTheField(client: Client): Promise<void> {
   assert.match(text, /^POLICY_DENIED/);
   assert.match(text, /timeoutSeconds: 9999s is over the ceiling of 30s \(limit: 30s\)/);
   assert.match(text, /hint: /);
-  const error = denied._meta?.['sandpit.dev/error'] as { code: string; violations: { field: string; limit: string }[] };
+  const error = denied._meta?.['sandpit.dev/error'] as {
+    code: string;
+    violations: { field: string; limit: string }[];
+  };
   assert.equal(error.code, 'POLICY_DENIED');
-  assert.deepEqual(error.violations.map((v) => [v.field, v.limit]), [['timeoutSeconds', '30s']]);
+  assert.deepEqual(
+    error.violations.map((v) => [v.field, v.limit]),
+    [['timeoutSeconds', '30s']],
+  );
 
   const invalid = await callTool(client, 'run_code', { code: 'print(1)', language: 'cobol' });
   assert.equal(invalid.isError, true);

@@ -3,7 +3,13 @@
  * on `/mcp` and `/metrics`, a JSON body limit derived from policy, and JSON errors only.
  * The MCP routes are given in `mcp` (src/gateway/mcp owns the SDK).
  */
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, {
+  type Express,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Authenticator } from '../auth.js';
@@ -62,7 +68,12 @@ function requestLog(logger: Logger) {
     const started = performance.now();
     res.on('finish', () =>
       logger.debug(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started) },
+        {
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+        },
         'http request',
       ),
     );

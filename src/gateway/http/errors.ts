@@ -42,12 +42,24 @@ interface BodyParserError extends Error {
 export function fromBodyParser(e: BodyParserError, limitNote: string): AppError | undefined {
   switch (e.type ?? '') {
     case 'entity.too.large':
-      return new AppError('TOO_LARGE', `request body of ${e.length ?? '?'} bytes is over the limit of ${e.limit ?? '?'} bytes`, {
-        violations: [{ field: '(request body)', message: 'too large', ...(e.limit !== undefined ? { limit: e.limit } : {}) }],
-        hint: `send less code, files or stdin; ${limitNote}`,
-      });
+      return new AppError(
+        'TOO_LARGE',
+        `request body of ${e.length ?? '?'} bytes is over the limit of ${e.limit ?? '?'} bytes`,
+        {
+          violations: [
+            {
+              field: '(request body)',
+              message: 'too large',
+              ...(e.limit !== undefined ? { limit: e.limit } : {}),
+            },
+          ],
+          hint: `send less code, files or stdin; ${limitNote}`,
+        },
+      );
     case 'entity.parse.failed':
-      return new AppError('INVALID_REQUEST', 'request body is not valid JSON', { hint: 'send a JSON-RPC message as JSON' });
+      return new AppError('INVALID_REQUEST', 'request body is not valid JSON', {
+        hint: 'send a JSON-RPC message as JSON',
+      });
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError('INVALID_REQUEST', e.message, { hint: 'send UTF-8 JSON' });
@@ -60,7 +72,11 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
 export function errorHandler(logger: Logger, limitNote: string) {
   return (e: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const parsed = e instanceof Error ? fromBodyParser(e, limitNote) : undefined;
-    if (parsed?.code === 'INVALID_REQUEST' && (e as BodyParserError).type === 'entity.parse.failed' && req.path.startsWith('/mcp')) {
+    if (
+      parsed?.code === 'INVALID_REQUEST' &&
+      (e as BodyParserError).type === 'entity.parse.failed' &&
+      req.path.startsWith('/mcp')
+    ) {
       res.status(400).json(jsonRpcError(-32700, 'Parse error: request body is not valid JSON'));
       return;
     }
@@ -74,5 +90,11 @@ export function errorHandler(logger: Logger, limitNote: string) {
 }
 
 export function notFound(req: Request, res: Response): void {
-  sendError(req, res, new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`, { hint: 'the endpoints are /mcp, /health and /metrics' }));
+  sendError(
+    req,
+    res,
+    new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`, {
+      hint: 'the endpoints are /mcp, /health and /metrics',
+    }),
+  );
 }

@@ -30,12 +30,19 @@ interface Session {
 export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHttp {
   const sessions = new Map<string, Session>();
   const principalOf = (req: Request): string =>
-    (principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ?? deps.defaultPrincipal).name;
+    (
+      principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ??
+      deps.defaultPrincipal
+    ).name;
 
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const s of sessions.values()) if (s.active === 0 && now - s.lastSeen > options.idleMs) void s.server.close();
-  }, Math.min(options.idleMs, 60_000));
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const s of sessions.values())
+        if (s.active === 0 && now - s.lastSeen > options.idleMs) void s.server.close();
+    },
+    Math.min(options.idleMs, 60_000),
+  );
   sweep.unref();
 
   const find = (req: Request, res: Response): Session | undefined => {
@@ -56,11 +63,21 @@ export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHt
   };
   const open = async (req: Request, res: Response): Promise<void> => {
     if (sessions.size >= options.maxSessions) {
-      res.status(503).json(jsonRpcError(-32000, `busy, retry later: ${sessions.size} sessions are open, the server's limit`));
+      res
+        .status(503)
+        .json(
+          jsonRpcError(-32000, `busy, retry later: ${sessions.size} sessions are open, the server's limit`),
+        );
       return;
     }
     const server = createMcpServer(deps);
-    const session: Session = { server, transport: undefined as never, principal: principalOf(req), lastSeen: Date.now(), active: 0 };
+    const session: Session = {
+      server,
+      transport: undefined as never,
+      principal: principalOf(req),
+      lastSeen: Date.now(),
+      active: 0,
+    };
     session.transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void sessions.set(id, session),

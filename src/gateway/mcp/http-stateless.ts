@@ -16,11 +16,17 @@ export function statelessMcpHttp(deps: ToolDeps): McpHttp {
   const inflight = new InflightCalls();
   const open = new Set<() => Promise<void>>();
   const notAllowed = (_req: Request, res: Response): void => {
-    res.status(405).setHeader('Allow', 'POST').json(jsonRpcError(-32000, 'Method not allowed: this server is stateless'));
+    res
+      .status(405)
+      .setHeader('Allow', 'POST')
+      .json(jsonRpcError(-32000, 'Method not allowed: this server is stateless'));
   };
   return {
     async post(req: Request, res: Response) {
-      const principal = (principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ?? deps.defaultPrincipal).name;
+      const principal = (
+        principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ??
+        deps.defaultPrincipal
+      ).name;
       const cancelled = inflight.cancelFrom(principal, req.body);
       if (cancelled > 0) deps.logger.debug({ principal, cancelled }, 'client cancelled calls in flight');
       const server = createMcpServer(deps);

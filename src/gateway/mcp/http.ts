@@ -10,7 +10,13 @@ export interface McpHttp extends McpRoutes {
   readonly sessions: number;
 }
 
-export function createMcpHttp(deps: ToolDeps, options: { stateless: boolean } & Partial<StatefulOptions>): McpHttp {
+export function createMcpHttp(
+  deps: ToolDeps,
+  options: { stateless: boolean } & Partial<StatefulOptions>,
+): McpHttp {
   if (options.stateless) return statelessMcpHttp(deps);
-  return statefulMcpHttp(deps, { maxSessions: options.maxSessions ?? 256, idleMs: options.idleMs ?? 30 * 60_000 });
+  return statefulMcpHttp(deps, {
+    maxSessions: options.maxSessions ?? 256,
+    idleMs: options.idleMs ?? 30 * 60_000,
+  });
 }

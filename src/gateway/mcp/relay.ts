@@ -19,7 +19,10 @@ export async function relayOutput(handle: RunHandle, extra: ToolExtra): Promise<
     if (text === '') return;
     await send({ method: 'notifications/message', params: { level: 'info', logger: stream, data: text } });
     if (token !== undefined) {
-      await send({ method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message: text } });
+      await send({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: ++progress, message: text },
+      });
     }
   };
 
@@ -28,7 +31,10 @@ export async function relayOutput(handle: RunHandle, extra: ToolExtra): Promise<
     params: { level: 'info', logger: 'sandpit', data: { event: 'run_started', runId: handle.runId } },
   });
   if (token !== undefined) {
-    await send({ method: 'notifications/progress', params: { progressToken: token, progress, message: `run ${handle.runId} started` } });
+    await send({
+      method: 'notifications/progress',
+      params: { progressToken: token, progress, message: `run ${handle.runId} started` },
+    });
   }
   const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
   for await (const chunk of handle.output) await emit(chunk.stream, decoders[chunk.stream].write(chunk.data));

@@ -11,7 +11,11 @@ import type { AppError } from '../../shared/errors.js';
  * declare are dropped (clients validate with additionalProperties: false), and a value that does
  * not fit fails here, on the server, not in every client.
  */
-export function toolResult<S extends z.ZodObject>(schema: S, value: z.input<S>, text: string): CallToolResult {
+export function toolResult<S extends z.ZodObject>(
+  schema: S,
+  value: z.input<S>,
+  text: string,
+): CallToolResult {
   return { content: [{ type: 'text', text }], structuredContent: schema.parse(value) };
 }
 

@@ -3,7 +3,11 @@ import type { RunRequestInput, RunResult } from '../../api/run.js';
 import { principalOf, type ToolDeps, type ToolExtra } from './context.js';
 import { relayOutput } from './relay.js';
 
-export async function runStreamed(deps: ToolDeps, request: RunRequestInput, extra: ToolExtra): Promise<RunResult> {
+export async function runStreamed(
+  deps: ToolDeps,
+  request: RunRequestInput,
+  extra: ToolExtra,
+): Promise<RunResult> {
   const handle = await deps.service.startRun(request, principalOf(extra, deps), extra.signal);
   await relayOutput(handle, extra);
   return handle.result;

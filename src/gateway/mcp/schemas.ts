@@ -7,7 +7,11 @@ import * as z from 'zod';
 import { RunRequestSchema, RunResultSchema } from '../../api/run.js';
 
 const R = RunRequestSchema.shape;
-const runId = z.string().min(1).max(64).describe('The runId from a run_code / run_command result or its first notification');
+const runId = z
+  .string()
+  .min(1)
+  .max(64)
+  .describe('The runId from a run_code / run_command result or its first notification');
 
 /** Fields every run tool shares: inputs, environment and limits (all within the server's policy). */
 const common = {
@@ -24,17 +28,25 @@ const common = {
 
 export const RunCodeInput = z
   .object({
-    language: R.template.describe('Language (template) to run the code with: python, node, bash, c or rust; default python'),
+    language: R.template.describe(
+      'Language (template) to run the code with: python, node, bash, c or rust; default python',
+    ),
     template: R.template.describe('Same as language (either may be given)'),
-    code: z.string().describe('Source code; it runs as the main file of the chosen language. Print what you want back'),
+    code: z
+      .string()
+      .describe('Source code; it runs as the main file of the chosen language. Print what you want back'),
     ...common,
   })
   .strict();
 
 export const RunCommandInput = z
   .object({
-    command: R.command.unwrap().describe('argv to execute in the workspace, e.g. ["ls", "-la"]; no shell unless you run one'),
-    template: R.template.describe('Template whose image runs the command: python, node, bash, c or rust; default bash'),
+    command: R.command
+      .unwrap()
+      .describe('argv to execute in the workspace, e.g. ["ls", "-la"]; no shell unless you run one'),
+    template: R.template.describe(
+      'Template whose image runs the command: python, node, bash, c or rust; default bash',
+    ),
     ...common,
   })
   .strict();
@@ -66,7 +78,9 @@ export const TemplateInfoSchema = z.object({
     })
     .describe('Limits a run gets unless it asks for less'),
 });
-export const ListTemplatesOutput = z.object({ templates: z.array(TemplateInfoSchema).describe('Templates this caller may use') });
+export const ListTemplatesOutput = z.object({
+  templates: z.array(TemplateInfoSchema).describe('Templates this caller may use'),
+});
 
 export const HealthOutput = z.object({
   ok: z.boolean().describe('True when runs can start: engine up and every sandbox image present'),
@@ -75,7 +89,9 @@ export const HealthOutput = z.object({
   images: z
     .object({
       present: z.array(z.string()).describe('Sandbox images found'),
-      missing: z.array(z.string()).describe('Sandbox images missing (build them with `sandpit images build`)'),
+      missing: z
+        .array(z.string())
+        .describe('Sandbox images missing (build them with `sandpit images build`)'),
     })
     .optional()
     .describe('Sandbox images, when the engine answered'),

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
@@ -37,14 +36,23 @@ test('auth.token (MCP_AUTH_TOKEN) maps to the default principal with the whole p
   const auth = createAuthenticator({ token: 's3cret-token', tokens: [] }, LOCAL_PRINCIPAL);
   assert.equal(auth.required, true);
   assert.deepEqual(auth.authenticate('Bearer s3cret-token'), { name: DEFAULT_TOKEN_PRINCIPAL, scope: {} });
-  assert.deepEqual(auth.authenticate('bearer   s3cret-token  '), { name: DEFAULT_TOKEN_PRINCIPAL, scope: {} });
+  assert.deepEqual(auth.authenticate('bearer   s3cret-token  '), {
+    name: DEFAULT_TOKEN_PRINCIPAL,
+    scope: {},
+  });
 });
 
 test('listed tokens carry their scopes and concurrency; tokenSha256 matches the digest', () => {
   const auth = createAuthenticator(
     {
       tokens: [
-        { name: 'ci', token: 'ci-token-123', templates: ['bash', 'python'], images: ['sandpit/bash:5'], maxConcurrentRuns: 2 },
+        {
+          name: 'ci',
+          token: 'ci-token-123',
+          templates: ['bash', 'python'],
+          images: ['sandpit/bash:5'],
+          maxConcurrentRuns: 2,
+        },
         { name: 'ops', tokenSha256: hex('ops-token-456') },
       ],
     },
@@ -62,7 +70,10 @@ test('listed tokens carry their scopes and concurrency; tokenSha256 matches the 
 test('missing, malformed and wrong credentials are refused with a hint', () => {
   const auth = createAuthenticator({ token: 's3cret-token', tokens: [] }, LOCAL_PRINCIPAL);
   assert.match(refused(() => auth.authenticate(undefined)).message, /missing Authorization header/);
-  assert.match(refused(() => auth.authenticate('Basic czNjcmV0')).message, /expected "Authorization: Bearer <token>"/);
+  assert.match(
+    refused(() => auth.authenticate('Basic czNjcmV0')).message,
+    /expected "Authorization: Bearer <token>"/,
+  );
   assert.match(refused(() => auth.authenticate('Bearer s3cret-tokenX')).message, /not valid/);
   assert.match(refused(() => auth.authenticate('Bearer')).hint ?? '', /Authorization: Bearer <token>/);
 });
@@ -74,7 +85,10 @@ test('WWW-Authenticate: a bare challenge without credentials, invalid_token with
     wwwAuthenticate('Bearer x', err),
     'Bearer realm="sandpit", error="invalid_token", error_description="the bearer token is not valid"',
   );
-  assert.doesNotMatch(wwwAuthenticate('Bearer x', new AppError('UNAUTHORIZED', 'a "quoted" \\ value')), /\\|"quoted"/);
+  assert.doesNotMatch(
+    wwwAuthenticate('Bearer x', new AppError('UNAUTHORIZED', 'a "quoted" \\ value')),
+    /\\|"quoted"/,
+  );
 });
 
 test('a principal rides on AuthInfo without the raw token', () => {

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bodyLimitFor } from '../../../src/gateway/http/app.js';
@@ -20,7 +19,11 @@ test('body-parser failures map to AppErrors; unknown ones are left alone', () =>
 });
 
 test('JSON-RPC error bodies', () => {
-  assert.deepEqual(jsonRpcError(-32600, 'bad'), { jsonrpc: '2.0', error: { code: -32600, message: 'bad' }, id: null });
+  assert.deepEqual(jsonRpcError(-32600, 'bad'), {
+    jsonrpc: '2.0',
+    error: { code: -32600, message: 'bad' },
+    id: null,
+  });
   assert.deepEqual(jsonRpcError(-32001, 'x', { code: 'UNAUTHORIZED' }), {
     jsonrpc: '2.0',
     error: { code: -32001, message: 'x', data: { code: 'UNAUTHORIZED' } },
@@ -38,6 +41,7 @@ test('Host header names and loopback addresses', () => {
   assert.equal(hostnameOf('[::1]:8080'), '[::1]');
   assert.equal(hostnameOf(undefined), undefined);
   assert.equal(hostnameOf('a b'), undefined);
-  for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) assert.equal(isLoopback(h), true, h);
+  for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'])
+    assert.equal(isLoopback(h), true, h);
   for (const h of ['0.0.0.0', '10.0.0.1', '::', 'example.com']) assert.equal(isLoopback(h), false, h);
 });

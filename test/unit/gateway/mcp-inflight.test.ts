@@ -1,10 +1,13 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InflightCalls } from '../../../src/gateway/mcp/inflight.js';
 
 const call = (id: unknown) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: {} });
-const cancel = (requestId: unknown) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
+const cancel = (requestId: unknown) => ({
+  jsonrpc: '2.0',
+  method: 'notifications/cancelled',
+  params: { requestId },
+});
 
 test('a cancellation aborts the one call of that principal with that id', () => {
   const calls = new InflightCalls();

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RunResult } from '../../../src/api/run.js';
@@ -24,8 +23,23 @@ const base: RunResult = {
 };
 
 test('renderRun: a status line, then each non-empty stream', () => {
-  assert.equal(renderRun(base), 'Succeeded · exit code 0 · 12 ms · run-1 · python\n--- stdout (3 bytes) ---\nhi');
-  const timedOut: RunResult = { ...base, phase: 'TimedOut', reason: 'DeadlineExceeded', message: 'the deadline ended the run', exitCode: null, timedOut: true, stdout: '', stdoutBytes: 0, stderr: 'x', stderrBytes: 1, truncated: true };
+  assert.equal(
+    renderRun(base),
+    'Succeeded · exit code 0 · 12 ms · run-1 · python\n--- stdout (3 bytes) ---\nhi',
+  );
+  const timedOut: RunResult = {
+    ...base,
+    phase: 'TimedOut',
+    reason: 'DeadlineExceeded',
+    message: 'the deadline ended the run',
+    exitCode: null,
+    timedOut: true,
+    stdout: '',
+    stdoutBytes: 0,
+    stderr: 'x',
+    stderrBytes: 1,
+    truncated: true,
+  };
   assert.equal(
     renderRun(timedOut),
     'TimedOut · 12 ms · run-1 · python\nthe deadline ended the run\n--- stderr (1 bytes) ---\nx\n(output was truncated: head and tail kept, byte counts are exact)',
@@ -44,13 +58,21 @@ test('toSeedResult: the seed-compatible snake_case shape', () => {
     run_id: 'run-1',
     duration_ms: 12.4,
   });
-  const failed = toSeedResult({ ...base, phase: 'Failed', reason: 'Error', message: 'the program exited with code 1', exitCode: 1 });
+  const failed = toSeedResult({
+    ...base,
+    phase: 'Failed',
+    reason: 'Error',
+    message: 'the program exited with code 1',
+    exitCode: 1,
+  });
   assert.equal(failed.success, false);
   assert.equal(failed.error, 'the program exited with code 1');
 });
 
 test('toolError: code and message, every violation with its limit, a hint, retryability', () => {
-  const denied = toolError(policyDenied([{ field: 'resources.cpu', message: '4 is over the ceiling of 1', limit: '1' }]));
+  const denied = toolError(
+    policyDenied([{ field: 'resources.cpu', message: '4 is over the ceiling of 1', limit: '1' }]),
+  );
   assert.equal(denied.isError, true);
   assert.deepEqual(denied.content, [
     {

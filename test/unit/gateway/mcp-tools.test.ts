@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 /**
  * The tool surface over a real MCP Client and server linked in memory: names, descriptions on every
  * field, annotations, output schemas, and the AppError → isError mapping for requests refused
@@ -37,7 +36,13 @@ before(async () => {
     metrics,
     admission: { maxConcurrent: 1, maxQueued: 0 },
   });
-  const server = createMcpServer({ service, logger: silentLogger(), metrics, defaultPrincipal: LOCAL_PRINCIPAL, version: '0.0.0-test' });
+  const server = createMcpServer({
+    service,
+    logger: silentLogger(),
+    metrics,
+    defaultPrincipal: LOCAL_PRINCIPAL,
+    version: '0.0.0-test',
+  });
   const [a, b] = InMemoryTransport.createLinkedPair();
   client = new Client({ name: 'unit', version: '1' });
   await Promise.all([server.connect(b), client.connect(a)]);
@@ -45,7 +50,13 @@ before(async () => {
 });
 after(() => client.close());
 
-type JsonSchema = { type?: string; description?: string; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[] };
+type JsonSchema = {
+  type?: string;
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+};
 
 /** Dotted paths of properties without a description, at any depth. */
 function undescribed(schema: JsonSchema, path = ''): string[] {
@@ -60,7 +71,8 @@ function undescribed(schema: JsonSchema, path = ''): string[] {
   return out;
 }
 
-const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+const call = async (name: string, args: Record<string, unknown> = {}) =>
+  (await client.callTool({ name, arguments: args })) as CallToolResult;
 const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 
 test('the tool set', () => {
@@ -107,8 +119,14 @@ test('a policy denial is an isError result that names the field, the limit and a
 });
 
 test('invalid requests and unknown runs map to their codes', async () => {
-  assert.match(text(await call('run_code', { code: 'x', language: 'python', template: 'bash' })), /^INVALID_REQUEST: language "python" and template "bash" disagree/);
-  assert.match(text(await call('run_command', { command: ['true'], files: [{ path: '../etc/x', content: '' }] })), /files/);
+  assert.match(
+    text(await call('run_code', { code: 'x', language: 'python', template: 'bash' })),
+    /^INVALID_REQUEST: language "python" and template "bash" disagree/,
+  );
+  assert.match(
+    text(await call('run_command', { command: ['true'], files: [{ path: '../etc/x', content: '' }] })),
+    /files/,
+  );
   assert.match(text(await call('get_run', { runId: 'run-nope' })), /^NOT_FOUND: no run run-nope\nhint: /);
   const unknownField = await call('run_code', { code: 'x', shell: true });
   assert.equal(unknownField.isError, true);
@@ -118,7 +136,13 @@ test('invalid requests and unknown runs map to their codes', async () => {
 test('the health tools report an engine that is down, with the fix', async () => {
   const h = await call('sandbox_health');
   assert.equal(h.isError, undefined);
-  assert.deepEqual(h.structuredContent, { ok: false, backend: 'docker', detail: 'engine down; start it with X', running: 0, queued: 0 });
+  assert.deepEqual(h.structuredContent, {
+    ok: false,
+    backend: 'docker',
+    detail: 'engine down; start it with X',
+    running: 0,
+    queued: 0,
+  });
   const seed = await call('check_sandbox_health');
   assert.deepEqual(seed.structuredContent, {
     status: 'unhealthy',
@@ -134,15 +158,25 @@ test('the health tools report an engine that is down, with the fix', async () =>
 
 test('list_templates gives every template with its limits', async () => {
   const r = await call('list_templates');
-  const templates = r.structuredContent?.templates as { name: string; defaults: { timeoutSeconds: number; memory: string } }[];
-  assert.deepEqual(templates.map((t) => t.name), ['python', 'node', 'bash', 'c', 'rust']);
+  const templates = r.structuredContent?.templates as {
+    name: string;
+    defaults: { timeoutSeconds: number; memory: string };
+  }[];
+  assert.deepEqual(
+    templates.map((t) => t.name),
+    ['python', 'node', 'bash', 'c', 'rust'],
+  );
   assert.equal(templates[0]!.defaults.timeoutSeconds, 30);
   assert.match(text(r), /^python \(sandpit\/python:3\.11\): /);
 });
 
 test('tool calls are counted by tool and outcome', async () => {
-  const before = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(/outcome="policy_denied"} (\d+)/)?.[1];
+  const before = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(
+    /outcome="policy_denied"} (\d+)/,
+  )?.[1];
   await call('run_code', { code: 'x', timeoutSeconds: 999 });
-  const after = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(/tool="run_code",outcome="policy_denied"} (\d+)/)?.[1];
+  const after = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(
+    /tool="run_code",outcome="policy_denied"} (\d+)/,
+  )?.[1];
   assert.equal(Number(after), Number(before ?? 0) + 1);
 });

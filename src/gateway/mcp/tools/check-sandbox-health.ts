@@ -25,7 +25,8 @@ export function registerCheckSandboxHealth(server: McpServer, deps: ToolDeps): v
     'check_sandbox_health',
     {
       title: 'Check sandbox health',
-      description: 'Reports whether code can run (engine and images), with the fix when it cannot. Compatible with the seed servers.',
+      description:
+        'Reports whether code can run (engine and images), with the fix when it cannot. Compatible with the seed servers.',
       inputSchema: NoInput,
       outputSchema: SeedHealthOutput,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

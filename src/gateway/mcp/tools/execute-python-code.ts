@@ -13,7 +13,9 @@ import { runStreamed } from '../run.js';
 
 export const SEED_DEFAULT_TIMEOUT_SECONDS = 10;
 
-const Input = z.object({ code_string: z.string().describe('Python 3 source to run; print() what you want back') }).strict();
+const Input = z
+  .object({ code_string: z.string().describe('Python 3 source to run; print() what you want back') })
+  .strict();
 
 export const SeedExecuteOutput = z.object({
   success: z.boolean().describe('True when the program ran to completion with exit code 0'),
@@ -60,11 +62,21 @@ export function registerExecutePythonCode(server: McpServer, deps: ToolDeps): vo
         'and the exit code. Compatible with the seed servers; run_code offers more languages and options.',
       inputSchema: Input,
       outputSchema: SeedExecuteOutput,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
     },
     instrument('execute_python_code', deps, async ({ code_string }: z.infer<typeof Input>, extra) => {
-      const timeoutSeconds = Math.min(SEED_DEFAULT_TIMEOUT_SECONDS, deps.service.policy.ceilings.timeoutSeconds);
-      const result = toSeedResult(await runStreamed(deps, { template: 'python', code: code_string, timeoutSeconds }, extra));
+      const timeoutSeconds = Math.min(
+        SEED_DEFAULT_TIMEOUT_SECONDS,
+        deps.service.policy.ceilings.timeoutSeconds,
+      );
+      const result = toSeedResult(
+        await runStreamed(deps, { template: 'python', code: code_string, timeoutSeconds }, extra),
+      );
       return toolResult(SeedExecuteOutput, result, render(result));
     }),
   );

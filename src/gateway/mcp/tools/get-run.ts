@@ -12,7 +12,8 @@ export function registerGetRun(server: McpServer, deps: ToolDeps): void {
     'get_run',
     {
       title: 'Get a run',
-      description: "Returns a run's phase and output: live output while it runs, the final result once it has ended.",
+      description:
+        "Returns a run's phase and output: live output while it runs, the final result once it has ended.",
       inputSchema: RunIdInput,
       outputSchema: RunResultOutput,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

@@ -10,7 +10,8 @@ export function registerListTemplates(server: McpServer, deps: ToolDeps): void {
     'list_templates',
     {
       title: 'List templates',
-      description: 'Lists the languages (templates) this caller may run, with their image and default limits.',
+      description:
+        'Lists the languages (templates) this caller may run, with their image and default limits.',
       inputSchema: NoInput,
       outputSchema: ListTemplatesOutput,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -18,9 +19,14 @@ export function registerListTemplates(server: McpServer, deps: ToolDeps): void {
     instrument('list_templates', deps, async (_args: unknown, extra) => {
       const templates = deps.service.listTemplates(principalOf(extra, deps));
       const text = templates
-        .map((t) => `${t.name} (${t.image}): ${t.description}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`)
+        .map(
+          (t) =>
+            `${t.name} (${t.image}): ${t.description}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`,
+        )
         .join('\n');
-      return Promise.resolve(toolResult(ListTemplatesOutput, { templates }, text || 'no templates are allowed for this caller'));
+      return Promise.resolve(
+        toolResult(ListTemplatesOutput, { templates }, text || 'no templates are allowed for this caller'),
+      );
     }),
   );
 }

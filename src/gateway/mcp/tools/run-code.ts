@@ -20,13 +20,20 @@ export function registerRunCode(server: McpServer, deps: ToolDeps): void {
         'Call list_templates for the languages and limits.',
       inputSchema: RunCodeInput,
       outputSchema: RunResultOutput,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
     },
     instrument('run_code', deps, async (args: z.infer<typeof RunCodeInput>, extra) => {
       const { language, template, ...rest } = args;
       if (language !== undefined && template !== undefined && language !== template) {
         throw new AppError('INVALID_REQUEST', `language "${language}" and template "${template}" disagree`, {
-          violations: [{ field: 'template', message: 'give language or template, or the same value in both' }],
+          violations: [
+            { field: 'template', message: 'give language or template, or the same value in both' },
+          ],
           hint: 'send only language',
         });
       }

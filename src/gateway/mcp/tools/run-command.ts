@@ -19,7 +19,12 @@ export function registerRunCommand(server: McpServer, deps: ToolDeps): void {
         'log notifications while it runs.',
       inputSchema: RunCommandInput,
       outputSchema: RunResultOutput,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
     },
     instrument('run_command', deps, async (args: z.infer<typeof RunCommandInput>, extra) => {
       const template = args.template ?? (args.image === undefined ? 'bash' : undefined);

@@ -10,7 +10,8 @@ export function registerSandboxHealth(server: McpServer, deps: ToolDeps): void {
     'sandbox_health',
     {
       title: 'Sandbox health',
-      description: 'Reports whether sandboxes can start (engine, images, runtimes) and how many runs are active or queued.',
+      description:
+        'Reports whether sandboxes can start (engine, images, runtimes) and how many runs are active or queued.',
       inputSchema: NoInput,
       outputSchema: HealthOutput,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
