@@ -5,7 +5,15 @@
 import * as z from 'zod';
 import { CPU_FORM, parseCpu, parseSize, SIZE_FORM } from '../shared/quantity.js';
 
-export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'TimedOut', 'Rejected', 'Cancelled'] as const;
+export const PHASES = [
+  'Pending',
+  'Running',
+  'Succeeded',
+  'Failed',
+  'TimedOut',
+  'Rejected',
+  'Cancelled',
+] as const;
 export const PhaseSchema = z.enum(PHASES).describe('Lifecycle phase of the run');
 export type Phase = z.infer<typeof PhaseSchema>;
 
@@ -49,7 +57,8 @@ export const FileInputSchema = z
     path: z
       .string()
       .refine(isSafeRelativePath, {
-        message: 'expected a relative path inside the workspace (no leading /, no .. or empty segments, at most 16 deep)',
+        message:
+          'expected a relative path inside the workspace (no leading /, no .. or empty segments, at most 16 deep)',
       })
       .describe('Path relative to the workspace, e.g. data/input.csv'),
     content: z.string().describe('File content, as text or base64 (see encoding)'),
@@ -63,7 +72,9 @@ export const EnvVarSchema = z
   .object({
     name: z
       .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: 'expected a name like FOO_BAR (letters, digits, _)' })
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, {
+        message: 'expected a name like FOO_BAR (letters, digits, _)',
+      })
       .describe('Variable name'),
     value: z.string().describe('Variable value'),
   })
@@ -72,10 +83,16 @@ export type EnvVar = z.infer<typeof EnvVarSchema>;
 
 export const ResourcesSchema = z
   .object({
-    cpu: quantity(CPU_FORM, parseCpu).optional().describe('CPU limit, e.g. 1 or 500m; at most the policy ceiling'),
-    memory: quantity(SIZE_FORM, parseSize).optional().describe('Memory limit, e.g. 256m or 512Mi; swap is never allowed'),
+    cpu: quantity(CPU_FORM, parseCpu)
+      .optional()
+      .describe('CPU limit, e.g. 1 or 500m; at most the policy ceiling'),
+    memory: quantity(SIZE_FORM, parseSize)
+      .optional()
+      .describe('Memory limit, e.g. 256m or 512Mi; swap is never allowed'),
     pids: z.number().int().positive().optional().describe('Maximum number of processes and threads'),
-    ephemeralStorage: quantity(SIZE_FORM, parseSize).optional().describe('Size of the writable workspace, e.g. 64Mi'),
+    ephemeralStorage: quantity(SIZE_FORM, parseSize)
+      .optional()
+      .describe('Size of the writable workspace, e.g. 64Mi'),
   })
   .strict();
 export type Resources = z.infer<typeof ResourcesSchema>;
@@ -121,12 +138,18 @@ export const RunRequestSchema = z
     if (req.template === undefined && req.image === undefined) {
       ctx.addIssue({ code: 'custom', path: ['template'], message: 'give a template or an image' });
     }
-    if (req.template === undefined && req.code !== undefined && req.command === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['template'], message: 'code needs a template to run it' });
+    if (req.template === undefined && req.code !== undefined) {
+      // Only template images carry /sandpit/code; without one the code would be silently dropped.
+      ctx.addIssue({
+        code: 'custom',
+        path: ['template'],
+        message: 'code needs a template (it is exposed at /sandpit/code/main.*)',
+      });
     }
     const seen = new Set<string>();
     req.files.forEach((f, i) => {
-      if (seen.has(f.path)) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: 'duplicate path' });
+      if (seen.has(f.path))
+        ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: 'duplicate path' });
       seen.add(f.path);
     });
   });

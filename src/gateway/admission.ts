@@ -35,7 +35,11 @@ export class Admission {
   }
 
   /** Waits for a slot; resolves to the function that gives it back. */
-  async acquire(principal: string, principalMax: number | undefined, signal?: AbortSignal): Promise<() => void> {
+  async acquire(
+    principal: string,
+    principalMax: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<() => void> {
     // An aborted signal never fires 'abort' again: a queued caller would wait out maxWaitMs.
     if (signal?.aborted) throw cancelled(signal);
     const held = this.perPrincipal.get(principal) ?? 0;
@@ -81,7 +85,10 @@ export class Admission {
         if (i >= 0) this.queue.splice(i, 1);
         waiter.reject(e);
       };
-      const timer = setTimeout(() => drop(busy(`no slot came free within ${this.options.maxWaitMs} ms`)), this.options.maxWaitMs);
+      const timer = setTimeout(
+        () => drop(busy(`no slot came free within ${this.options.maxWaitMs} ms`)),
+        this.options.maxWaitMs,
+      );
       const onAbort = (): void => drop(cancelled(signal));
       const cleanup = (): void => {
         clearTimeout(timer);

@@ -2,6 +2,7 @@
  * Runs the gateway knows about: live ones and a bounded history of finished ones, so `get_run`
  * still answers after a run ends or is cancelled.
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { RunResult } from '../api/run.js';
 import type { OutputChunk } from '../backends/output.js';
 
@@ -15,6 +16,7 @@ export interface RunRecord {
   settled: Promise<void>;
   /** Live output seen so far, bounded by the output window of the run. */
   live: { stdout: string; stderr: string };
+  decoders?: { stdout: StringDecoder; stderr: StringDecoder };
 }
 
 export class RunStore {
@@ -34,7 +36,9 @@ export class RunStore {
   }
 
   appendLive(record: RunRecord, chunk: OutputChunk): void {
-    record.live[chunk.stream] += chunk.data.toString('utf8');
+    // One decoder per stream, so a character split across two chunks is not garbled.
+    record.decoders ??= { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+    record.live[chunk.stream] += record.decoders[chunk.stream].write(chunk.data);
   }
 
   /** Drops the oldest finished runs beyond the history bound. */

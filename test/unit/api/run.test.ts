@@ -167,12 +167,17 @@ describe('RunRequestSchema', () => {
     {
       name: 'code with an image but no template',
       input: { image: 'python:3.11', code: 'print(1)' },
-      want: ['template: code needs a template to run it'],
+      want: ['template: code needs a template (it is exposed at /sandpit/code/main.*)'],
+    },
+    {
+      name: 'code with an image and a command but no template (it would be dropped)',
+      input: { image: 'python:3.11', code: 'print(1)', command: ['python3', '-c', 'pass'] },
+      want: ['template: code needs a template (it is exposed at /sandpit/code/main.*)'],
     },
     {
       name: 'code alone',
       input: { code: 'print(1)' },
-      want: ['template: give a template or an image', 'template: code needs a template to run it'],
+      want: ['template: give a template or an image', 'template: code needs a template (it is exposed at /sandpit/code/main.*)'],
     },
     {
       name: 'duplicate file paths',
