@@ -38,12 +38,10 @@ template_tags() {
   esac
 }
 
+# Every image starts a shell by default, as the registry route's images/Dockerfile does; sandpit
+# itself always runs sandpit-runner.
 template_cmd() {
-  case $1 in
-    python) echo '["python3"]' ;;
-    node) echo '["node"]' ;;
-    *) echo '["bash"]' ;;
-  esac
+  echo '["bash"]'
 }
 
 usage() {
@@ -412,7 +410,7 @@ main() {
       -*) usage >&2; die "unknown option $arg" ;;
       *)
         template_tags "$arg" >/dev/null ||
-          die "unknown template '$arg' (known: ${TEMPLATES[*]}). Other images, e.g. node:20, cannot be built offline: build images/<template>/Dockerfile or pull them where a registry is reachable"
+          die "unknown template '$arg' (known: ${TEMPLATES[*]}). Other images, e.g. node:20, cannot be built offline: build images/Dockerfile (--build-arg TEMPLATE=…) or pull them where a registry is reachable"
         wanted+=("$arg")
         ;;
     esac
