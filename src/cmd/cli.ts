@@ -37,6 +37,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   // Loaded on demand: only these two need the MCP SDK and express.
   mcp: async () => (await import('./mcp.js')).mcpCommand,
   serve: async () => (await import('./serve.js')).serveCommand,
+  // Loaded on demand: only the operator needs @kubernetes/client-node.
+  operator: async () => (await import('./operator.js')).operatorCommand,
 };
 
 async function version(): Promise<string> {

@@ -144,6 +144,38 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    kubernetes: z
+      .object({
+        namespaces: list().default([]).describe('Namespaces the operator watches (all when empty)'),
+        runtimeClassName: RUNTIME.optional().describe('RuntimeClass for runs that name none'),
+        allowedRuntimeClasses: list().optional().describe('RuntimeClasses a run may name (the default only when absent)'),
+        imagePullPolicy: z
+          .enum(['IfNotPresent', 'Never', 'Always'], { error: 'expected IfNotPresent, Never or Always' })
+          .default('IfNotPresent'),
+        pendingTimeoutSeconds: int(1, 86_400).default(120),
+        ttlSecondsAfterFinished: int(0, 31_536_000).optional().describe('TTL for finished runs that set none'),
+        cpuRequest: cpu().default(10),
+        memoryRequest: size().default(32 * 1024 ** 2),
+        startGraceSeconds: int(0, 3600).default(15),
+        outputTailBytes: size().default(4096),
+        outputReadBytes: size().default(1024 ** 2),
+        workers: int(1, 64).default(4),
+        watchTimeoutSeconds: int(5, 3600).default(300),
+        resyncSeconds: int(10, 86_400).default(600),
+        leaderElection: bool().default(true),
+        leaseName: z.string().min(1).max(253).default('sandpit-operator'),
+        leaseNamespace: z.string().min(1).max(63).optional().describe("Default: the operator's own namespace"),
+        leaseDurationSeconds: int(2, 3600).default(15),
+        renewDeadlineSeconds: int(1, 3600).default(10),
+        retryPeriodSeconds: int(1, 600).default(2),
+        probeHost: z.string().min(1).default('127.0.0.1'),
+        probePort: int(0, 65535).default(8081),
+      })
+      .strict()
+      .refine((k) => k.renewDeadlineSeconds < k.leaseDurationSeconds && k.retryPeriodSeconds < k.renewDeadlineSeconds, {
+        error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds',
+      })
+      .prefault({}),
     logging: z
       .object({
         level: z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }).default('info'),

@@ -1,0 +1,36 @@
+/**
+ * Label and annotation keys under `sandpit.dev/`, and the deterministic names of a run's children.
+ * Label values are never raw user text longer than a label allows: long names are hashed.
+ */
+import { createHash } from 'node:crypto';
+
+export const LABEL_MANAGED_BY = 'sandpit.dev/managed-by';
+export const MANAGED_BY_OPERATOR = 'sandpit-operator';
+/** The run's name (or its hash when the name does not fit a label value). */
+export const LABEL_RUN = 'sandpit.dev/run';
+/** The run's UID: what the NetworkPolicy selects, so it matches exactly this run's pod. */
+export const LABEL_RUN_UID = 'sandpit.dev/run-uid';
+export const LABEL_COMPONENT = 'sandpit.dev/component';
+/** Who asked for the run (set by the gateway); the audit record's principal. */
+export const ANNOTATION_PRINCIPAL = 'sandpit.dev/principal';
+
+export function shortHash(text: string, length = 10): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, length);
+}
+
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** A label value for a name: the name itself when it fits (≤ 63, label syntax), else `h-<hash>`. */
+export function labelValueFor(name: string): string {
+  return name.length <= 63 && LABEL_VALUE.test(name) ? name : `h-${shortHash(name, 20)}`;
+}
+
+/**
+ * The name shared by a run's Pod, ConfigMap and NetworkPolicy: the run's name (cut to fit) and five
+ * hex digits of its UID. Deterministic, so a restarted controller finds what it made, and distinct
+ * for a re-created run of the same name whose old pod may still be terminating.
+ */
+export function childName(runName: string, uid: string): string {
+  const base = runName.slice(0, 57).replace(/[-.]+$/, '');
+  return `${base}-${shortHash(uid, 5)}`;
+}

@@ -1,0 +1,112 @@
+/**
+ * The SandboxRun resource (DESIGN.md §4): the one source of truth for its TypeScript types and for
+ * the generated CRD (`crds/sandboxruns.sandpit.dev.yaml`). The spec is the shared run request with
+ * `runtime` spelled `runtimeClassName`, plus the Kubernetes-only lifecycle fields; the status uses
+ * the shared phases and reasons.
+ */
+import * as z from 'zod';
+import { PhaseSchema, ReasonSchema, RunRequestSchema, type RunRequestInput } from '../run.js';
+
+export const GROUP = 'sandpit.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'SandboxRun';
+export const LIST_KIND = 'SandboxRunList';
+export const PLURAL = 'sandboxruns';
+export const SINGULAR = 'sandboxrun';
+export const SHORT_NAMES = ['sbr'] as const;
+
+const { runtime, ...requestShape } = RunRequestSchema.shape;
+
+export const SandboxRunSpecSchema = z.object({
+  ...requestShape,
+  runtimeClassName: runtime.describe('RuntimeClass of the pod (e.g. gvisor); the operator default when absent'),
+  ttlSecondsAfterFinished: z
+    .number()
+    .int()
+    .min(0)
+    .max(31_536_000)
+    .optional()
+    .describe('Delete the run (and its pod) this many seconds after it finished; kept when absent'),
+  pendingTimeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(86_400)
+    .optional()
+    .describe('Fail the run when its pod has not started this many seconds after creation'),
+  cancel: z.boolean().optional().describe('Set to true to stop the run: it ends Cancelled and its pod is deleted'),
+});
+export type SandboxRunSpec = z.infer<typeof SandboxRunSpecSchema>;
+export type SandboxRunSpecInput = z.input<typeof SandboxRunSpecSchema>;
+
+export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
+
+export const ConditionSchema = z.object({
+  type: z.string().min(1).max(316).describe('Condition type: Admitted, Started or Finished'),
+  status: z.enum(CONDITION_STATUSES).describe('True, False or Unknown'),
+  observedGeneration: z.number().int().min(0).optional().describe('The .metadata.generation the condition was computed from'),
+  lastTransitionTime: z.string().describe('When the status last changed (RFC 3339)').meta({ format: 'date-time' }),
+  reason: z.string().min(1).max(1024).describe('Machine-readable reason, CamelCase'),
+  message: z.string().max(32_768).describe('Human-readable detail'),
+});
+export type Condition = z.infer<typeof ConditionSchema>;
+
+export const RunOutputSchema = z.object({
+  tail: z.string().describe('The last bytes the program wrote (stdout and stderr interleaved, as in the pod log)'),
+  truncated: z.boolean().describe('True when the tail is not the whole output'),
+  bytes: z.number().int().min(0).describe('Bytes of output counted (up to the operator read limit)'),
+});
+export type RunOutput = z.infer<typeof RunOutputSchema>;
+
+const time = (what: string) =>
+  z.string().describe(`${what} (RFC 3339)`).meta({ format: 'date-time' }).optional();
+
+export const SandboxRunStatusSchema = z.object({
+  phase: PhaseSchema.optional(),
+  reason: ReasonSchema.optional(),
+  message: z.string().optional().describe('Human-readable detail about the phase'),
+  exitCode: z.number().int().optional().describe('Exit code of the program, once it has exited'),
+  podName: z.string().optional().describe('The pod that runs (or ran) the program'),
+  startTime: time('When the program started'),
+  completionTime: time('When the run finished'),
+  conditions: z
+    .array(ConditionSchema)
+    .optional()
+    .describe('Admitted, Started and Finished, each with the generation it was computed from')
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
+  output: RunOutputSchema.optional().describe('A bounded tail of the output, so kubectl users see the result'),
+  observedGeneration: z.number().int().min(0).optional().describe('The .metadata.generation this status reflects'),
+});
+export type SandboxRunStatus = z.infer<typeof SandboxRunStatusSchema>;
+
+/** The metadata fields the operator reads; the rest passes through untouched. */
+export const ObjectMetaSchema = z.looseObject({
+  name: z.string(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  generation: z.number().int().optional(),
+  resourceVersion: z.string().optional(),
+  creationTimestamp: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
+export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
+
+/** A SandboxRun as the controller reads it: metadata checked loosely, spec and status strictly. */
+export const SandboxRunSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND),
+  metadata: ObjectMetaSchema,
+  spec: SandboxRunSpecSchema,
+  status: SandboxRunStatusSchema.optional(),
+});
+export type SandboxRun = z.infer<typeof SandboxRunSchema>;
+
+/** The shared run request a spec describes (`runtimeClassName` is the request's `runtime`). */
+export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
+  const { runtimeClassName, ttlSecondsAfterFinished: _ttl, pendingTimeoutSeconds: _pending, cancel: _cancel, ...rest } =
+    spec;
+  return { ...rest, ...(runtimeClassName !== undefined ? { runtime: runtimeClassName } : {}) };
+}

@@ -1,0 +1,148 @@
+/**
+ * `sandpit operator`: the Kubernetes operator for SandboxRun resources. Composition root: reads the
+ * config and credentials (a kubeconfig, or the pod's service account), builds the policy shared with
+ * the Docker backend, serves /healthz, /readyz and /metrics, and shuts down on SIGTERM/SIGINT
+ * (drains in-flight reconciles, then releases the Lease).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { policyFromConfig } from '../config/policy.js';
+import type { Config } from '../config/schema.js';
+import { createOperatorMetrics } from '../controller/metrics.js';
+import { createOperator, type OperatorOptions } from '../controller/operator.js';
+import { listenProbes } from '../controller/probes.js';
+import { createKubeClient, currentNamespace, loadKubeConfig } from '../kube/index.js';
+import type { Logger } from '../observability/logger.js';
+import type { Policy } from '../policy/policy.js';
+import { AppError } from '../shared/errors.js';
+import { parse, printHelp } from './args.js';
+import { loadContext } from './context.js';
+
+export const OPERATOR_USAGE = `
+usage: sandpit operator [options]
+
+Reconciles SandboxRun resources (sandpit.dev/v1alpha1) into hardened pods. Credentials: --kubeconfig
+(or KUBECONFIG), else the pod's service account when running in a cluster. Settings: the kubernetes:
+section of the config (SANDPIT_KUBERNETES_*), and the sandbox: limits shared with the Docker backend.
+
+options:
+      --kubeconfig PATH   kubeconfig file (default: KUBECONFIG, in-cluster service account, ~/.kube/config)
+      --namespace NS      watch only these namespaces (comma-separated; default kubernetes.namespaces, or all)
+      --probe-host HOST   address for /healthz, /readyz, /metrics (default kubernetes.probeHost, 127.0.0.1)
+      --probe-port PORT   port for them (default kubernetes.probePort, 8081; 0 picks a free one)
+      --identity NAME     leader election identity (default: hostname and a random suffix)
+      --log-level LEVEL   fatal, error, warn, info, debug, trace or silent (default: logging.level)
+      --config PATH       config file (YAML or JSON); also SANDPIT_CONFIG
+  -h, --help              this text
+`;
+
+const OPTIONS = {
+  kubeconfig: { type: 'string' },
+  namespace: { type: 'string' },
+  'probe-host': { type: 'string' },
+  'probe-port': { type: 'string' },
+  identity: { type: 'string' },
+  'log-level': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/** The policy for pods: the sandbox limits, with RuntimeClasses in place of Docker runtimes. */
+export function operatorPolicy(config: Config): Policy {
+  const k = config.kubernetes;
+  return {
+    ...policyFromConfig(config),
+    defaultRuntime: k.runtimeClassName,
+    allowedRuntimes: k.allowedRuntimeClasses ?? (k.runtimeClassName ? [k.runtimeClassName] : []),
+  };
+}
+
+function toPort(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new AppError('INVALID_REQUEST', `--probe-port expects 0-65535, got "${text}"`);
+  return n;
+}
+
+function leaseNamespace(config: Config, fromKubeconfig: string | undefined, inCluster: boolean): string {
+  if (config.kubernetes.leaseNamespace) return config.kubernetes.leaseNamespace;
+  if (inCluster && existsSync(SA_NAMESPACE_FILE)) return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim();
+  return fromKubeconfig ?? 'default';
+}
+
+function onSignals(logger: Logger): AbortController {
+  const stop = new AbortController();
+  const handler = (signal: NodeJS.Signals): void => {
+    if (stop.signal.aborted) return;
+    logger.info({ signal }, 'Shutting down');
+    stop.abort();
+  };
+  process.once('SIGINT', handler);
+  process.once('SIGTERM', handler);
+  return stop;
+}
+
+export async function operatorCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, OPTIONS, OPERATOR_USAGE);
+  if (values.help) {
+    printHelp(OPERATOR_USAGE);
+    return 0;
+  }
+  const { config, logger } = loadContext({
+    configPath: values.config,
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+  });
+  const k = config.kubernetes;
+  const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST);
+  const kc = loadKubeConfig({ kubeconfigPath: values.kubeconfig ?? process.env.KUBECONFIG, inCluster });
+  const kube = createKubeClient(kc);
+  const namespaces = values.namespace !== undefined ? values.namespace.split(',').map((s) => s.trim()).filter(Boolean) : k.namespaces;
+  const identity = values.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
+  const metrics = createOperatorMetrics({ defaultMetrics: true });
+  const options: OperatorOptions = {
+    kc,
+    kube,
+    logger,
+    metrics,
+    policy: operatorPolicy(config),
+    namespaces,
+    workers: k.workers,
+    watchTimeoutSeconds: k.watchTimeoutSeconds,
+    resyncSeconds: k.resyncSeconds,
+    pod: {
+      imagePullPolicy: k.imagePullPolicy,
+      cpuRequestMilli: k.cpuRequest,
+      memoryRequestBytes: k.memoryRequest,
+      startGraceSeconds: k.startGraceSeconds,
+    },
+    output: { tailBytes: k.outputTailBytes, readBytes: k.outputReadBytes },
+    runSettings: { defaultPendingTimeoutSeconds: k.pendingTimeoutSeconds, defaultTtlSecondsAfterFinished: k.ttlSecondsAfterFinished },
+    instance: identity,
+    leaderElection: k.leaderElection
+      ? {
+          namespace: leaseNamespace(config, currentNamespace(kc), inCluster),
+          name: k.leaseName,
+          identity,
+          leaseDurationSeconds: k.leaseDurationSeconds,
+          renewDeadlineSeconds: k.renewDeadlineSeconds,
+          retryPeriodSeconds: k.retryPeriodSeconds,
+        }
+      : undefined,
+  };
+  const operator = createOperator(options);
+  const probes = await listenProbes(
+    { registry: metrics.registry, isReady: () => operator.isReady(), isHealthy: () => true },
+    values['probe-host'] ?? k.probeHost,
+    values['probe-port'] !== undefined ? toPort(values['probe-port']) : k.probePort,
+  );
+  logger.info(
+    { server: kc.getCurrentCluster()?.server, namespaces: namespaces.length ? namespaces : 'all', identity, probes: probes.url, leaderElection: options.leaderElection ? `${options.leaderElection.namespace}/${options.leaderElection.name}` : false },
+    'Started operator',
+  );
+  const stop = onSignals(logger);
+  const exit = await operator.run(stop.signal);
+  await probes.close();
+  logger.info({ exit }, 'Stopped operator');
+  return exit === 'lost-leadership' ? 1 : 0;
+}

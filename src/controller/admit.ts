@@ -1,0 +1,57 @@
+/**
+ * admitRun(): the authoritative policy decision for a SandboxRun (DESIGN.md §3): the spec is read
+ * as the shared run request and given to the same evaluate() the Docker backend uses. Pure.
+ */
+import { RunRequestSchema } from '../api/run.js';
+import { issuesToViolations } from '../api/validate.js';
+import { SandboxRunSpecSchema, toRunRequestInput, type SandboxRunSpec } from '../api/v1alpha1/sandboxrun.js';
+import { encodeJob } from '../backends/runner/protocol.js';
+import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
+import type { Policy } from '../policy/policy.js';
+import type { Violation } from '../shared/errors.js';
+import { formatSize } from '../shared/quantity.js';
+import { MAX_JOB_BYTES } from './build-config-map.js';
+
+export type AdmitResult =
+  | { allowed: true; spec: SandboxRunSpec; effective: EffectiveSpec; job: Buffer }
+  | { allowed: false; spec: SandboxRunSpec | undefined; violations: Violation[]; message: string };
+
+export function describeViolations(violations: readonly Violation[]): string {
+  return violations
+    .map((v) => `${v.field}: ${v.message}${v.limit !== undefined ? ` (limit: ${v.limit})` : ''}`)
+    .join('; ');
+}
+
+function denied(spec: SandboxRunSpec | undefined, what: string, violations: Violation[]): AdmitResult {
+  return { allowed: false, spec, violations, message: `${what}: ${describeViolations(violations)}` };
+}
+
+export function admitRun(rawSpec: unknown, policy: Policy): AdmitResult {
+  const parsed = SandboxRunSpecSchema.safeParse(rawSpec ?? {});
+  if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
+  const spec = parsed.data;
+  const request = RunRequestSchema.safeParse(toRunRequestInput(spec));
+  if (!request.success) {
+    const violations = issuesToViolations(request.error.issues).map((v) => ({
+      ...v,
+      field: v.field === 'runtime' ? 'runtimeClassName' : v.field,
+    }));
+    return denied(spec, 'invalid spec', violations);
+  }
+  const evaluation = evaluate(request.data, policy);
+  if (!evaluation.ok) {
+    const violations = evaluation.violations.map((v) => (v.field === 'runtime' ? { ...v, field: 'runtimeClassName' } : v));
+    return denied(spec, 'denied by policy', violations);
+  }
+  const job = encodeJob(evaluation.spec);
+  if (job.length > MAX_JOB_BYTES) {
+    return denied(spec, 'denied by policy', [
+      {
+        field: 'request',
+        message: `code, files, stdin, argv and env encode to ${formatSize(job.length)}, more than a ConfigMap holds`,
+        limit: formatSize(MAX_JOB_BYTES),
+      },
+    ]);
+  }
+  return { allowed: true, spec, effective: evaluation.spec, job };
+}

@@ -1,0 +1,204 @@
+/**
+ * computeStatus(): the run's status from what the reconciler observed. Pure: time comes in as an
+ * argument. A terminal status never changes again (only observedGeneration follows the spec).
+ */
+import { isTerminal, type Phase, type Reason } from '../api/run.js';
+import { ConditionType, setCondition } from '../api/v1alpha1/conditions.js';
+import type { RunOutput, SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
+import { classify, type RunFacts } from '../backends/result.js';
+import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } from './observe-pod.js';
+
+/** What keeps the pod from being created or from starting. */
+export interface Blocked {
+  reason: Extract<Reason, 'ImageNotFound' | 'RuntimeClassNotFound' | 'QuotaExceeded' | 'Unschedulable' | 'BackendError'>;
+  message: string;
+  /** Waiting cannot fix it: the run fails now instead of at the pending timeout. */
+  permanent: boolean;
+}
+
+export type Admission = { allowed: true } | { allowed: false; message: string };
+
+export interface StatusInput {
+  generation: number;
+  createdAt: string;
+  current: SandboxRunStatus;
+  admission: Admission;
+  cancel: boolean;
+  pendingTimeoutSeconds: number;
+  /** The deterministic name of the run's pod. */
+  podName: string;
+  pod: PodView | undefined;
+  blocked: Blocked | undefined;
+  /** The pod was created once and is gone now. */
+  podLost: boolean;
+  output: RunOutput | undefined;
+  now: string;
+}
+
+/** The runner's own failure in --plain mode (it could not start the program), with no exit report. */
+export const RUNNER_FAILED_EXIT = 125;
+
+interface Outcome {
+  phase: Phase;
+  reason?: Reason | undefined;
+  message: string;
+  exitCode?: number | undefined;
+  startTime?: string | undefined;
+  completionTime?: string | undefined;
+  output?: RunOutput | undefined;
+  started: { status: 'True' | 'False'; reason: string; message: string };
+}
+
+export function computeStatus(i: StatusInput): SandboxRunStatus {
+  if (i.current.phase && isTerminal(i.current.phase)) return { ...i.current, observedGeneration: i.generation };
+  const o = decide(i);
+  const terminal = isTerminal(o.phase);
+  const observedGeneration = i.generation;
+  let conditions = i.current.conditions ?? [];
+  conditions = setCondition(
+    conditions,
+    i.admission.allowed
+      ? { type: ConditionType.Admitted, status: 'True', reason: 'PolicyAllowed', message: 'the policy allows the run', observedGeneration }
+      : { type: ConditionType.Admitted, status: 'False', reason: 'PolicyDenied', message: i.admission.message, observedGeneration },
+    i.now,
+  );
+  conditions = setCondition(conditions, { type: ConditionType.Started, ...o.started, observedGeneration }, i.now);
+  conditions = setCondition(
+    conditions,
+    {
+      type: ConditionType.Finished,
+      status: terminal ? 'True' : 'False',
+      reason: terminal ? (o.reason ?? o.phase) : o.phase,
+      message: o.message,
+      observedGeneration,
+    },
+    i.now,
+  );
+  return compact({
+    phase: o.phase,
+    reason: o.reason,
+    message: o.message,
+    exitCode: o.exitCode,
+    podName: i.pod || i.current.podName ? i.podName : undefined,
+    startTime: o.startTime,
+    completionTime: o.completionTime,
+    conditions,
+    output: o.output,
+    observedGeneration,
+  });
+}
+
+function decide(i: StatusInput): Outcome {
+  if (!i.admission.allowed) {
+    return { ...ended(i, 'Rejected', 'PolicyDenied', i.admission.message), started: notStarted('PolicyDenied', 'the policy refused the run') };
+  }
+  if (i.pod && isPodFinished(i.pod)) return finished(i, i.pod);
+  if (i.cancel) return ended(i, 'Cancelled', 'Cancelled', 'the run was cancelled (spec.cancel)');
+  if (i.podLost) return ended(i, 'Failed', 'BackendError', `pod ${i.podName} was deleted before the run finished`);
+  if (i.pod?.phase === 'Running') {
+    return {
+      phase: 'Running',
+      message: 'the program is running',
+      startTime: i.pod.startedAt ?? i.current.startTime,
+      started: { status: 'True', reason: 'ContainerStarted', message: `pod ${i.podName} is running` },
+    };
+  }
+  return pending(i);
+}
+
+const notStarted = (reason: string, message: string): Outcome['started'] => ({ status: 'False', reason, message });
+
+/** A terminal outcome decided by the operator (not by the program's exit). */
+function ended(i: StatusInput, phase: Phase, reason: Reason, message: string): Outcome {
+  return {
+    phase,
+    reason,
+    message,
+    startTime: i.current.startTime,
+    completionTime: i.now,
+    started: i.current.startTime
+      ? { status: 'True', reason: 'ContainerStarted', message: `pod ${i.podName} started` }
+      : notStarted(reason, message),
+  };
+}
+
+function finished(i: StatusInput, pod: PodView): Outcome {
+  const t = pod.terminated;
+  const exitCode = t?.report?.exitCode ?? t?.exitCode;
+  const startTime = t?.startedAt ?? pod.startedAt ?? i.current.startTime;
+  const base = {
+    exitCode,
+    startTime,
+    completionTime: t?.finishedAt ?? i.now,
+    output: i.output,
+    started: startTime
+      ? { status: 'True' as const, reason: 'ContainerStarted', message: `pod ${i.podName} started` }
+      : notStarted('PodFailed', pod.message ?? 'the pod ended before the program started'),
+  };
+  if (pod.reason === 'Evicted') {
+    return { ...base, phase: 'Failed', reason: 'Error', message: `the pod was evicted: ${pod.message ?? 'no detail'}` };
+  }
+  const { phase, reason, message } = classify(podFacts(pod));
+  return { ...base, phase, reason, message: message ?? 'the program exited with code 0' };
+}
+
+/** The run's facts as the shared classifier takes them: the runner's report first, the pod second. */
+export function podFacts(pod: PodView): RunFacts {
+  const t = pod.terminated;
+  const report = t?.report;
+  let failure: string | undefined;
+  if (!t) failure = `the pod ended without running the program (${pod.reason ?? pod.phase}: ${pod.message ?? 'no detail'})`;
+  else if (!report && t.exitCode === RUNNER_FAILED_EXIT) failure = 'the runner could not start the program; see the pod log';
+  return {
+    exitCode: report?.exitCode ?? t?.exitCode ?? null,
+    timedOut: report?.timedOut === true || pod.reason === 'DeadlineExceeded',
+    oomKilled: report?.oomKilled === true || t?.reason === 'OOMKilled',
+    cancelled: false,
+    ...(failure ? { failure } : {}),
+  };
+}
+
+/** Why a pending pod has not started, if it says. */
+export function pendingProblem(pod: PodView | undefined, blocked: Blocked | undefined): Blocked | undefined {
+  if (blocked) return blocked;
+  if (!pod) return undefined;
+  if (pod.waiting && IMAGE_MISSING.has(pod.waiting.reason)) {
+    return {
+      reason: 'ImageNotFound',
+      message: `${pod.waiting.reason}: ${pod.waiting.message}`.trim(),
+      permanent: IMAGE_MISSING_FOR_GOOD.has(pod.waiting.reason),
+    };
+  }
+  if (pod.unschedulable) return { reason: 'Unschedulable', message: pod.unschedulable, permanent: false };
+  return undefined;
+}
+
+function pending(i: StatusInput): Outcome {
+  const problem = pendingProblem(i.pod, i.blocked);
+  if (problem?.permanent) return ended(i, 'Failed', problem.reason, problem.message);
+  const elapsed = (Date.parse(i.now) - Date.parse(i.createdAt)) / 1000;
+  if (elapsed >= i.pendingTimeoutSeconds) {
+    const why = `the pod did not start within ${i.pendingTimeoutSeconds}s`;
+    return ended(i, 'Failed', problem?.reason ?? 'PendingTimeout', problem ? `${why}: ${problem.message}` : why);
+  }
+  const waitingFor = i.pod?.waiting?.reason ?? (i.pod ? 'PodPending' : 'PodNotCreated');
+  const detail = problem?.message ?? (i.pod ? `pod ${i.podName} is ${waitingFor}` : `creating pod ${i.podName}`);
+  return { phase: 'Pending', message: `waiting for the program to start: ${detail}`, started: notStarted(problem?.reason ?? waitingFor, detail) };
+}
+
+/** When the run needs another look even if nothing changes: the pending deadline, or its TTL. */
+export function requeueAfterMs(
+  status: SandboxRunStatus,
+  input: { createdAt: string; pendingTimeoutSeconds: number; ttlSecondsAfterFinished: number | undefined; now: string },
+): number | undefined {
+  const now = Date.parse(input.now);
+  if (status.phase === 'Pending') return Math.max(0, Date.parse(input.createdAt) + input.pendingTimeoutSeconds * 1000 - now);
+  if (status.phase && isTerminal(status.phase) && input.ttlSecondsAfterFinished !== undefined && status.completionTime) {
+    return Math.max(0, Date.parse(status.completionTime) + input.ttlSecondsAfterFinished * 1000 - now);
+  }
+  return undefined;
+}
+
+function compact<T extends object>(obj: T): T {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as T;
+}

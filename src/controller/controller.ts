@@ -1,0 +1,221 @@
+/**
+ * The SandboxRun controller: informers feed keys into the work queue, N workers reconcile them.
+ * Child events map to their owning run's key; requeue hints and failures come back as timed adds.
+ * start() returns once the caches are synced and the workers run; stop() drains in-flight passes.
+ */
+import type { KubeConfig, V1ConfigMap, V1NetworkPolicy, V1Pod, V1RuntimeClass } from '@kubernetes/client-node';
+import type { KubeClient, KubeObject } from '../kube/client.js';
+import { isConflict } from '../kube/errors.js';
+import { Informer, objectKey, type InformerSource } from '../kube/informer.js';
+import type { Logger } from '../observability/logger.js';
+import type { Policy } from '../policy/policy.js';
+import { sleep } from '../shared/abort.js';
+import type { PodSettings } from './build-pod.js';
+import { ownerKey } from './children.js';
+import type { Store } from './ensure-children.js';
+import { createEventRecorder } from './events.js';
+import type { OperatorMetrics } from './metrics.js';
+import type { OutputLimits } from './read-output.js';
+import { reconcileRun, type ReconcileDeps, type RunObject, type RunSettings } from './reconcile.js';
+import { configMapSource, networkPolicySource, podSource, runSource, runtimeClassSource } from './sources.js';
+import { StatusOverlay } from './status-overlay.js';
+import { WorkQueue } from './workqueue.js';
+
+export interface ControllerOptions {
+  kc: KubeConfig;
+  kube: KubeClient;
+  logger: Logger;
+  metrics: OperatorMetrics;
+  policy: Policy;
+  /** Namespaces to watch; empty means all. */
+  namespaces: readonly string[];
+  workers: number;
+  watchTimeoutSeconds: number;
+  resyncSeconds: number;
+  pod: PodSettings;
+  output: OutputLimits;
+  runSettings: RunSettings;
+  /** Identity in Events (reportingInstance). */
+  instance: string;
+  now?: () => Date;
+}
+
+/** One store over the informers of several namespaces (or one cluster-wide informer). */
+class InformerSet<T extends KubeObject> implements Store<T> {
+  readonly informers: Informer<T>[];
+  private readonly byNamespace: Map<string, Informer<T>>;
+
+  constructor(namespaces: readonly string[], make: (ns: string | undefined) => Informer<T>) {
+    const scopes = namespaces.length ? [...namespaces] : [undefined];
+    this.informers = scopes.map(make);
+    this.byNamespace = new Map(scopes.map((ns, i) => [ns ?? '*', this.informers[i]!]));
+  }
+
+  get(namespace: string, name: string): T | undefined {
+    return (this.byNamespace.get(namespace) ?? this.byNamespace.get('*'))?.get(namespace, name);
+  }
+
+  list(): T[] {
+    return this.informers.flatMap((i) => i.list());
+  }
+
+  hasSynced(): boolean {
+    return this.informers.every((i) => i.hasSynced());
+  }
+}
+
+export class Controller {
+  private readonly options: ControllerOptions;
+  readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
+  private readonly runs: InformerSet<RunObject>;
+  private readonly pods: InformerSet<V1Pod>;
+  private readonly configMaps: InformerSet<V1ConfigMap>;
+  private readonly networkPolicies: InformerSet<V1NetworkPolicy>;
+  private readonly runtimeClasses: Informer<V1RuntimeClass>;
+  private readonly overlay = new StatusOverlay();
+  private workers: Promise<void>[] = [];
+  private resync: NodeJS.Timeout | undefined;
+  private started = false;
+  private readonly stopper = new AbortController();
+
+  constructor(options: ControllerOptions) {
+    this.options = options;
+    const { kube, namespaces } = options;
+    const informer = <T extends KubeObject>(source: InformerSource<T>): Informer<T> =>
+      new Informer<T>(source, {
+        kc: options.kc,
+        logger: options.logger,
+        watchTimeoutSeconds: options.watchTimeoutSeconds,
+        onRestart: (reason) => options.metrics.watchRestarts.inc({ resource: source.resource, reason }),
+      });
+    this.runs = new InformerSet(namespaces, (ns) => informer(runSource(kube, ns)));
+    this.pods = new InformerSet(namespaces, (ns) => informer(podSource(kube, ns)));
+    this.configMaps = new InformerSet(namespaces, (ns) => informer(configMapSource(kube, ns)));
+    this.networkPolicies = new InformerSet(namespaces, (ns) => informer(networkPolicySource(kube, ns)));
+    this.runtimeClasses = informer(runtimeClassSource(kube));
+    this.wire();
+    options.metrics.observe({ phaseCounts: () => this.phaseCounts(), queueDepth: () => this.queue.length });
+  }
+
+  private wire(): void {
+    for (const i of this.runs.informers) {
+      i.on((type, obj) => {
+        const key = objectKey(obj);
+        if (type === 'delete') this.overlay.forget(key);
+        this.queue.add(key);
+      });
+    }
+    const toOwner = (_type: string, obj: KubeObject): void => {
+      const key = ownerKey(obj);
+      if (key) this.queue.add(key);
+    };
+    for (const set of [this.pods, this.configMaps, this.networkPolicies] as InformerSet<KubeObject>[]) {
+      for (const i of set.informers) i.on(toOwner);
+    }
+    // A RuntimeClass appearing (or going) matters to runs still waiting for their pod.
+    this.runtimeClasses.on(() => {
+      for (const run of this.runs.list()) {
+        if ((run.status as { phase?: string } | undefined)?.phase !== 'Pending') continue;
+        this.queue.add(objectKey(run));
+      }
+    });
+  }
+
+  private informers(): Informer<KubeObject>[] {
+    return [
+      ...this.runs.informers,
+      ...this.pods.informers,
+      ...this.configMaps.informers,
+      ...this.networkPolicies.informers,
+      this.runtimeClasses,
+    ] as Informer<KubeObject>[];
+  }
+
+  private phaseCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const run of this.runs.list()) {
+      const phase = (run.status as { phase?: string } | undefined)?.phase ?? '';
+      counts.set(phase, (counts.get(phase) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  isReady(): boolean {
+    return this.started;
+  }
+
+  /** Starts the informers, waits for their first lists, then starts the workers. */
+  async start(): Promise<void> {
+    const { logger } = this.options;
+    for (const i of this.informers()) i.start();
+    while (!this.informers().every((i) => i.hasSynced())) {
+      await sleep(100, this.stopper.signal).catch(() => undefined);
+      if (this.stopper.signal.aborted) return;
+    }
+    logger.info({ runs: this.runs.list().length, namespaces: this.options.namespaces }, 'Synced caches');
+    const deps = this.deps();
+    this.workers = Array.from({ length: this.options.workers }, () => this.work(deps));
+    this.resync = setInterval(() => {
+      for (const run of this.runs.list()) this.queue.add(objectKey(run));
+    }, this.options.resyncSeconds * 1000);
+    this.started = true;
+  }
+
+  /** Stops taking work, lets in-flight passes finish, stops the watches. */
+  async stop(): Promise<void> {
+    this.stopper.abort();
+    clearInterval(this.resync);
+    this.queue.shutDown();
+    await Promise.all(this.workers);
+    await Promise.all(this.informers().map((i) => i.stop()));
+    this.started = false;
+  }
+
+  private deps(): ReconcileDeps {
+    const o = this.options;
+    const now = o.now ?? (() => new Date());
+    return {
+      kube: o.kube,
+      runs: this.runs,
+      pods: this.pods,
+      configMaps: this.configMaps,
+      networkPolicies: this.networkPolicies,
+      runtimeClasses: this.runtimeClasses,
+      events: createEventRecorder({ kube: o.kube, logger: o.logger, instance: o.instance, now }),
+      metrics: o.metrics,
+      logger: o.logger,
+      overlay: this.overlay,
+      policy: o.policy,
+      pod: o.pod,
+      output: o.output,
+      runSettings: o.runSettings,
+      now,
+    };
+  }
+
+  private async work(deps: ReconcileDeps): Promise<void> {
+    const { metrics, logger } = this.options;
+    for (let key = await this.queue.get(); key !== undefined; key = await this.queue.get()) {
+      const started = performance.now();
+      let result = 'success';
+      try {
+        const { requeueAfterMs } = await reconcileRun(deps, key);
+        this.queue.forget(key);
+        if (requeueAfterMs !== undefined) {
+          result = 'requeue';
+          this.queue.addAfter(key, requeueAfterMs + 50);
+        }
+      } catch (e) {
+        result = isConflict(e) ? 'conflict' : 'error';
+        const delay = this.queue.addRateLimited(key);
+        const fields = { run: key, err: (e as Error).message, retryInMs: delay };
+        if (result === 'conflict') logger.debug(fields, 'Reconcile hit a conflict; retrying');
+        else logger.warn(fields, 'Reconcile failed; retrying');
+      } finally {
+        metrics.reconciles.inc({ result });
+        metrics.reconcileDuration.observe({ result }, (performance.now() - started) / 1000);
+        this.queue.done(key);
+      }
+    }
+  }
+}

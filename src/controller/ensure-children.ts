@@ -1,0 +1,161 @@
+/**
+ * ensureChildren(): makes what an admitted run needs exist, in order (ConfigMap, deny-all
+ * NetworkPolicy, then the Pod, so the pod never runs unconfined), and reports what it observed.
+ * Every child is found under its deterministic name; one this run does not control is never
+ * touched. Create calls are idempotent (AlreadyExists means a previous pass made it).
+ */
+import type { V1ConfigMap, V1NetworkPolicy, V1Pod, V1RuntimeClass } from '@kubernetes/client-node';
+import type { RunOutput } from '../api/v1alpha1/sandboxrun.js';
+import type { KubeClient } from '../kube/client.js';
+import { isAlreadyExists, isForbidden, isNotFound, KubeApiError } from '../kube/errors.js';
+import type { EffectiveSpec } from '../policy/evaluate.js';
+import { AppError } from '../shared/errors.js';
+import { buildConfigMap } from './build-config-map.js';
+import { buildNetworkPolicy, sameNetworkPolicySpec } from './build-network-policy.js';
+import { buildPod, type PodSettings } from './build-pod.js';
+import { isControlledBy, type RunRef } from './children.js';
+import type { Blocked } from './compute-status.js';
+import type { EventRecorder } from './events.js';
+import { isPodFinished, observePod, type PodView } from './observe-pod.js';
+import { readOutput, type OutputLimits } from './read-output.js';
+
+export interface Store<T> {
+  get(namespace: string, name: string): T | undefined;
+  hasSynced(): boolean;
+}
+
+export interface ChildrenDeps {
+  kube: KubeClient;
+  pods: Store<V1Pod>;
+  configMaps: Store<V1ConfigMap>;
+  networkPolicies: Store<V1NetworkPolicy>;
+  runtimeClasses: Store<V1RuntimeClass> | undefined;
+  events: EventRecorder;
+  pod: PodSettings;
+  output: OutputLimits;
+}
+
+export interface Observed {
+  pod: PodView | undefined;
+  blocked: Blocked | undefined;
+  podLost: boolean;
+  output: RunOutput | undefined;
+}
+
+export const NOTHING_OBSERVED: Observed = { pod: undefined, blocked: undefined, podLost: false, output: undefined };
+
+const notOurs = (kind: string, name: string): Observed => ({
+  ...NOTHING_OBSERVED,
+  blocked: { reason: 'BackendError', message: `${kind} ${name} exists and is not controlled by this run`, permanent: true },
+});
+
+/** A child exists but our cache has not seen it yet: try again shortly. */
+const notCachedYet = (kind: string, name: string): AppError =>
+  new AppError('BACKEND_ERROR', `${kind} ${name} exists but is not in the cache yet`);
+
+/** The observed pod, with its output once it has finished. */
+export async function observeExisting(deps: ChildrenDeps, run: RunRef, pod: V1Pod): Promise<Observed> {
+  const view = observePod(pod);
+  const output = isPodFinished(view) ? await readOutput(deps.kube, run.namespace, view.name, deps.output) : undefined;
+  return { ...NOTHING_OBSERVED, pod: view, output };
+}
+
+export async function ensureChildren(
+  deps: ChildrenDeps,
+  run: RunRef & { podRecorded: boolean },
+  effective: EffectiveSpec,
+  job: Buffer,
+): Promise<Observed> {
+  const want = buildPod(run, effective, deps.pod);
+  const name = want.metadata?.name ?? '';
+  const cached = deps.pods.get(run.namespace, name);
+  if (cached) {
+    if (!isControlledBy(cached, run)) return notOurs('Pod', name);
+    if (!isPodFinished(observePod(cached))) {
+      const np = await ensureNetworkPolicy(deps, run);
+      if (np) return np;
+    }
+    return observeExisting(deps, run, cached);
+  }
+  if (run.podRecorded) {
+    // The status says we created it: a cache miss is either lag or a deleted pod; ask the apiserver.
+    try {
+      const live = await deps.kube.getPod(run.namespace, name);
+      return isControlledBy(live, run) ? observeExisting(deps, run, live) : notOurs('Pod', name);
+    } catch (e) {
+      if (isNotFound(e)) return { ...NOTHING_OBSERVED, podLost: true };
+      throw e;
+    }
+  }
+  const missingClass = runtimeClassMissing(deps, effective.runtime);
+  if (missingClass) return { ...NOTHING_OBSERVED, blocked: missingClass };
+  const problem = (await ensureConfigMap(deps, run, job)) ?? (await ensureNetworkPolicy(deps, run));
+  if (problem) return problem;
+  return createPod(deps, run, want);
+}
+
+function runtimeClassMissing(deps: ChildrenDeps, runtime: string | undefined): Blocked | undefined {
+  const classes = deps.runtimeClasses;
+  if (!runtime || !classes?.hasSynced() || classes.get('', runtime)) return undefined;
+  return { reason: 'RuntimeClassNotFound', message: `RuntimeClass "${runtime}" does not exist in the cluster`, permanent: false };
+}
+
+async function ensureConfigMap(deps: ChildrenDeps, run: RunRef, job: Buffer): Promise<Observed | undefined> {
+  const want = buildConfigMap(run, job);
+  const name = want.metadata?.name ?? '';
+  const have = deps.configMaps.get(run.namespace, name);
+  if (have) return isControlledBy(have, run) ? undefined : notOurs('ConfigMap', name);
+  try {
+    await deps.kube.createConfigMap(run.namespace, want);
+    return undefined;
+  } catch (e) {
+    if (isAlreadyExists(e)) throw notCachedYet('ConfigMap', name);
+    throw e;
+  }
+}
+
+async function ensureNetworkPolicy(deps: ChildrenDeps, run: RunRef): Promise<Observed | undefined> {
+  const want = buildNetworkPolicy(run);
+  const name = want.metadata?.name ?? '';
+  const have = deps.networkPolicies.get(run.namespace, name);
+  if (have) {
+    if (!isControlledBy(have, run)) return notOurs('NetworkPolicy', name);
+    if (want.spec && !sameNetworkPolicySpec(have.spec, want.spec)) {
+      await deps.kube.replaceNetworkPolicy(run.namespace, { ...have, spec: want.spec });
+      await deps.events.warning(run, 'NetworkPolicyRestored', `NetworkPolicy ${name} had been changed; restored deny-all`);
+    }
+    return undefined;
+  }
+  try {
+    await deps.kube.createNetworkPolicy(run.namespace, want);
+    return undefined;
+  } catch (e) {
+    if (isAlreadyExists(e)) throw notCachedYet('NetworkPolicy', name);
+    throw e;
+  }
+}
+
+/** Why the apiserver refused the pod, when waiting (or nothing) can be done about it. */
+export function createRefusal(e: KubeApiError): Blocked | undefined {
+  const text = e.message;
+  if (isForbidden(e) && /exceeded quota/i.test(text)) return { reason: 'QuotaExceeded', message: text, permanent: false };
+  if (/RuntimeClass/.test(text) && (isForbidden(e) || e.status === 400 || e.status === 422)) {
+    return { reason: 'RuntimeClassNotFound', message: text, permanent: false };
+  }
+  if (e.status === 400 || e.status === 422) return { reason: 'BackendError', message: text, permanent: true };
+  return undefined;
+}
+
+async function createPod(deps: ChildrenDeps, run: RunRef, want: V1Pod): Promise<Observed> {
+  const name = want.metadata?.name ?? '';
+  try {
+    const created = await deps.kube.createPod(run.namespace, want);
+    await deps.events.normal(run, 'CreatedPod', `Created pod ${name}`);
+    return { ...NOTHING_OBSERVED, pod: observePod(created) };
+  } catch (e) {
+    if (isAlreadyExists(e)) throw notCachedYet('Pod', name);
+    const refusal = e instanceof KubeApiError ? createRefusal(e) : undefined;
+    if (refusal) return { ...NOTHING_OBSERVED, blocked: refusal };
+    throw e;
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * Lease-based leader election (coordination.k8s.io/v1), as client-go does it: a replica acts only
+ * while it holds the Lease; it renews every retry period; another replica takes the Lease over only
+ * after it has watched the record stay unchanged for a whole lease duration (by its own clock, so
+ * clock skew between nodes does not matter). A leader that cannot renew within the renew deadline
+ * stops leading. On a clean shutdown the leader releases the Lease so the next one starts at once.
+ */
+import type { V1Lease } from '@kubernetes/client-node';
+import type { KubeClient } from '../kube/client.js';
+import { isAlreadyExists, isConflict, isNotFound } from '../kube/errors.js';
+import type { Logger } from '../observability/logger.js';
+import { sleep } from '../shared/abort.js';
+
+export interface LeaderElectionOptions {
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationSeconds: number;
+  renewDeadlineSeconds: number;
+  retryPeriodSeconds: number;
+}
+
+export interface LeaseRecord {
+  holder: string;
+  leaseDurationSeconds: number;
+  acquireTime: string | undefined;
+  renewTime: string | undefined;
+  transitions: number;
+}
+
+export interface Observation {
+  record: LeaseRecord;
+  /** Local time (ms) when this record was first seen. */
+  observedAt: number;
+}
+
+export const microTime = (ms: number): string => new Date(ms).toISOString().replace(/Z$/, '000Z');
+
+export function leaseRecord(lease: V1Lease): LeaseRecord {
+  const s = lease.spec ?? {};
+  const time = (v: unknown): string | undefined => (v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : undefined);
+  return {
+    holder: s.holderIdentity ?? '',
+    leaseDurationSeconds: s.leaseDurationSeconds ?? 0,
+    acquireTime: time(s.acquireTime),
+    renewTime: time(s.renewTime),
+    transitions: s.leaseTransitions ?? 0,
+  };
+}
+
+const sameRecord = (a: LeaseRecord, b: LeaseRecord): boolean =>
+  a.holder === b.holder && a.renewTime === b.renewTime && a.acquireTime === b.acquireTime && a.transitions === b.transitions;
+
+/** Keeps the first-seen time while the record stays the same. Pure. */
+export function observe(previous: Observation | undefined, record: LeaseRecord, now: number): Observation {
+  return previous && sameRecord(previous.record, record) ? previous : { record, observedAt: now };
+}
+
+/** May `identity` take (or keep) the lease? Pure. */
+export function canAcquire(identity: string, observed: Observation, now: number): boolean {
+  const r = observed.record;
+  if (r.holder === '' || r.holder === identity) return true;
+  return observed.observedAt + r.leaseDurationSeconds * 1000 <= now;
+}
+
+/** The record after `identity` takes or renews the lease. Pure. */
+export function nextRecord(identity: string, current: LeaseRecord, leaseDurationSeconds: number, now: number): LeaseRecord {
+  const keeping = current.holder === identity;
+  return {
+    holder: identity,
+    leaseDurationSeconds,
+    acquireTime: keeping ? current.acquireTime : microTime(now),
+    renewTime: microTime(now),
+    transitions: keeping || current.holder === '' ? current.transitions : current.transitions + 1,
+  };
+}
+
+function toSpec(r: LeaseRecord): V1Lease['spec'] {
+  return {
+    holderIdentity: r.holder,
+    leaseDurationSeconds: r.leaseDurationSeconds,
+    leaseTransitions: r.transitions,
+    ...(r.acquireTime ? { acquireTime: r.acquireTime as unknown as Date } : {}),
+    ...(r.renewTime ? { renewTime: r.renewTime as unknown as Date } : {}),
+  };
+}
+
+export interface LeaderCallbacks {
+  onStartedLeading(): void;
+  onStoppedLeading(): void;
+}
+
+export class LeaderElector {
+  private readonly kube: KubeClient;
+  private readonly logger: Logger;
+  private readonly options: LeaderElectionOptions;
+  private observed: Observation | undefined;
+  private leading = false;
+  private lastRenew = 0;
+
+  constructor(deps: { kube: KubeClient; logger: Logger }, options: LeaderElectionOptions) {
+    this.kube = deps.kube;
+    this.logger = deps.logger;
+    this.options = options;
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Campaigns and renews until `signal` aborts or leadership is lost (then it returns). */
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+    const { retryPeriodSeconds, renewDeadlineSeconds } = this.options;
+    while (!signal.aborted) {
+      const ok = await this.tryAcquireOrRenew();
+      const now = Date.now();
+      if (ok) {
+        this.lastRenew = now;
+        if (!this.leading) {
+          this.leading = true;
+          this.logger.info({ lease: this.leaseName(), identity: this.options.identity }, 'Acquired Lease');
+          callbacks.onStartedLeading();
+        }
+      } else if (this.leading && now - this.lastRenew > renewDeadlineSeconds * 1000) {
+        this.leading = false;
+        this.logger.error({ lease: this.leaseName() }, 'Lost Lease: could not renew it within the renew deadline');
+        callbacks.onStoppedLeading();
+        return;
+      }
+      const jitter = this.leading ? 1 : 1 + Math.random() * 0.2;
+      await sleep(retryPeriodSeconds * 1000 * jitter, signal).catch(() => undefined);
+    }
+  }
+
+  /** Gives the lease up (a clean shutdown): the next replica takes it without waiting it out. */
+  async release(): Promise<void> {
+    if (!this.leading) return;
+    this.leading = false;
+    try {
+      const lease = await this.kube.getLease(this.options.namespace, this.options.name);
+      if (leaseRecord(lease).holder !== this.options.identity) return;
+      const now = Date.now();
+      await this.kube.replaceLease(this.options.namespace, {
+        ...lease,
+        spec: toSpec({ ...leaseRecord(lease), holder: '', leaseDurationSeconds: 1, renewTime: microTime(now) }),
+      });
+      this.logger.info({ lease: this.leaseName() }, 'Released Lease');
+    } catch (e) {
+      this.logger.warn({ lease: this.leaseName(), err: (e as Error).message }, 'Could not release Lease');
+    }
+  }
+
+  private leaseName(): string {
+    return `${this.options.namespace}/${this.options.name}`;
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { namespace, name, identity, leaseDurationSeconds } = this.options;
+    const now = Date.now();
+    let lease: V1Lease;
+    try {
+      lease = await this.kube.getLease(namespace, name);
+    } catch (e) {
+      if (!isNotFound(e)) return this.failed(e);
+      const record = nextRecord(identity, { holder: '', leaseDurationSeconds, acquireTime: undefined, renewTime: undefined, transitions: 0 }, leaseDurationSeconds, now);
+      try {
+        await this.kube.createLease(namespace, { metadata: { name, namespace }, spec: toSpec(record) });
+        this.observed = { record, observedAt: now };
+        return true;
+      } catch (err) {
+        return isAlreadyExists(err) ? false : this.failed(err);
+      }
+    }
+    const current = leaseRecord(lease);
+    this.observed = observe(this.observed, current, now);
+    if (!canAcquire(identity, this.observed, now)) return false;
+    const record = nextRecord(identity, current, leaseDurationSeconds, now);
+    try {
+      await this.kube.replaceLease(namespace, { ...lease, spec: toSpec(record) });
+      this.observed = { record, observedAt: now };
+      return true;
+    } catch (e) {
+      return isConflict(e) ? false : this.failed(e);
+    }
+  }
+
+  private failed(e: unknown): false {
+    this.logger.warn({ lease: this.leaseName(), err: (e as Error).message }, 'Lease update failed');
+    return false;
+  }
+}

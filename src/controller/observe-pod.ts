@@ -1,0 +1,101 @@
+/**
+ * observePod(): what a Pod says about its run, read once from its status. Pure. Timestamps may be
+ * strings (watch events) or Dates (typed responses); they come out as RFC 3339 strings.
+ */
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import type { ExitReport } from '../backends/runner/protocol.js';
+import { SANDBOX_CONTAINER } from './build-pod.js';
+
+/** Container waiting reasons that mean the image is not there. */
+export const IMAGE_MISSING = new Set(['ErrImageNeverPull', 'InvalidImageName', 'ErrImagePull', 'ImagePullBackOff']);
+/** …and those of them that waiting cannot fix. */
+export const IMAGE_MISSING_FOR_GOOD = new Set(['ErrImageNeverPull', 'InvalidImageName']);
+
+export interface Terminated {
+  exitCode: number;
+  reason: string | undefined;
+  startedAt: string | undefined;
+  finishedAt: string | undefined;
+  /** The runner's exit report from the termination log, when it wrote one. */
+  report: ExitReport | undefined;
+}
+
+export interface PodView {
+  name: string;
+  uid: string;
+  phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+  /** Pod-level reason: DeadlineExceeded (activeDeadlineSeconds), Evicted, … */
+  reason: string | undefined;
+  message: string | undefined;
+  deleting: boolean;
+  waiting: { reason: string; message: string } | undefined;
+  unschedulable: string | undefined;
+  startedAt: string | undefined;
+  terminated: Terminated | undefined;
+}
+
+export function toTime(value: unknown): string | undefined {
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'string' && value !== '') return value;
+  return undefined;
+}
+
+export function parseExitReport(text: string | undefined): ExitReport | undefined {
+  if (!text) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.exitCode !== 'number') return undefined;
+  const num = (k: string): number => (typeof r[k] === 'number' ? r[k] : 0);
+  return {
+    exitCode: r.exitCode,
+    signal: num('signal'),
+    timedOut: r.timedOut === true,
+    oomKilled: r.oomKilled === true,
+    stdoutBytes: num('stdoutBytes'),
+    stderrBytes: num('stderrBytes'),
+    durationMs: num('durationMs'),
+  };
+}
+
+function sandboxStatus(pod: V1Pod): V1ContainerStatus | undefined {
+  return pod.status?.containerStatuses?.find((c) => c.name === SANDBOX_CONTAINER);
+}
+
+export function observePod(pod: V1Pod): PodView {
+  const status = pod.status;
+  const c = sandboxStatus(pod);
+  const term = c?.state?.terminated;
+  const scheduled = status?.conditions?.find((x) => x.type === 'PodScheduled');
+  const phase = status?.phase;
+  return {
+    name: pod.metadata?.name ?? '',
+    uid: pod.metadata?.uid ?? '',
+    phase: phase === 'Running' || phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' ? phase : 'Unknown',
+    reason: status?.reason || undefined,
+    message: status?.message || undefined,
+    deleting: pod.metadata?.deletionTimestamp !== undefined,
+    waiting: c?.state?.waiting?.reason
+      ? { reason: c.state.waiting.reason, message: c.state.waiting.message ?? '' }
+      : undefined,
+    unschedulable:
+      scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? (scheduled.message ?? 'unschedulable') : undefined,
+    startedAt: toTime(c?.state?.running?.startedAt) ?? toTime(term?.startedAt),
+    terminated: term
+      ? {
+          exitCode: term.exitCode,
+          reason: term.reason || undefined,
+          startedAt: toTime(term.startedAt),
+          finishedAt: toTime(term.finishedAt),
+          report: parseExitReport(term.message),
+        }
+      : undefined,
+  };
+}
+
+export const isPodFinished = (p: PodView): boolean => p.phase === 'Succeeded' || p.phase === 'Failed';

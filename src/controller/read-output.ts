@@ -1,0 +1,60 @@
+/**
+ * The bounded output tail a status carries, read from the pod log once the pod has finished.
+ * The log is read up to a byte limit; when the program wrote more than that, the tail is taken
+ * from a second read of the last lines, and `bytes` says how much was counted.
+ */
+import type { RunOutput } from '../api/v1alpha1/sandboxrun.js';
+import type { KubeClient } from '../kube/client.js';
+import { isNotFound } from '../kube/errors.js';
+import { SANDBOX_CONTAINER } from './build-pod.js';
+
+export interface OutputLimits {
+  /** Bytes of the tail kept in the status. */
+  tailBytes: number;
+  /** Bytes of log read at most. */
+  readBytes: number;
+}
+
+const TAIL_LINES = 200;
+
+/** The last `max` bytes of `text`, cut at a character boundary. Pure. */
+export function lastBytes(text: string, max: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= max) return text;
+  let start = buf.length - max;
+  while (start < buf.length && (buf[start]! & 0xc0) === 0x80) start++;
+  return buf.subarray(start).toString('utf8');
+}
+
+/** Control characters other than tab and newline would garble `kubectl get -o yaml`. Pure. */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\r\n/g, '\n').replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '\uFFFD');
+}
+
+/** Builds the status output from what was read. Pure. */
+export function toRunOutput(log: string, capped: boolean, tailSource: string, limits: OutputLimits): RunOutput {
+  const bytes = Buffer.byteLength(log, 'utf8');
+  const tail = printable(lastBytes(tailSource, limits.tailBytes));
+  return { tail, truncated: capped || Buffer.byteLength(tailSource, 'utf8') > limits.tailBytes, bytes };
+}
+
+/** Reads the finished pod's log; undefined when the pod is gone. */
+export async function readOutput(
+  kube: KubeClient,
+  namespace: string,
+  pod: string,
+  limits: OutputLimits,
+): Promise<RunOutput | undefined> {
+  try {
+    const log = await kube.readPodLog(namespace, pod, { container: SANDBOX_CONTAINER, limitBytes: limits.readBytes });
+    const capped = Buffer.byteLength(log, 'utf8') >= limits.readBytes;
+    const tailSource = capped
+      ? await kube.readPodLog(namespace, pod, { container: SANDBOX_CONTAINER, tailLines: TAIL_LINES, limitBytes: limits.readBytes })
+      : log;
+    return toRunOutput(log, capped, tailSource, limits);
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * reconcileRun(): one level-triggered, idempotent pass over one SandboxRun, by key. It reads the
+ * run from the cache, decides admission with the shared policy, makes sure the children exist,
+ * computes the status purely, writes it once if it changed (PUT with the resourceVersion, so a
+ * stale pass fails with Conflict instead of overwriting), then reports the transition. It never
+ * writes the spec, and never touches children it does not control.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { isTerminal } from '../api/run.js';
+import { childName } from '../api/v1alpha1/labels.js';
+import { SandboxRunStatusSchema, type SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
+import type { KubeObject } from '../kube/client.js';
+import { isNotFound } from '../kube/errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Policy } from '../policy/policy.js';
+import { admitRun } from './admit.js';
+import type { RunRef } from './children.js';
+import { computeStatus, requeueAfterMs, type Admission } from './compute-status.js';
+import { ensureChildren, NOTHING_OBSERVED, observeExisting, type ChildrenDeps, type Observed, type Store } from './ensure-children.js';
+import { isPodFinished, observePod } from './observe-pod.js';
+import { reportTransition, type ReportDeps } from './report.js';
+import type { StatusOverlay } from './status-overlay.js';
+
+export interface RunSettings {
+  defaultPendingTimeoutSeconds: number;
+  defaultTtlSecondsAfterFinished: number | undefined;
+}
+
+/** A SandboxRun as stored: its spec and status are checked by the pass, not trusted. */
+export type RunObject = KubeObject & { spec?: unknown; status?: unknown };
+
+export interface ReconcileDeps extends ChildrenDeps, ReportDeps {
+  runs: Store<RunObject>;
+  overlay: StatusOverlay;
+  policy: Policy;
+  runSettings: RunSettings;
+  now: () => Date;
+  logger: Logger;
+}
+
+export interface ReconcileResult {
+  requeueAfterMs?: number | undefined;
+}
+
+interface RunView {
+  raw: RunObject;
+  ref: RunRef;
+  generation: number;
+  createdAt: string;
+  status: SandboxRunStatus;
+}
+
+function readRun(raw: RunObject): RunView {
+  const m = raw.metadata ?? {};
+  const parsed = SandboxRunStatusSchema.safeParse(raw.status ?? {});
+  const created = m.creationTimestamp;
+  return {
+    raw,
+    ref: { name: m.name ?? '', namespace: m.namespace ?? '', uid: m.uid ?? '' },
+    generation: m.generation ?? 1,
+    createdAt: created instanceof Date ? created.toISOString() : (created ?? new Date(0).toISOString()),
+    status: parsed.success ? parsed.data : {},
+  };
+}
+
+/** A number field of the raw spec, read leniently (a rejected spec still has a TTL). */
+function specNumber(raw: RunView['raw'], field: string): number | undefined {
+  const value = (raw.spec as Record<string, unknown> | undefined)?.[field];
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<ReconcileResult> {
+  const [namespace = '', name = ''] = key.split('/');
+  const raw = deps.overlay.latest(key, deps.runs.get(namespace, name));
+  if (!raw || raw.metadata?.deletionTimestamp) return {}; // owner references garbage-collect the children
+  const run = readRun(raw);
+  const now = deps.now().toISOString();
+  const ttl = specNumber(raw, 'ttlSecondsAfterFinished') ?? deps.runSettings.defaultTtlSecondsAfterFinished;
+  const pendingTimeoutSeconds = specNumber(raw, 'pendingTimeoutSeconds') ?? deps.runSettings.defaultPendingTimeoutSeconds;
+  const timing = { createdAt: run.createdAt, pendingTimeoutSeconds, ttlSecondsAfterFinished: ttl, now };
+
+  if (run.status.phase && isTerminal(run.status.phase)) return finishedRun(deps, key, run, timing);
+
+  const decision = admitRun(raw.spec, deps.policy);
+  const cancel = decision.spec?.cancel === true;
+  let observed: Observed = NOTHING_OBSERVED;
+  if (decision.allowed && !cancel) {
+    observed = await ensureChildren(deps, { ...run.ref, podRecorded: run.status.podName !== undefined }, decision.effective, decision.job);
+  } else if (decision.allowed) {
+    observed = await observeForCancel(deps, run);
+  }
+  const admission: Admission = decision.allowed ? { allowed: true } : { allowed: false, message: decision.message };
+  const status = computeStatus({
+    generation: run.generation,
+    createdAt: run.createdAt,
+    current: run.status,
+    admission,
+    cancel,
+    pendingTimeoutSeconds,
+    podName: childName(run.ref.name, run.ref.uid),
+    ...observed,
+    now,
+  });
+  await writeStatus(deps, key, run, status);
+  await reportTransition(deps, {
+    run: run.ref,
+    createdAt: run.createdAt,
+    annotations: raw.metadata?.annotations,
+    before: run.status,
+    after: status,
+    effective: decision.allowed ? decision.effective : undefined,
+  });
+  if (status.phase && isTerminal(status.phase)) await stopUnfinishedPod(deps, run);
+  return { requeueAfterMs: requeueAfterMs(status, timing) };
+}
+
+/** Cancelling: the pod's result if it already finished (the program won the race), else nothing. */
+async function observeForCancel(deps: ReconcileDeps, run: RunView): Promise<Observed> {
+  const pod = deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid));
+  if (pod && isPodFinished(observePod(pod))) return observeExisting(deps, run.ref, pod);
+  return NOTHING_OBSERVED;
+}
+
+async function writeStatus(deps: ReconcileDeps, key: string, run: RunView, status: SandboxRunStatus): Promise<void> {
+  if (isDeepStrictEqual(status, run.status)) return;
+  const body = { ...run.raw, status };
+  const written = await deps.kube.replaceRunStatus(run.ref.namespace, run.ref.name, body);
+  deps.overlay.record(key, run.raw.metadata?.resourceVersion, written);
+}
+
+/** A finished run: its pod must not keep running (cancelled, or failed while pending); TTL clean-up. */
+async function finishedRun(
+  deps: ReconcileDeps,
+  key: string,
+  run: RunView,
+  timing: Parameters<typeof requeueAfterMs>[1],
+): Promise<ReconcileResult> {
+  await stopUnfinishedPod(deps, run);
+  const after = timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);
+  if (after === 0) {
+    await deps.kube.deleteRun(run.ref.namespace, run.ref.name, run.ref.uid);
+    deps.logger.info({ run: key, ttlSecondsAfterFinished: timing.ttlSecondsAfterFinished }, 'Deleted finished SandboxRun (TTL)');
+    deps.overlay.forget(key);
+    return {};
+  }
+  if (run.status.observedGeneration !== run.generation) {
+    await writeStatus(deps, key, run, { ...run.status, observedGeneration: run.generation });
+  }
+  return { requeueAfterMs: after };
+}
+
+async function stopUnfinishedPod(deps: ReconcileDeps, run: RunView): Promise<void> {
+  const pod = deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid));
+  if (!pod?.metadata?.uid || pod.metadata.deletionTimestamp) return;
+  const view = observePod(pod);
+  if (isPodFinished(view) || !(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === run.ref.uid)) return;
+  try {
+    await deps.kube.deletePod(run.ref.namespace, view.name, pod.metadata.uid);
+    deps.logger.info({ run: `${run.ref.namespace}/${run.ref.name}`, pod: view.name }, 'Deleted Pod of finished SandboxRun');
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+}
