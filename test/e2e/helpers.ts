@@ -118,7 +118,7 @@ export async function startServe(
   child.stderr.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`serve did not start within 30 s:\n${logs.join('')}`)),
+      () => reject(new Error(`serve did not start within 60 s:\n${logs.join('')}`)),
       30_000,
     );
     createInterface({ input: child.stdout }).on('line', (line) => {
@@ -144,7 +144,7 @@ export async function startServe(
 export function stopProcess(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.once('exit', (code) => {
       clearTimeout(kill);
       resolve(code);
@@ -231,6 +231,40 @@ export async function containersOfPid(docker: Docker, pid: number): Promise<stri
   return list
     .filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix))
     .map((c) => c.Names[0] ?? c.Id);
+}
+
+/**
+ * The container of the process with `pid` in which a process whose command line contains `needle`
+ * runs. Finds the container serving a run whether it was started cold (labelled with the run) or
+ * taken from a warm pool (labelled when the pool started it, before any run).
+ */
+export async function containerRunning(
+  docker: Docker,
+  pid: number,
+  needle: string,
+): Promise<string | undefined> {
+  const list = await docker.listContainers({ filters: { label: [MANAGED_FILTER] } });
+  const prefix = `${hostname()}:${pid}:`;
+  for (const c of list.filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix))) {
+    try {
+      const top = (await docker.getContainer(c.Id).top({ ps_args: '-eo pid,args' })) as {
+        Processes?: string[][];
+      };
+      if ((top.Processes ?? []).some((p) => p.join(' ').includes(needle))) return c.Id;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+export async function containerExists(docker: Docker, id: string): Promise<boolean> {
+  try {
+    await docker.getContainer(id).inspect();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Waits until none of `runIds` has a container left. */

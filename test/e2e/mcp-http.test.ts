@@ -106,9 +106,9 @@ for (const mode of ['stateful', 'stateless'] as const) {
     test('output streams as notifications before the final result', () =>
       withClient(MAIN, (c) => outputStreamsBeforeResult(c.client)));
     test('a client cancellation stops the run and removes its container', () =>
-      withClient(MAIN, (c) => clientCancellationStopsTheRun(c.client, docker)));
+      withClient(MAIN, (c) => clientCancellationStopsTheRun(c.client, docker, served.pid)));
     test('cancel_run stops a live run; the record stays readable', () =>
-      withClient(MAIN, (c) => cancelRunTool(c.client, docker)));
+      withClient(MAIN, (c) => cancelRunTool(c.client, docker, served.pid)));
     test('a policy denial names its field and limit', () =>
       withClient(MAIN, (c) => policyDenialNamesTheField(c.client)));
 

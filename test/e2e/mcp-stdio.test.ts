@@ -32,8 +32,9 @@ describe('sandpit mcp (stdio, built CLI)', () => {
   test('output streams as notifications before the final result', () =>
     outputStreamsBeforeResult(server.client));
   test('a client cancellation stops the run and removes its container', () =>
-    clientCancellationStopsTheRun(server.client, docker));
-  test('cancel_run stops a live run; the record stays readable', () => cancelRunTool(server.client, docker));
+    clientCancellationStopsTheRun(server.client, docker, server.pid!));
+  test('cancel_run stops a live run; the record stays readable', () =>
+    cancelRunTool(server.client, docker, server.pid!));
   test('a policy denial names its field and limit', () => policyDenialNamesTheField(server.client));
 
   test('closing the client stops the server and leaves no container', async () => {

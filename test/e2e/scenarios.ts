@@ -7,7 +7,14 @@ import type Docker from 'dockerode';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAMES } from '../../src/gateway/mcp/tools/index.js';
-import { callTool, containersOfRun, recordNotifications, textOf, waitFor, waitRunsGone } from './helpers.js';
+import {
+  callTool,
+  containerExists,
+  containerRunning,
+  recordNotifications,
+  textOf,
+  waitFor,
+} from './helpers.js';
 
 type Structured = Record<string, unknown>;
 
@@ -131,11 +138,21 @@ export async function outputStreamsBeforeResult(client: Client): Promise<void> {
 }
 
 /** A client's cancellation aborts the run, removes its container, and get_run then says Cancelled. */
-export async function clientCancellationStopsTheRun(client: Client, docker: Docker): Promise<void> {
+export async function clientCancellationStopsTheRun(
+  client: Client,
+  docker: Docker,
+  serverPid: number,
+): Promise<void> {
   const { notices } = recordNotifications(client);
   const abort = new AbortController();
+  const marker = `client-cancel-${Date.now()}`;
   const call = client.callTool(
-    { name: 'run_code', arguments: { code: "import time\nprint('started', flush=True)\ntime.sleep(60)" } },
+    {
+      name: 'run_code',
+      arguments: {
+        code: `import subprocess\nprint('started', flush=True)\nsubprocess.run(['sh', '-c', 'sleep 60; : "$0"', '${marker}'])`,
+      },
+    },
     undefined,
     { signal: abort.signal, timeout: 120_000 },
   );
@@ -144,7 +161,9 @@ export async function clientCancellationStopsTheRun(client: Client, docker: Dock
     const started = notices.find((n) => n.logger === 'sandpit')?.data as { runId?: string } | undefined;
     return started?.runId && notices.some((n) => n.logger === 'stdout') ? started.runId : undefined;
   });
-  assert.equal((await containersOfRun(docker, runId)).length, 1, 'the run has its container while it runs');
+  const container = await waitFor('the container running the program', () =>
+    containerRunning(docker, serverPid, marker),
+  );
   const t0 = performance.now();
   abort.abort();
   await rejected;
@@ -153,24 +172,34 @@ export async function clientCancellationStopsTheRun(client: Client, docker: Dock
     return r.phase === 'Cancelled' ? r : undefined;
   });
   assert.equal(record.reason, 'Cancelled');
-  await waitRunsGone(docker, [runId]);
+  await waitFor('its container to be removed', async () =>
+    (await containerExists(docker, container)) ? undefined : true,
+  );
   assert.ok(performance.now() - t0 < 20_000, 'cancellation did not wait for the 60 s program');
 }
 
 /** cancel_run on a live run: the run ends Cancelled, its container is removed, get_run still answers. */
-export async function cancelRunTool(client: Client, docker: Docker): Promise<void> {
+export async function cancelRunTool(client: Client, docker: Docker, serverPid: number): Promise<void> {
   const { notices } = recordNotifications(client);
-  const call = callTool(client, 'run_command', { command: ['sh', '-c', 'echo up; sleep 60'] });
+  const marker = `cancel-run-${Date.now()}`;
+  const call = callTool(client, 'run_command', {
+    command: ['sh', '-c', 'echo up; sleep 60; : "$0"', marker],
+  });
   const runId = await waitFor('the run to start', () => {
     const started = notices.find((n) => n.logger === 'sandpit')?.data as { runId?: string } | undefined;
     return started?.runId && notices.some((n) => n.logger === 'stdout') ? started.runId : undefined;
   });
+  const container = await waitFor('the container running the program', () =>
+    containerRunning(docker, serverPid, marker),
+  );
   const cancelled = structured(await callTool(client, 'cancel_run', { runId }));
   assert.equal(cancelled.phase, 'Cancelled');
   const original = structured(await call);
   assert.equal(original.phase, 'Cancelled', 'the caller of the run gets the Cancelled result');
   assert.equal(structured(await callTool(client, 'get_run', { runId })).phase, 'Cancelled');
-  await waitRunsGone(docker, [runId]);
+  await waitFor('its container to be removed', async () =>
+    (await containerExists(docker, container)) ? undefined : true,
+  );
 }
 
 /** A request over a policy limit is refused with isError naming the field and the limit, and a hint. */
