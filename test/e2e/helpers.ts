@@ -119,7 +119,7 @@ export async function startServe(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`serve did not start within 60 s:\n${logs.join('')}`)),
-      30_000,
+      60_000,
     );
     createInterface({ input: child.stdout }).on('line', (line) => {
       logs.push(line);
