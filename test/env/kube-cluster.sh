@@ -4,6 +4,8 @@
 set -euo pipefail
 
 readonly KUBE_VERSION=1.20.2
+# Bump when the build recipe changes: cached binaries from an older recipe are rebuilt.
+readonly BUILD_REV=2
 readonly SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 readonly CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/sandpit"
@@ -35,7 +37,7 @@ A single-node Kubernetes v$KUBE_VERSION cluster on loopback (etcd, kube-apiserve
 kube-controller-manager, kube-scheduler, kubelet on the local dockerd). No registry needed.
 
 Commands:
-  up       install what is missing, build the binaries once (cached, ~16 min on 2 cores),
+  up       install what is missing, build the binaries once (cached; 7-16 min on 2 cores),
            start every component that is not running and wait for a Ready node. Idempotent:
            on a running cluster it only checks and returns in seconds.
   down     stop exactly the processes 'up' started (by PID) and remove the kubelet's
@@ -86,7 +88,7 @@ ensure_packages() {
 # ---------------------------------------------------------------------------------------------
 binaries_present() {
   local b
-  [ -f "$BIN_DIR/.complete" ] || return 1
+  [ "$(cat "$BIN_DIR/.complete" 2>/dev/null)" = "rev $BUILD_REV" ] || return 1
   for b in "${KUBE_BINS[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
 }
 
@@ -155,6 +157,18 @@ run_with_heartbeat() {
   log "$what done in $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s"
 }
 
+# Kubernetes 1.20 vendors github.com/modern-go/reflect2 v1.0.1, whose map iteration is wrong for
+# Go >= 1.18 (Debian 12 has 1.19): json-iterator then segfaults ("unexpected fault address") as soon
+# as the apiserver pretty-prints a map, e.g. for any curl client or ?pretty=true. reflect2 v1.0.2
+# fixed it (same API); Debian ships it, so the vendored copy is replaced with Debian's.
+vendor_reflect2_for_go118() {
+  local src=/usr/share/gocode/src/github.com/modern-go/reflect2 dst="$1/vendor/github.com/modern-go/reflect2"
+  [ -f "$src/go_above_118.go" ] || die "$src has no go_above_118.go (need golang-github-modern-go-reflect2-dev >= 1.0.2)"
+  [ -d "$dst" ] || die "no vendored reflect2 in $dst"
+  log "replacing vendored reflect2 v1.0.1 with Debian's $(dpkg-query -W -f='${Version}' golang-github-modern-go-reflect2-dev) (Go 1.18+ fix)"
+  rsync -a --delete --exclude='*_test.go' --exclude='tests/' --exclude='.git*' "$src/" "$dst/"
+}
+
 build_binaries() {
   binaries_present && return 0
   mkdir -p "$KUBE_CACHE"
@@ -164,7 +178,7 @@ build_binaries() {
     flock 8
   fi
   binaries_present && { flock -u 8; return 0; }
-  ensure_packages golang-go rsync make dpkg-dev ca-certificates
+  ensure_packages golang-go rsync make dpkg-dev ca-certificates golang-github-modern-go-reflect2-dev
   local work="$KUBE_CACHE/build" start=$SECONDS
   rm -rf "$work"; mkdir -p "$work"
   fetch_kube_source "$work"
@@ -173,17 +187,18 @@ build_binaries() {
   local tree="$work/src/tree"
   # The orig tarball is a `git archive` export: hack/lib/version.sh carries the v1.20.2 tag itself.
   grep -q "tag: v$KUBE_VERSION" "$tree/hack/lib/version.sh" || die "source is not v$KUBE_VERSION"
+  vendor_reflect2_for_go118 "$tree"
   mkdir -p "$tree/.go/src/k8s.io" "$work/home"
   ln -sfn ../../.. "$tree/.go/src/k8s.io/kubernetes"
-  log "building ${KUBE_BINS[*]} (~16 min on 2 cores); log: $KUBE_CACHE/build.log"
+  log "building ${KUBE_BINS[*]} (7-16 min on 2 cores); log: $KUBE_CACHE/build.log"
   run_with_heartbeat "make" "$KUBE_CACHE/build.log" env -C "$tree" \
-    GOPATH="$tree/.go" GOCACHE="$work/gocache" CGO_ENABLED=0 HOME="$work/home" \
+    GOPATH="$tree/.go" GOCACHE="$work/gocache" CGO_ENABLED=0 HOME="$work/home" GOFLAGS=-v \
     make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet"
   local out="$tree/_output/local/bin/linux/amd64" b
   mkdir -p "$BIN_DIR.new"
   for b in "${KUBE_BINS[@]}"; do install -m 0755 "$out/$b" "$BIN_DIR.new/$b"; done
   "$BIN_DIR.new/kube-apiserver" --version >&2
-  touch "$BIN_DIR.new/.complete"
+  echo "rev $BUILD_REV" >"$BIN_DIR.new/.complete"
   rm -rf "$BIN_DIR"; mv "$BIN_DIR.new" "$BIN_DIR"
   rm -rf "$work"   # ~1.5 GB of source and go cache; the binaries are what we keep
   log "binaries cached in $BIN_DIR (total $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s)"
@@ -435,7 +450,9 @@ component_args() {
     kubelet) printf '%s\n' --kubeconfig="$STATE_DIR/kubelet.kubeconfig" --config="$STATE_DIR/kubelet-config.yaml" \
       --container-runtime=docker --pod-infra-container-image="$PAUSE_IMAGE" \
       --hostname-override="$NODE_NAME" --root-dir="$STATE_DIR/kubelet" \
-      --dockershim-root-directory="$STATE_DIR/dockershim" --cert-dir="$STATE_DIR/kubelet/pki" ;;
+      --experimental-dockershim-root-directory="$STATE_DIR/dockershim" \
+      --container-runtime-endpoint="unix://$RUN/dockershim.sock" --cert-dir="$STATE_DIR/kubelet/pki" \
+      --seccomp-profile-root="$STATE_DIR/kubelet/seccomp" ;;
   esac
 }
 
@@ -472,7 +489,8 @@ start_component() {
   mapfile -t args < <(component_args "$name")
   mkdir -p "$RUN" "$LOGS"
   printf '\n===== %s started by kube-cluster.sh up =====\n' "$(date -Is)" >>"$LOGS/$name.log"
-  ( exec setsid "$bin" "${args[@]}" </dev/null >>"$LOGS/$name.log" 2>&1 ) &
+  # fds 8/9 hold this script's locks: the daemons must not inherit them
+  ( exec setsid "$bin" "${args[@]}" </dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- ) &
   pid=$!
   disown "$pid" 2>/dev/null || true
   echo "$pid" >"$RUN/$name.pid"
@@ -617,7 +635,8 @@ unmount_under() {
   local dir="$1" m
   [ -d "$dir" ] || return 0
   # deepest first
-  findmnt -rn -o TARGET 2>/dev/null | awk -v d="$dir/" 'index($0, d)==1' | sort -r | while read -r m; do
+  # the kubelet bind-mounts its root dir onto itself (rshared), so the dir itself counts too
+  findmnt -rn -o TARGET 2>/dev/null | awk -v d="$dir" '$0==d || index($0, d "/")==1' | sort -r | while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
   done
 }
@@ -635,7 +654,8 @@ cmd_down() {
   # etcd data and the kubelet's pod state are wiped: the next `up` starts from an empty cluster.
   # PKI, tokens, kubeconfigs and logs are kept, so credentials stay the same across down/up.
   unmount_under "$STATE_DIR/kubelet"
-  rm -rf --one-file-system "$STATE_DIR/etcd" "$STATE_DIR/kubelet" "$STATE_DIR/dockershim"
+  rm -rf --one-file-system "$STATE_DIR/etcd" "$STATE_DIR/kubelet" "$STATE_DIR/dockershim" ||
+    log "warning: could not remove all of the kubelet/etcd state (see above)"
   log "cluster down (state kept: $PKI, kubeconfigs, $LOGS)"
 }
 
@@ -659,7 +679,7 @@ cmd_status() {
 }
 
 cmd_env() {
-  local entry name user groups up=' ' N
+  local entry name user groups N
   cat <<EOF
 KUBECONFIG=$STATE_DIR/admin.kubeconfig
 SANDPIT_KUBE_STATE_DIR=$STATE_DIR
@@ -681,7 +701,6 @@ EOF
     echo "SANDPIT_KUBE_${N}_TOKEN_FILE=$PKI/$name.token"
     if [ -r "$PKI/$name.token" ]; then echo "SANDPIT_KUBE_${N}_TOKEN=$(cat "$PKI/$name.token")"; fi
   done
-  : "$up"
 }
 
 main() {
@@ -697,4 +716,5 @@ main() {
     *) log "unknown command: $1"; usage >&2; exit 2 ;;
   esac
 }
-main "$@"
+# Sourcing the file (for debugging single functions) defines everything without running a command.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises that test() and describe() return */
 // The local Kubernetes test cluster (test/env/kube-cluster.sh) does what the backends rely on.
 // Needs the cluster up (the tests fail with the command to start it) and the sandbox images built
 // into the same dockerd (images/build.sh). Traffic: the API server and kubelet on loopback only.
@@ -109,7 +108,7 @@ describe('kubernetes test cluster', () => {
   test(
     'a restricted-profile pod runs python from a sandpit image and its log reads back through the API',
     { timeout: 120_000 },
-    kubeTest(async ({ cluster, ns }) => {
+    kubeTest(async ({ t, cluster, ns }) => {
       await requireImage(IMAGE);
       const started = performance.now();
       await cluster.createPod(ns, restrictedPod('py', ['python3', '-c', PROBE]));
@@ -125,7 +124,7 @@ describe('kubernetes test cluster', () => {
       assert.match(log, /^sa-token False$/m);
       assert.match(log, /^resolv nameserver 127\.0\.0\.1$/m);
       assert.match(log, /^python 3\.11\.\d+ ok$/m);
-      process.stderr.write(`# restricted python pod: apply -> Succeeded in ${elapsed} ms\n`);
+      t.diagnostic(`restricted python pod: create -> Succeeded in ${elapsed} ms`);
     }),
   );
 
@@ -156,7 +155,7 @@ describe('kubernetes test cluster', () => {
   test(
     'exec returns stdout, stderr and the exit code; stdin is length-framed',
     { timeout: 90_000 },
-    kubeTest(async ({ cluster, ns }) => {
+    kubeTest(async ({ t, cluster, ns }) => {
       await requireImage(IMAGE);
       await cluster.createPod(ns, restrictedPod('shell', ['sleep', '600']));
       await waitForPod(cluster.kc, ns, 'shell', (p) => podRunning(p) || podFinishedOrStuck(p), {
@@ -193,7 +192,7 @@ describe('kubernetes test cluster', () => {
 
       const ok = await execInPod(cluster.kc, ns, 'shell', ['true'], { container: 'main' });
       assert.equal(ok.exitCode, 0);
-      process.stderr.write(`# exec round trip (true): ${Math.round(ok.durationMs)} ms\n`);
+      t.diagnostic(`exec round trip (true): ${Math.round(ok.durationMs)} ms`);
     }),
   );
 

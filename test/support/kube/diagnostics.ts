@@ -2,7 +2,13 @@
 // the node's conditions and the tails of the component logs. Every section is best-effort.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CoreV1Api, type CoreV1Event, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  type CoreV1Event,
+  type KubeConfig,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { withTimeout } from './timeout.js';
 
 export interface DiagnosticsSource {
@@ -27,7 +33,7 @@ export async function collectDiagnostics(src: DiagnosticsSource, namespace: stri
     try {
       body = await withTimeout(fn(), 10_000, title);
     } catch (e) {
-      body = `(unavailable: ${(e as Error).message})`;
+      body = `(unavailable: ${apiErrorMessage(e)})`;
     }
     sections.push(`===== ${title}\n${body.trimEnd()}`);
   };
@@ -35,7 +41,7 @@ export async function collectDiagnostics(src: DiagnosticsSource, namespace: stri
   await section(`events in ${namespace}`, async () => {
     const list = await core.listNamespacedEvent({ namespace });
     const time = (e: CoreV1Event): string =>
-      String(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? '');
+      isoTime(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp);
     return (
       [...list.items]
         .sort((a, b) => time(a).localeCompare(time(b)))
@@ -71,7 +77,17 @@ export async function collectDiagnostics(src: DiagnosticsSource, namespace: stri
 
   for (const [component, lines] of COMPONENT_TAILS) {
     const file = path.join(src.logDir, `${component}.log`);
-    await section(`${file} (last ${lines} lines)`, async () => tail(await readFile(file, 'utf8'), lines));
+    await section(
+      `${file}: lines naming ${namespace} (last ${lines}), then the last ${lines} others`,
+      async () => {
+        const all = (await readFile(file, 'utf8'))
+          .trimEnd()
+          .split('\n')
+          .filter((l) => !NOISE.some((n) => n.test(l)));
+        const mentions = all.filter((l) => l.includes(namespace)).slice(-lines);
+        return [...mentions, '-----', ...all.slice(-lines)].join('\n');
+      },
+    );
   }
   return sections.join('\n\n');
 }
@@ -91,6 +107,25 @@ export function describePod(pod: V1Pod): string {
   return lines.join('\n');
 }
 
-function tail(text: string, lines: number): string {
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
+/** Log lines that say nothing about a failing test (cAdvisor on this machine's cgroup v1 layout). */
+const NOISE: readonly RegExp[] = [/Error getting perf_event cgroup path/];
+
+function isoTime(t: Date | string | undefined): string {
+  if (t === undefined) return '?';
+  const d = new Date(t);
+  return Number.isNaN(d.getTime()) ? String(t) : d.toISOString();
+}
+
+/** The server's own message from a client-node ApiException (its body is a JSON string), else the error text. */
+export function apiErrorMessage(e: unknown): string {
+  if (e instanceof ApiException) {
+    try {
+      const status = JSON.parse(String(e.body)) as { message?: string };
+      if (status.message) return `HTTP ${e.code}: ${status.message}`;
+    } catch {
+      // not JSON: fall through
+    }
+    return `HTTP ${e.code}`;
+  }
+  return e instanceof Error ? e.message : String(e);
 }

@@ -9,7 +9,7 @@ export {
   kubeTest,
   withCluster,
 } from './cluster.js';
-export { collectDiagnostics, describePod } from './diagnostics.js';
+export { apiErrorMessage, collectDiagnostics, describePod } from './diagnostics.js';
 export {
   CLUSTER_SCRIPT,
   type ClusterEnv,
