@@ -61,7 +61,8 @@ export function operatorPolicy(config: Config): Policy {
 
 function toPort(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new AppError('INVALID_REQUEST', `--probe-port expects 0-65535, got "${text}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new AppError('INVALID_REQUEST', `--probe-port expects 0-65535, got "${text}"`);
   return n;
 }
 
@@ -97,7 +98,13 @@ export async function operatorCommand(argv: string[]): Promise<number> {
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST);
   const kc = loadKubeConfig({ kubeconfigPath: values.kubeconfig ?? process.env.KUBECONFIG, inCluster });
   const kube = createKubeClient(kc);
-  const namespaces = values.namespace !== undefined ? values.namespace.split(',').map((s) => s.trim()).filter(Boolean) : k.namespaces;
+  const namespaces =
+    values.namespace !== undefined
+      ? values.namespace
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : k.namespaces;
   const identity = values.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const metrics = createOperatorMetrics({ defaultMetrics: true });
   const options: OperatorOptions = {
@@ -117,7 +124,10 @@ export async function operatorCommand(argv: string[]): Promise<number> {
       startGraceSeconds: k.startGraceSeconds,
     },
     output: { tailBytes: k.outputTailBytes, readBytes: k.outputReadBytes },
-    runSettings: { defaultPendingTimeoutSeconds: k.pendingTimeoutSeconds, defaultTtlSecondsAfterFinished: k.ttlSecondsAfterFinished },
+    runSettings: {
+      defaultPendingTimeoutSeconds: k.pendingTimeoutSeconds,
+      defaultTtlSecondsAfterFinished: k.ttlSecondsAfterFinished,
+    },
     instance: identity,
     leaderElection: k.leaderElection
       ? {
@@ -137,7 +147,15 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     values['probe-port'] !== undefined ? toPort(values['probe-port']) : k.probePort,
   );
   logger.info(
-    { server: kc.getCurrentCluster()?.server, namespaces: namespaces.length ? namespaces : 'all', identity, probes: probes.url, leaderElection: options.leaderElection ? `${options.leaderElection.namespace}/${options.leaderElection.name}` : false },
+    {
+      server: kc.getCurrentCluster()?.server,
+      namespaces: namespaces.length ? namespaces : 'all',
+      identity,
+      probes: probes.url,
+      leaderElection: options.leaderElection
+        ? `${options.leaderElection.namespace}/${options.leaderElection.name}`
+        : false,
+    },
     'Started operator',
   );
   const stop = onSignals(logger);

@@ -40,7 +40,9 @@ export function admitRun(rawSpec: unknown, policy: Policy): AdmitResult {
   }
   const evaluation = evaluate(request.data, policy);
   if (!evaluation.ok) {
-    const violations = evaluation.violations.map((v) => (v.field === 'runtime' ? { ...v, field: 'runtimeClassName' } : v));
+    const violations = evaluation.violations.map((v) =>
+      v.field === 'runtime' ? { ...v, field: 'runtimeClassName' } : v,
+    );
     return denied(spec, 'denied by policy', violations);
   }
   const job = encodeJob(evaluation.spec);

@@ -21,7 +21,10 @@ export function buildNetworkPolicy(run: RunRef): V1NetworkPolicy {
 }
 
 /** Same rules as `want`? (The apiserver drops empty lists, so missing and [] compare equal.) */
-export function sameNetworkPolicySpec(have: V1NetworkPolicySpec | undefined, want: V1NetworkPolicySpec): boolean {
+export function sameNetworkPolicySpec(
+  have: V1NetworkPolicySpec | undefined,
+  want: V1NetworkPolicySpec,
+): boolean {
   const norm = (s: V1NetworkPolicySpec | undefined) =>
     JSON.stringify({
       podSelector: s?.podSelector ?? {},

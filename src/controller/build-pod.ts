@@ -33,7 +33,8 @@ export interface PodSettings {
   startGraceSeconds: number;
 }
 
-export const cpuQuantity = (milli: number): string => (milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`);
+export const cpuQuantity = (milli: number): string =>
+  milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
 
 export function podSecurityContext(): V1PodSecurityContext {
   return {

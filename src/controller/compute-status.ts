@@ -10,7 +10,10 @@ import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } fr
 
 /** What keeps the pod from being created or from starting. */
 export interface Blocked {
-  reason: Extract<Reason, 'ImageNotFound' | 'RuntimeClassNotFound' | 'QuotaExceeded' | 'Unschedulable' | 'BackendError'>;
+  reason: Extract<
+    Reason,
+    'ImageNotFound' | 'RuntimeClassNotFound' | 'QuotaExceeded' | 'Unschedulable' | 'BackendError'
+  >;
   message: string;
   /** Waiting cannot fix it: the run fails now instead of at the pending timeout. */
   permanent: boolean;
@@ -50,7 +53,8 @@ interface Outcome {
 }
 
 export function computeStatus(i: StatusInput): SandboxRunStatus {
-  if (i.current.phase && isTerminal(i.current.phase)) return { ...i.current, observedGeneration: i.generation };
+  if (i.current.phase && isTerminal(i.current.phase))
+    return { ...i.current, observedGeneration: i.generation };
   const o = decide(i);
   const terminal = isTerminal(o.phase);
   const observedGeneration = i.generation;
@@ -58,11 +62,27 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
   conditions = setCondition(
     conditions,
     i.admission.allowed
-      ? { type: ConditionType.Admitted, status: 'True', reason: 'PolicyAllowed', message: 'the policy allows the run', observedGeneration }
-      : { type: ConditionType.Admitted, status: 'False', reason: 'PolicyDenied', message: i.admission.message, observedGeneration },
+      ? {
+          type: ConditionType.Admitted,
+          status: 'True',
+          reason: 'PolicyAllowed',
+          message: 'the policy allows the run',
+          observedGeneration,
+        }
+      : {
+          type: ConditionType.Admitted,
+          status: 'False',
+          reason: 'PolicyDenied',
+          message: i.admission.message,
+          observedGeneration,
+        },
     i.now,
   );
-  conditions = setCondition(conditions, { type: ConditionType.Started, ...o.started, observedGeneration }, i.now);
+  conditions = setCondition(
+    conditions,
+    { type: ConditionType.Started, ...o.started, observedGeneration },
+    i.now,
+  );
   conditions = setCondition(
     conditions,
     {
@@ -90,11 +110,15 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
 
 function decide(i: StatusInput): Outcome {
   if (!i.admission.allowed) {
-    return { ...ended(i, 'Rejected', 'PolicyDenied', i.admission.message), started: notStarted('PolicyDenied', 'the policy refused the run') };
+    return {
+      ...ended(i, 'Rejected', 'PolicyDenied', i.admission.message),
+      started: notStarted('PolicyDenied', 'the policy refused the run'),
+    };
   }
   if (i.pod && isPodFinished(i.pod)) return finished(i, i.pod);
   if (i.cancel) return ended(i, 'Cancelled', 'Cancelled', 'the run was cancelled (spec.cancel)');
-  if (i.podLost) return ended(i, 'Failed', 'BackendError', `pod ${i.podName} was deleted before the run finished`);
+  if (i.podLost)
+    return ended(i, 'Failed', 'BackendError', `pod ${i.podName} was deleted before the run finished`);
   if (i.pod?.phase === 'Running') {
     return {
       phase: 'Running',
@@ -106,7 +130,11 @@ function decide(i: StatusInput): Outcome {
   return pending(i);
 }
 
-const notStarted = (reason: string, message: string): Outcome['started'] => ({ status: 'False', reason, message });
+const notStarted = (reason: string, message: string): Outcome['started'] => ({
+  status: 'False',
+  reason,
+  message,
+});
 
 /** A terminal outcome decided by the operator (not by the program's exit). */
 function ended(i: StatusInput, phase: Phase, reason: Reason, message: string): Outcome {
@@ -136,7 +164,12 @@ function finished(i: StatusInput, pod: PodView): Outcome {
       : notStarted('PodFailed', pod.message ?? 'the pod ended before the program started'),
   };
   if (pod.reason === 'Evicted') {
-    return { ...base, phase: 'Failed', reason: 'Error', message: `the pod was evicted: ${pod.message ?? 'no detail'}` };
+    return {
+      ...base,
+      phase: 'Failed',
+      reason: 'Error',
+      message: `the pod was evicted: ${pod.message ?? 'no detail'}`,
+    };
   }
   const { phase, reason, message } = classify(podFacts(pod));
   return { ...base, phase, reason, message: message ?? 'the program exited with code 0' };
@@ -147,8 +180,10 @@ export function podFacts(pod: PodView): RunFacts {
   const t = pod.terminated;
   const report = t?.report;
   let failure: string | undefined;
-  if (!t) failure = `the pod ended without running the program (${pod.reason ?? pod.phase}: ${pod.message ?? 'no detail'})`;
-  else if (!report && t.exitCode === RUNNER_FAILED_EXIT) failure = 'the runner could not start the program; see the pod log';
+  if (!t)
+    failure = `the pod ended without running the program (${pod.reason ?? pod.phase}: ${pod.message ?? 'no detail'})`;
+  else if (!report && t.exitCode === RUNNER_FAILED_EXIT)
+    failure = 'the runner could not start the program; see the pod log';
   return {
     exitCode: report?.exitCode ?? t?.exitCode ?? null,
     timedOut: report?.timedOut === true || pod.reason === 'DeadlineExceeded',
@@ -179,21 +214,42 @@ function pending(i: StatusInput): Outcome {
   const elapsed = (Date.parse(i.now) - Date.parse(i.createdAt)) / 1000;
   if (elapsed >= i.pendingTimeoutSeconds) {
     const why = `the pod did not start within ${i.pendingTimeoutSeconds}s`;
-    return ended(i, 'Failed', problem?.reason ?? 'PendingTimeout', problem ? `${why}: ${problem.message}` : why);
+    return ended(
+      i,
+      'Failed',
+      problem?.reason ?? 'PendingTimeout',
+      problem ? `${why}: ${problem.message}` : why,
+    );
   }
   const waitingFor = i.pod?.waiting?.reason ?? (i.pod ? 'PodPending' : 'PodNotCreated');
-  const detail = problem?.message ?? (i.pod ? `pod ${i.podName} is ${waitingFor}` : `creating pod ${i.podName}`);
-  return { phase: 'Pending', message: `waiting for the program to start: ${detail}`, started: notStarted(problem?.reason ?? waitingFor, detail) };
+  const detail =
+    problem?.message ?? (i.pod ? `pod ${i.podName} is ${waitingFor}` : `creating pod ${i.podName}`);
+  return {
+    phase: 'Pending',
+    message: `waiting for the program to start: ${detail}`,
+    started: notStarted(problem?.reason ?? waitingFor, detail),
+  };
 }
 
 /** When the run needs another look even if nothing changes: the pending deadline, or its TTL. */
 export function requeueAfterMs(
   status: SandboxRunStatus,
-  input: { createdAt: string; pendingTimeoutSeconds: number; ttlSecondsAfterFinished: number | undefined; now: string },
+  input: {
+    createdAt: string;
+    pendingTimeoutSeconds: number;
+    ttlSecondsAfterFinished: number | undefined;
+    now: string;
+  },
 ): number | undefined {
   const now = Date.parse(input.now);
-  if (status.phase === 'Pending') return Math.max(0, Date.parse(input.createdAt) + input.pendingTimeoutSeconds * 1000 - now);
-  if (status.phase && isTerminal(status.phase) && input.ttlSecondsAfterFinished !== undefined && status.completionTime) {
+  if (status.phase === 'Pending')
+    return Math.max(0, Date.parse(input.createdAt) + input.pendingTimeoutSeconds * 1000 - now);
+  if (
+    status.phase &&
+    isTerminal(status.phase) &&
+    input.ttlSecondsAfterFinished !== undefined &&
+    status.completionTime
+  ) {
     return Math.max(0, Date.parse(status.completionTime) + input.ttlSecondsAfterFinished * 1000 - now);
   }
   return undefined;

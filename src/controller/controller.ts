@@ -3,7 +3,13 @@
  * Child events map to their owning run's key; requeue hints and failures come back as timed adds.
  * start() returns once the caches are synced and the workers run; stop() drains in-flight passes.
  */
-import type { KubeConfig, V1ConfigMap, V1NetworkPolicy, V1Pod, V1RuntimeClass } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  V1ConfigMap,
+  V1NetworkPolicy,
+  V1Pod,
+  V1RuntimeClass,
+} from '@kubernetes/client-node';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { isConflict } from '../kube/errors.js';
 import { Informer, objectKey, type InformerSource } from '../kube/informer.js';

@@ -42,11 +42,20 @@ export interface Observed {
   output: RunOutput | undefined;
 }
 
-export const NOTHING_OBSERVED: Observed = { pod: undefined, blocked: undefined, podLost: false, output: undefined };
+export const NOTHING_OBSERVED: Observed = {
+  pod: undefined,
+  blocked: undefined,
+  podLost: false,
+  output: undefined,
+};
 
 const notOurs = (kind: string, name: string): Observed => ({
   ...NOTHING_OBSERVED,
-  blocked: { reason: 'BackendError', message: `${kind} ${name} exists and is not controlled by this run`, permanent: true },
+  blocked: {
+    reason: 'BackendError',
+    message: `${kind} ${name} exists and is not controlled by this run`,
+    permanent: true,
+  },
 });
 
 /** A child exists but our cache has not seen it yet: try again shortly. */
@@ -56,7 +65,9 @@ const notCachedYet = (kind: string, name: string): AppError =>
 /** The observed pod, with its output once it has finished. */
 export async function observeExisting(deps: ChildrenDeps, run: RunRef, pod: V1Pod): Promise<Observed> {
   const view = observePod(pod);
-  const output = isPodFinished(view) ? await readOutput(deps.kube, run.namespace, view.name, deps.output) : undefined;
+  const output = isPodFinished(view)
+    ? await readOutput(deps.kube, run.namespace, view.name, deps.output)
+    : undefined;
   return { ...NOTHING_OBSERVED, pod: view, output };
 }
 
@@ -97,7 +108,11 @@ export async function ensureChildren(
 function runtimeClassMissing(deps: ChildrenDeps, runtime: string | undefined): Blocked | undefined {
   const classes = deps.runtimeClasses;
   if (!runtime || !classes?.hasSynced() || classes.get('', runtime)) return undefined;
-  return { reason: 'RuntimeClassNotFound', message: `RuntimeClass "${runtime}" does not exist in the cluster`, permanent: false };
+  return {
+    reason: 'RuntimeClassNotFound',
+    message: `RuntimeClass "${runtime}" does not exist in the cluster`,
+    permanent: false,
+  };
 }
 
 async function ensureConfigMap(deps: ChildrenDeps, run: RunRef, job: Buffer): Promise<Observed | undefined> {
@@ -122,7 +137,11 @@ async function ensureNetworkPolicy(deps: ChildrenDeps, run: RunRef): Promise<Obs
     if (!isControlledBy(have, run)) return notOurs('NetworkPolicy', name);
     if (want.spec && !sameNetworkPolicySpec(have.spec, want.spec)) {
       await deps.kube.replaceNetworkPolicy(run.namespace, { ...have, spec: want.spec });
-      await deps.events.warning(run, 'NetworkPolicyRestored', `NetworkPolicy ${name} had been changed; restored deny-all`);
+      await deps.events.warning(
+        run,
+        'NetworkPolicyRestored',
+        `NetworkPolicy ${name} had been changed; restored deny-all`,
+      );
     }
     return undefined;
   }
@@ -138,7 +157,8 @@ async function ensureNetworkPolicy(deps: ChildrenDeps, run: RunRef): Promise<Obs
 /** Why the apiserver refused the pod, when waiting (or nothing) can be done about it. */
 export function createRefusal(e: KubeApiError): Blocked | undefined {
   const text = e.message;
-  if (isForbidden(e) && /exceeded quota/i.test(text)) return { reason: 'QuotaExceeded', message: text, permanent: false };
+  if (isForbidden(e) && /exceeded quota/i.test(text))
+    return { reason: 'QuotaExceeded', message: text, permanent: false };
   if (/RuntimeClass/.test(text) && (isForbidden(e) || e.status === 400 || e.status === 422)) {
     return { reason: 'RuntimeClassNotFound', message: text, permanent: false };
   }

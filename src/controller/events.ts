@@ -28,7 +28,13 @@ export function buildEvent(
       name: `${run.name.slice(0, 200)}.${(at.getTime() * 1000 + Math.floor(Math.random() * 1000)).toString(16)}`,
       namespace: run.namespace,
     },
-    involvedObject: { apiVersion: API_VERSION, kind: KIND, name: run.name, namespace: run.namespace, uid: run.uid },
+    involvedObject: {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      name: run.name,
+      namespace: run.namespace,
+      uid: run.uid,
+    },
     type: event.type,
     reason: event.reason,
     message: event.message.slice(0, 1024),
@@ -43,12 +49,28 @@ export function buildEvent(
   };
 }
 
-export function createEventRecorder(deps: { kube: KubeClient; logger: Logger; instance: string; now: () => Date }): EventRecorder {
-  const record = async (run: RunRef, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> => {
+export function createEventRecorder(deps: {
+  kube: KubeClient;
+  logger: Logger;
+  instance: string;
+  now: () => Date;
+}): EventRecorder {
+  const record = async (
+    run: RunRef,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<void> => {
     try {
-      await deps.kube.createEvent(run.namespace, buildEvent(run, { type, reason, message }, deps.now(), deps.instance));
+      await deps.kube.createEvent(
+        run.namespace,
+        buildEvent(run, { type, reason, message }, deps.now(), deps.instance),
+      );
     } catch (e) {
-      deps.logger.warn({ run: `${run.namespace}/${run.name}`, reason, err: (e as Error).message }, 'Dropped Event');
+      deps.logger.warn(
+        { run: `${run.namespace}/${run.name}`, reason, err: (e as Error).message },
+        'Dropped Event',
+      );
     }
   };
   return {

@@ -38,7 +38,8 @@ export const microTime = (ms: number): string => new Date(ms).toISOString().repl
 
 export function leaseRecord(lease: V1Lease): LeaseRecord {
   const s = lease.spec ?? {};
-  const time = (v: unknown): string | undefined => (v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : undefined);
+  const time = (v: unknown): string | undefined =>
+    v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : undefined;
   return {
     holder: s.holderIdentity ?? '',
     leaseDurationSeconds: s.leaseDurationSeconds ?? 0,
@@ -49,7 +50,10 @@ export function leaseRecord(lease: V1Lease): LeaseRecord {
 }
 
 const sameRecord = (a: LeaseRecord, b: LeaseRecord): boolean =>
-  a.holder === b.holder && a.renewTime === b.renewTime && a.acquireTime === b.acquireTime && a.transitions === b.transitions;
+  a.holder === b.holder &&
+  a.renewTime === b.renewTime &&
+  a.acquireTime === b.acquireTime &&
+  a.transitions === b.transitions;
 
 /** Keeps the first-seen time while the record stays the same. Pure. */
 export function observe(previous: Observation | undefined, record: LeaseRecord, now: number): Observation {
@@ -64,7 +68,12 @@ export function canAcquire(identity: string, observed: Observation, now: number)
 }
 
 /** The record after `identity` takes or renews the lease. Pure. */
-export function nextRecord(identity: string, current: LeaseRecord, leaseDurationSeconds: number, now: number): LeaseRecord {
+export function nextRecord(
+  identity: string,
+  current: LeaseRecord,
+  leaseDurationSeconds: number,
+  now: number,
+): LeaseRecord {
   const keeping = current.holder === identity;
   return {
     holder: identity,
@@ -123,7 +132,10 @@ export class LeaderElector {
         }
       } else if (this.leading && now - this.lastRenew > renewDeadlineSeconds * 1000) {
         this.leading = false;
-        this.logger.error({ lease: this.leaseName() }, 'Lost Lease: could not renew it within the renew deadline');
+        this.logger.error(
+          { lease: this.leaseName() },
+          'Lost Lease: could not renew it within the renew deadline',
+        );
         callbacks.onStoppedLeading();
         return;
       }
@@ -142,7 +154,12 @@ export class LeaderElector {
       const now = Date.now();
       await this.kube.replaceLease(this.options.namespace, {
         ...lease,
-        spec: toSpec({ ...leaseRecord(lease), holder: '', leaseDurationSeconds: 1, renewTime: microTime(now) }),
+        spec: toSpec({
+          ...leaseRecord(lease),
+          holder: '',
+          leaseDurationSeconds: 1,
+          renewTime: microTime(now),
+        }),
       });
       this.logger.info({ lease: this.leaseName() }, 'Released Lease');
     } catch (e) {
@@ -162,7 +179,12 @@ export class LeaderElector {
       lease = await this.kube.getLease(namespace, name);
     } catch (e) {
       if (!isNotFound(e)) return this.failed(e);
-      const record = nextRecord(identity, { holder: '', leaseDurationSeconds, acquireTime: undefined, renewTime: undefined, transitions: 0 }, leaseDurationSeconds, now);
+      const record = nextRecord(
+        identity,
+        { holder: '', leaseDurationSeconds, acquireTime: undefined, renewTime: undefined, transitions: 0 },
+        leaseDurationSeconds,
+        now,
+      );
       try {
         await this.kube.createLease(namespace, { metadata: { name, namespace }, spec: toSpec(record) });
         this.observed = { record, observedAt: now };

@@ -7,7 +7,12 @@ import type { ExitReport } from '../backends/runner/protocol.js';
 import { SANDBOX_CONTAINER } from './build-pod.js';
 
 /** Container waiting reasons that mean the image is not there. */
-export const IMAGE_MISSING = new Set(['ErrImageNeverPull', 'InvalidImageName', 'ErrImagePull', 'ImagePullBackOff']);
+export const IMAGE_MISSING = new Set([
+  'ErrImageNeverPull',
+  'InvalidImageName',
+  'ErrImagePull',
+  'ImagePullBackOff',
+]);
 /** …and those of them that waiting cannot fix. */
 export const IMAGE_MISSING_FOR_GOOD = new Set(['ErrImageNeverPull', 'InvalidImageName']);
 
@@ -76,7 +81,10 @@ export function observePod(pod: V1Pod): PodView {
   return {
     name: pod.metadata?.name ?? '',
     uid: pod.metadata?.uid ?? '',
-    phase: phase === 'Running' || phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' ? phase : 'Unknown',
+    phase:
+      phase === 'Running' || phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending'
+        ? phase
+        : 'Unknown',
     reason: status?.reason || undefined,
     message: status?.message || undefined,
     deleting: pod.metadata?.deletionTimestamp !== undefined,
@@ -84,7 +92,9 @@ export function observePod(pod: V1Pod): PodView {
       ? { reason: c.state.waiting.reason, message: c.state.waiting.message ?? '' }
       : undefined,
     unschedulable:
-      scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? (scheduled.message ?? 'unschedulable') : undefined,
+      scheduled?.status === 'False' && scheduled.reason === 'Unschedulable'
+        ? (scheduled.message ?? 'unschedulable')
+        : undefined,
     startedAt: toTime(c?.state?.running?.startedAt) ?? toTime(term?.startedAt),
     terminated: term
       ? {

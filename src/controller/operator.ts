@@ -30,7 +30,9 @@ export function createOperator(options: OperatorOptions): Operator {
 
   const startController = (): void => {
     controller = new Controller(options);
-    starting = controller.start().catch((e: unknown) => logger.error({ err: (e as Error).message }, 'Controller failed to start'));
+    starting = controller
+      .start()
+      .catch((e: unknown) => logger.error({ err: (e as Error).message }, 'Controller failed to start'));
   };
   const stopController = async (): Promise<void> => {
     await starting;
@@ -45,7 +47,9 @@ export function createOperator(options: OperatorOptions): Operator {
       if (!elector) {
         metrics.leader.set(1);
         startController();
-        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        await new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
         await stopController();
         metrics.leader.set(0);
         return 'stopped';

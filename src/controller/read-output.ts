@@ -33,7 +33,12 @@ export function printable(text: string): string {
 }
 
 /** Builds the status output from what was read. Pure. */
-export function toRunOutput(log: string, capped: boolean, tailSource: string, limits: OutputLimits): RunOutput {
+export function toRunOutput(
+  log: string,
+  capped: boolean,
+  tailSource: string,
+  limits: OutputLimits,
+): RunOutput {
   const bytes = Buffer.byteLength(log, 'utf8');
   const tail = printable(lastBytes(tailSource, limits.tailBytes));
   return { tail, truncated: capped || Buffer.byteLength(tailSource, 'utf8') > limits.tailBytes, bytes };
@@ -47,10 +52,17 @@ export async function readOutput(
   limits: OutputLimits,
 ): Promise<RunOutput | undefined> {
   try {
-    const log = await kube.readPodLog(namespace, pod, { container: SANDBOX_CONTAINER, limitBytes: limits.readBytes });
+    const log = await kube.readPodLog(namespace, pod, {
+      container: SANDBOX_CONTAINER,
+      limitBytes: limits.readBytes,
+    });
     const capped = Buffer.byteLength(log, 'utf8') >= limits.readBytes;
     const tailSource = capped
-      ? await kube.readPodLog(namespace, pod, { container: SANDBOX_CONTAINER, tailLines: TAIL_LINES, limitBytes: limits.readBytes })
+      ? await kube.readPodLog(namespace, pod, {
+          container: SANDBOX_CONTAINER,
+          tailLines: TAIL_LINES,
+          limitBytes: limits.readBytes,
+        })
       : log;
     return toRunOutput(log, capped, tailSource, limits);
   } catch (e) {

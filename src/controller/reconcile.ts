@@ -16,7 +16,14 @@ import type { Policy } from '../policy/policy.js';
 import { admitRun } from './admit.js';
 import type { RunRef } from './children.js';
 import { computeStatus, requeueAfterMs, type Admission } from './compute-status.js';
-import { ensureChildren, NOTHING_OBSERVED, observeExisting, type ChildrenDeps, type Observed, type Store } from './ensure-children.js';
+import {
+  ensureChildren,
+  NOTHING_OBSERVED,
+  observeExisting,
+  type ChildrenDeps,
+  type Observed,
+  type Store,
+} from './ensure-children.js';
 import { isPodFinished, observePod } from './observe-pod.js';
 import { reportTransition, type ReportDeps } from './report.js';
 import type { StatusOverlay } from './status-overlay.js';
@@ -76,7 +83,8 @@ export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<Re
   const run = readRun(raw);
   const now = deps.now().toISOString();
   const ttl = specNumber(raw, 'ttlSecondsAfterFinished') ?? deps.runSettings.defaultTtlSecondsAfterFinished;
-  const pendingTimeoutSeconds = specNumber(raw, 'pendingTimeoutSeconds') ?? deps.runSettings.defaultPendingTimeoutSeconds;
+  const pendingTimeoutSeconds =
+    specNumber(raw, 'pendingTimeoutSeconds') ?? deps.runSettings.defaultPendingTimeoutSeconds;
   const timing = { createdAt: run.createdAt, pendingTimeoutSeconds, ttlSecondsAfterFinished: ttl, now };
 
   if (run.status.phase && isTerminal(run.status.phase)) return finishedRun(deps, key, run, timing);
@@ -85,11 +93,18 @@ export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<Re
   const cancel = decision.spec?.cancel === true;
   let observed: Observed = NOTHING_OBSERVED;
   if (decision.allowed && !cancel) {
-    observed = await ensureChildren(deps, { ...run.ref, podRecorded: run.status.podName !== undefined }, decision.effective, decision.job);
+    observed = await ensureChildren(
+      deps,
+      { ...run.ref, podRecorded: run.status.podName !== undefined },
+      decision.effective,
+      decision.job,
+    );
   } else if (decision.allowed) {
     observed = await observeForCancel(deps, run);
   }
-  const admission: Admission = decision.allowed ? { allowed: true } : { allowed: false, message: decision.message };
+  const admission: Admission = decision.allowed
+    ? { allowed: true }
+    : { allowed: false, message: decision.message };
   const status = computeStatus({
     generation: run.generation,
     createdAt: run.createdAt,
@@ -121,7 +136,12 @@ async function observeForCancel(deps: ReconcileDeps, run: RunView): Promise<Obse
   return NOTHING_OBSERVED;
 }
 
-async function writeStatus(deps: ReconcileDeps, key: string, run: RunView, status: SandboxRunStatus): Promise<void> {
+async function writeStatus(
+  deps: ReconcileDeps,
+  key: string,
+  run: RunView,
+  status: SandboxRunStatus,
+): Promise<void> {
   if (isDeepStrictEqual(status, run.status)) return;
   const body = { ...run.raw, status };
   const written = await deps.kube.replaceRunStatus(run.ref.namespace, run.ref.name, body);
@@ -139,7 +159,10 @@ async function finishedRun(
   const after = timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);
   if (after === 0) {
     await deps.kube.deleteRun(run.ref.namespace, run.ref.name, run.ref.uid);
-    deps.logger.info({ run: key, ttlSecondsAfterFinished: timing.ttlSecondsAfterFinished }, 'Deleted finished SandboxRun (TTL)');
+    deps.logger.info(
+      { run: key, ttlSecondsAfterFinished: timing.ttlSecondsAfterFinished },
+      'Deleted finished SandboxRun (TTL)',
+    );
     deps.overlay.forget(key);
     return {};
   }
@@ -153,10 +176,17 @@ async function stopUnfinishedPod(deps: ReconcileDeps, run: RunView): Promise<voi
   const pod = deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid));
   if (!pod?.metadata?.uid || pod.metadata.deletionTimestamp) return;
   const view = observePod(pod);
-  if (isPodFinished(view) || !(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === run.ref.uid)) return;
+  if (
+    isPodFinished(view) ||
+    !(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === run.ref.uid)
+  )
+    return;
   try {
     await deps.kube.deletePod(run.ref.namespace, view.name, pod.metadata.uid);
-    deps.logger.info({ run: `${run.ref.namespace}/${run.ref.name}`, pod: view.name }, 'Deleted Pod of finished SandboxRun');
+    deps.logger.info(
+      { run: `${run.ref.namespace}/${run.ref.name}`, pod: view.name },
+      'Deleted Pod of finished SandboxRun',
+    );
   } catch (e) {
     if (!isNotFound(e)) throw e;
   }

@@ -85,13 +85,17 @@ export async function reportTransition(deps: ReportDeps, t: Transition): Promise
     return;
   }
   if (!isTerminal(after.phase)) return;
-  if (after.startTime && before.phase !== 'Running') deps.metrics.timeToRunning.observe(seconds(t.createdAt, after.startTime));
+  if (after.startTime && before.phase !== 'Running')
+    deps.metrics.timeToRunning.observe(seconds(t.createdAt, after.startTime));
   deps.metrics.timeToFinish.observe({ phase: after.phase }, seconds(t.createdAt, after.completionTime));
   deps.metrics.runsFinished.inc({ backend: BACKEND, phase: after.phase, reason: after.reason ?? '' });
   const message = after.message ?? after.phase;
   if (after.phase === 'Succeeded') await deps.events.normal(run, 'Succeeded', message);
   else await deps.events.warning(run, after.phase, `${after.reason ?? after.phase}: ${message}`);
-  deps.logger.info({ run: key, phase: after.phase, reason: after.reason, exitCode: after.exitCode }, 'Finished SandboxRun');
+  deps.logger.info(
+    { run: key, phase: after.phase, reason: after.reason, exitCode: after.exitCode },
+    'Finished SandboxRun',
+  );
   if (t.effective) {
     const principal = t.annotations?.[ANNOTATION_PRINCIPAL] ?? `namespace:${run.namespace}`;
     writeAudit(deps.logger, auditRecord(t.effective, toRunResult(t), principal, BACKEND));

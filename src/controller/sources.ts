@@ -32,7 +32,10 @@ export function podSource(kube: KubeClient, namespace: string | undefined): Info
   };
 }
 
-export function configMapSource(kube: KubeClient, namespace: string | undefined): InformerSource<V1ConfigMap> {
+export function configMapSource(
+  kube: KubeClient,
+  namespace: string | undefined,
+): InformerSource<V1ConfigMap> {
   return {
     resource: 'configmaps',
     path: scoped(namespace, '/api/v1', 'configmaps'),
@@ -41,12 +44,16 @@ export function configMapSource(kube: KubeClient, namespace: string | undefined)
   };
 }
 
-export function networkPolicySource(kube: KubeClient, namespace: string | undefined): InformerSource<V1NetworkPolicy> {
+export function networkPolicySource(
+  kube: KubeClient,
+  namespace: string | undefined,
+): InformerSource<V1NetworkPolicy> {
   return {
     resource: 'networkpolicies',
     path: scoped(namespace, '/apis/networking.k8s.io/v1', 'networkpolicies'),
     labelSelector: CHILD_SELECTOR,
-    list: (continueToken) => kube.listNetworkPolicies({ namespace, labelSelector: CHILD_SELECTOR, continueToken }),
+    list: (continueToken) =>
+      kube.listNetworkPolicies({ namespace, labelSelector: CHILD_SELECTOR, continueToken }),
   };
 }
 

@@ -59,14 +59,16 @@ function plain<T>(value: unknown): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
-function page<T>(list: { items?: unknown[]; metadata?: { resourceVersion?: string; _continue?: string } }): ListPage<T> {
+function page<T>(list: {
+  items?: unknown[];
+  metadata?: { resourceVersion?: string; _continue?: string };
+}): ListPage<T> {
   return {
     items: plain<T[]>(list.items ?? []),
     resourceVersion: list.metadata?.resourceVersion ?? '',
     continueToken: list.metadata?._continue || undefined,
   };
 }
-
 
 export function createKubeClient(kc: KubeConfig) {
   const core = kc.makeApiClient(CoreV1Api);
@@ -75,7 +77,11 @@ export function createKubeClient(kc: KubeConfig) {
   const node = kc.makeApiClient(NodeV1Api);
   const coordination = kc.makeApiClient(CoordinationV1Api);
   const run = { group: GROUP, version: VERSION, plural: PLURAL };
-  const paging = (q: ListQuery) => ({ limit: PAGE, _continue: q.continueToken, labelSelector: q.labelSelector });
+  const paging = (q: ListQuery) => ({
+    limit: PAGE,
+    _continue: q.continueToken,
+    labelSelector: q.labelSelector,
+  });
 
   return {
     kubeConfig: kc,
@@ -112,10 +118,14 @@ export function createKubeClient(kc: KubeConfig) {
         ),
       ),
     listRuntimeClasses: (q: ListQuery): Promise<ListPage<V1RuntimeClass>> =>
-      kubeCall('list RuntimeClasses', async () => page<V1RuntimeClass>(await node.listRuntimeClass(paging(q)))),
+      kubeCall('list RuntimeClasses', async () =>
+        page<V1RuntimeClass>(await node.listRuntimeClass(paging(q))),
+      ),
 
     getPod: (namespace: string, name: string): Promise<V1Pod> =>
-      kubeCall(`get Pod ${namespace}/${name}`, async () => plain<V1Pod>(await core.readNamespacedPod({ namespace, name }))),
+      kubeCall(`get Pod ${namespace}/${name}`, async () =>
+        plain<V1Pod>(await core.readNamespacedPod({ namespace, name })),
+      ),
     createPod: (namespace: string, body: V1Pod): Promise<V1Pod> =>
       kubeCall(`create Pod ${namespace}/${body.metadata?.name}`, async () =>
         plain<V1Pod>(await core.createNamespacedPod({ namespace, body })),
@@ -123,7 +133,12 @@ export function createKubeClient(kc: KubeConfig) {
     /** Deletes the pod only if it is still the one with `uid` (never a namesake). */
     deletePod: (namespace: string, name: string, uid: string): Promise<void> =>
       kubeCall(`delete Pod ${namespace}/${name}`, async () => {
-        await core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 1, body: { preconditions: { uid } } });
+        await core.deleteNamespacedPod({
+          namespace,
+          name,
+          gracePeriodSeconds: 1,
+          body: { preconditions: { uid } },
+        });
       }),
     readPodLog: (
       namespace: string,
@@ -145,14 +160,20 @@ export function createKubeClient(kc: KubeConfig) {
     replaceNetworkPolicy: (namespace: string, body: V1NetworkPolicy): Promise<V1NetworkPolicy> =>
       kubeCall(`update NetworkPolicy ${namespace}/${body.metadata?.name}`, async () =>
         plain<V1NetworkPolicy>(
-          await networking.replaceNamespacedNetworkPolicy({ namespace, name: body.metadata?.name ?? '', body }),
+          await networking.replaceNamespacedNetworkPolicy({
+            namespace,
+            name: body.metadata?.name ?? '',
+            body,
+          }),
         ),
       ),
 
     /** PUT …/status with the object's resourceVersion: a stale write fails with 409 Conflict. */
     replaceRunStatus: (namespace: string, name: string, body: KubeObject): Promise<KubeObject> =>
       kubeCall(`update status of SandboxRun ${namespace}/${name}`, async () =>
-        plain<KubeObject>(await custom.replaceNamespacedCustomObjectStatus({ ...run, namespace, name, body })),
+        plain<KubeObject>(
+          await custom.replaceNamespacedCustomObjectStatus({ ...run, namespace, name, body }),
+        ),
       ),
     deleteRun: (namespace: string, name: string, uid: string): Promise<void> =>
       kubeCall(`delete SandboxRun ${namespace}/${name}`, async () => {

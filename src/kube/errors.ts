@@ -30,7 +30,7 @@ function parseStatusBody(body: unknown): StatusBody {
   if (typeof body !== 'string' || body === '') return {};
   try {
     const parsed = JSON.parse(body) as unknown;
-    return typeof parsed === 'object' && parsed !== null ? (parsed) : {};
+    return typeof parsed === 'object' && parsed !== null ? parsed : {};
   } catch {
     return { message: body.slice(0, 500) };
   }

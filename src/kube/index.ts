@@ -1,5 +1,11 @@
 /** The thin @kubernetes/client-node adapter: one client, one informer, one error type. */
-export { createKubeClient, type KubeClient, type KubeObject, type ListPage, type ListQuery } from './client.js';
+export {
+  createKubeClient,
+  type KubeClient,
+  type KubeObject,
+  type ListPage,
+  type ListQuery,
+} from './client.js';
 export { currentNamespace, loadKubeConfig, type KubeConfigSource } from './config.js';
 export {
   isAlreadyExists,

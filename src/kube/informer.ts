@@ -47,7 +47,9 @@ interface WatchEvent<T> {
 
 /** Keeps an error's statusCode (HTTP 410 and friends) while making it an Error. */
 function asError(e: unknown): Error {
-  return e instanceof Error ? e : Object.assign(new Error(String(e)), { statusCode: (e as { statusCode?: unknown } | null)?.statusCode });
+  return e instanceof Error
+    ? e
+    : Object.assign(new Error(String(e)), { statusCode: (e as { statusCode?: unknown } | null)?.statusCode });
 }
 
 export class Informer<T extends KubeObject> {
@@ -121,7 +123,10 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         failures++;
-        this.options.logger.warn({ resource: this.source.resource, err: err.message, failures }, 'Watch failed; retrying');
+        this.options.logger.warn(
+          { resource: this.source.resource, err: err.message, failures },
+          'Watch failed; retrying',
+        );
         this.restarted('error');
       }
       if (failures > 0) {
@@ -132,7 +137,8 @@ export class Informer<T extends KubeObject> {
   }
 
   private restarted(reason: WatchRestartReason): void {
-    if (reason !== 'closed') this.options.logger.info({ resource: this.source.resource, reason }, 'Restarted watch');
+    if (reason !== 'closed')
+      this.options.logger.info({ resource: this.source.resource, reason }, 'Restarted watch');
     this.options.onRestart?.(reason);
   }
 
@@ -205,7 +211,10 @@ export class Informer<T extends KubeObject> {
         arm();
         if (type === 'ERROR') {
           if (object.code === 410) finish(() => resolve('expired'));
-          else finish(() => reject(Object.assign(new Error(object.message ?? 'watch error'), { statusCode: object.code })));
+          else
+            finish(() =>
+              reject(Object.assign(new Error(object.message ?? 'watch error'), { statusCode: object.code })),
+            );
           return;
         }
         const rv = object.metadata?.resourceVersion;

@@ -14,7 +14,10 @@ export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
 
-export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
 
@@ -22,7 +25,11 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
  * The conditions with `next` set: its lastTransitionTime is `now` if its status changed (or it is
  * new), else the previous one. Other conditions keep their order; a new type is appended.
  */
-export function setCondition(conditions: readonly Condition[], next: ConditionInput, now: string): Condition[] {
+export function setCondition(
+  conditions: readonly Condition[],
+  next: ConditionInput,
+  now: string,
+): Condition[] {
   const prev = findCondition(conditions, next.type);
   const lastTransitionTime = prev && prev.status === next.status ? prev.lastTransitionTime : now;
   const merged: Condition = { ...next, lastTransitionTime };

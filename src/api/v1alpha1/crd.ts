@@ -70,7 +70,10 @@ export function toStructuralSchema(schema: JsonSchema, path = '$'): JsonSchema {
     if ((key === 'minimum' || key === 'maximum') && Math.abs(value as number) === NUMERIC_BOUND) continue;
     if (key === 'properties') {
       out.properties = Object.fromEntries(
-        Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [k, toStructuralSchema(v, `${path}.${k}`)]),
+        Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [
+          k,
+          toStructuralSchema(v, `${path}.${k}`),
+        ]),
       );
     } else if (key === 'items') {
       if (Array.isArray(value)) throw new Error(`${path}: tuple items are not allowed`);
@@ -110,8 +113,19 @@ function openApi(schema: z.ZodType): JsonSchema {
 const printerColumns = [
   { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase of the run' },
   { name: 'Reason', type: 'string', jsonPath: '.status.reason', description: 'Why the run is in its phase' },
-  { name: 'Exit Code', type: 'integer', jsonPath: '.status.exitCode', description: 'Exit code of the program' },
-  { name: 'Pod', type: 'string', jsonPath: '.status.podName', priority: 1, description: 'The pod of the run' },
+  {
+    name: 'Exit Code',
+    type: 'integer',
+    jsonPath: '.status.exitCode',
+    description: 'Exit code of the program',
+  },
+  {
+    name: 'Pod',
+    type: 'string',
+    jsonPath: '.status.podName',
+    priority: 1,
+    description: 'The pod of the run',
+  },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 
@@ -124,7 +138,14 @@ export function buildCrd(): JsonSchema {
     spec: {
       group: GROUP,
       scope: 'Namespaced',
-      names: { plural: PLURAL, singular: SINGULAR, kind: KIND, listKind: LIST_KIND, shortNames: [...SHORT_NAMES], categories: ['sandpit'] },
+      names: {
+        plural: PLURAL,
+        singular: SINGULAR,
+        kind: KIND,
+        listKind: LIST_KIND,
+        shortNames: [...SHORT_NAMES],
+        categories: ['sandpit'],
+      },
       versions: [
         {
           name: VERSION,
@@ -142,7 +163,10 @@ export function buildCrd(): JsonSchema {
                 kind: { type: 'string', description: 'Kind of this object' },
                 metadata: { type: 'object' },
                 spec: { ...openApi(SandboxRunSpecSchema), description: 'What to run, and with which limits' },
-                status: { ...openApi(SandboxRunStatusSchema), description: 'What happened, written by the operator' },
+                status: {
+                  ...openApi(SandboxRunStatusSchema),
+                  description: 'What happened, written by the operator',
+                },
               },
             },
           },

@@ -20,7 +20,9 @@ const { runtime, ...requestShape } = RunRequestSchema.shape;
 
 export const SandboxRunSpecSchema = z.object({
   ...requestShape,
-  runtimeClassName: runtime.describe('RuntimeClass of the pod (e.g. gvisor); the operator default when absent'),
+  runtimeClassName: runtime.describe(
+    'RuntimeClass of the pod (e.g. gvisor); the operator default when absent',
+  ),
   ttlSecondsAfterFinished: z
     .number()
     .int()
@@ -35,7 +37,10 @@ export const SandboxRunSpecSchema = z.object({
     .max(86_400)
     .optional()
     .describe('Fail the run when its pod has not started this many seconds after creation'),
-  cancel: z.boolean().optional().describe('Set to true to stop the run: it ends Cancelled and its pod is deleted'),
+  cancel: z
+    .boolean()
+    .optional()
+    .describe('Set to true to stop the run: it ends Cancelled and its pod is deleted'),
 });
 export type SandboxRunSpec = z.infer<typeof SandboxRunSpecSchema>;
 export type SandboxRunSpecInput = z.input<typeof SandboxRunSpecSchema>;
@@ -45,15 +50,25 @@ export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
 export const ConditionSchema = z.object({
   type: z.string().min(1).max(316).describe('Condition type: Admitted, Started or Finished'),
   status: z.enum(CONDITION_STATUSES).describe('True, False or Unknown'),
-  observedGeneration: z.number().int().min(0).optional().describe('The .metadata.generation the condition was computed from'),
-  lastTransitionTime: z.string().describe('When the status last changed (RFC 3339)').meta({ format: 'date-time' }),
+  observedGeneration: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('The .metadata.generation the condition was computed from'),
+  lastTransitionTime: z
+    .string()
+    .describe('When the status last changed (RFC 3339)')
+    .meta({ format: 'date-time' }),
   reason: z.string().min(1).max(1024).describe('Machine-readable reason, CamelCase'),
   message: z.string().max(32_768).describe('Human-readable detail'),
 });
 export type Condition = z.infer<typeof ConditionSchema>;
 
 export const RunOutputSchema = z.object({
-  tail: z.string().describe('The last bytes the program wrote (stdout and stderr interleaved, as in the pod log)'),
+  tail: z
+    .string()
+    .describe('The last bytes the program wrote (stdout and stderr interleaved, as in the pod log)'),
   truncated: z.boolean().describe('True when the tail is not the whole output'),
   bytes: z.number().int().min(0).describe('Bytes of output counted (up to the operator read limit)'),
 });
@@ -75,8 +90,15 @@ export const SandboxRunStatusSchema = z.object({
     .optional()
     .describe('Admitted, Started and Finished, each with the generation it was computed from')
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
-  output: RunOutputSchema.optional().describe('A bounded tail of the output, so kubectl users see the result'),
-  observedGeneration: z.number().int().min(0).optional().describe('The .metadata.generation this status reflects'),
+  output: RunOutputSchema.optional().describe(
+    'A bounded tail of the output, so kubectl users see the result',
+  ),
+  observedGeneration: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('The .metadata.generation this status reflects'),
 });
 export type SandboxRunStatus = z.infer<typeof SandboxRunStatusSchema>;
 
@@ -106,7 +128,12 @@ export type SandboxRun = z.infer<typeof SandboxRunSchema>;
 
 /** The shared run request a spec describes (`runtimeClassName` is the request's `runtime`). */
 export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
-  const { runtimeClassName, ttlSecondsAfterFinished: _ttl, pendingTimeoutSeconds: _pending, cancel: _cancel, ...rest } =
-    spec;
+  const {
+    runtimeClassName,
+    ttlSecondsAfterFinished: _ttl,
+    pendingTimeoutSeconds: _pending,
+    cancel: _cancel,
+    ...rest
+  } = spec;
   return { ...rest, ...(runtimeClassName !== undefined ? { runtime: runtimeClassName } : {}) };
 }

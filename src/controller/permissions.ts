@@ -1,0 +1,43 @@
+/**
+ * Every API permission the operator uses, and the call that needs it. deploy/rbac.yaml grants
+ * exactly these (a unit test compares them), and the integration tests run the operator with that
+ * role, so a missing verb fails for real and an extra one fails the comparison.
+ */
+export interface Permission {
+  apiGroup: string;
+  resource: string;
+  verbs: readonly string[];
+  /** Lease permissions are namespaced (a Role in the lease's namespace); the rest cluster-wide. */
+  scope: 'cluster' | 'lease-namespace';
+}
+
+export const OPERATOR_PERMISSIONS: readonly Permission[] = [
+  // informer (list, watch); TTL clean-up (delete)
+  { apiGroup: 'sandpit.dev', resource: 'sandboxruns', verbs: ['delete', 'list', 'watch'], scope: 'cluster' },
+  // the one status write per pass (PUT …/status)
+  { apiGroup: 'sandpit.dev', resource: 'sandboxruns/status', verbs: ['update'], scope: 'cluster' },
+  // informer; create; cancel and clean-up; a live read when the cache has not seen a recorded pod
+  { apiGroup: '', resource: 'pods', verbs: ['create', 'delete', 'get', 'list', 'watch'], scope: 'cluster' },
+  // the output tail
+  { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
+  // informer; the job
+  { apiGroup: '', resource: 'configmaps', verbs: ['create', 'list', 'watch'], scope: 'cluster' },
+  // Events on SandboxRuns
+  { apiGroup: '', resource: 'events', verbs: ['create'], scope: 'cluster' },
+  // informer; deny-all; restoring a changed policy
+  {
+    apiGroup: 'networking.k8s.io',
+    resource: 'networkpolicies',
+    verbs: ['create', 'list', 'update', 'watch'],
+    scope: 'cluster',
+  },
+  // informer: runs naming a missing RuntimeClass wait instead of making a pod that cannot start
+  { apiGroup: 'node.k8s.io', resource: 'runtimeclasses', verbs: ['list', 'watch'], scope: 'cluster' },
+  // leader election
+  {
+    apiGroup: 'coordination.k8s.io',
+    resource: 'leases',
+    verbs: ['create', 'get', 'update'],
+    scope: 'lease-namespace',
+  },
+];

@@ -1,0 +1,343 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { SandboxRunStatus } from '../../../src/api/v1alpha1/index.js';
+import { computeStatus, requeueAfterMs, type StatusInput } from '../../../src/controller/compute-status.js';
+import { observePod } from '../../../src/controller/observe-pod.js';
+
+const CREATED = '2026-01-01T00:00:00Z';
+const at = (s: number): string => new Date(Date.parse(CREATED) + s * 1000).toISOString();
+
+function input(over: Partial<StatusInput> = {}): StatusInput {
+  return {
+    generation: 1,
+    createdAt: CREATED,
+    current: {},
+    admission: { allowed: true },
+    cancel: false,
+    pendingTimeoutSeconds: 60,
+    podName: 'hello-abcde',
+    pod: undefined,
+    blocked: undefined,
+    podLost: false,
+    output: undefined,
+    now: at(1),
+    ...over,
+  };
+}
+
+const report = (r: Record<string, unknown>): string =>
+  JSON.stringify({
+    exitCode: 0,
+    signal: 0,
+    timedOut: false,
+    oomKilled: false,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    durationMs: 5,
+    ...r,
+  });
+
+function pod(status: V1Pod['status']): ReturnType<typeof observePod> {
+  return observePod({ metadata: { name: 'hello-abcde', uid: 'p1' }, status });
+}
+
+const terminated = (
+  exitCode: number,
+  message?: string,
+  reason = exitCode ? 'Error' : 'Completed',
+  podStatus: V1Pod['status'] = {},
+) =>
+  pod({
+    phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+    ...podStatus,
+    containerStatuses: [
+      {
+        name: 'sandbox',
+        ready: false,
+        restartCount: 0,
+        image: 'i',
+        imageID: 'i',
+        state: {
+          terminated: {
+            exitCode,
+            reason,
+            ...(message ? { message } : {}),
+            startedAt: at(2) as unknown as Date,
+            finishedAt: at(3) as unknown as Date,
+          },
+        },
+      },
+    ],
+  });
+
+const waiting = (reason: string, message = '') =>
+  pod({
+    phase: 'Pending',
+    containerStatuses: [
+      {
+        name: 'sandbox',
+        ready: false,
+        restartCount: 0,
+        image: 'i',
+        imageID: '',
+        state: { waiting: { reason, message } },
+      },
+    ],
+  });
+
+const OUTPUT = { tail: 'hi\n', truncated: false, bytes: 3 };
+const cond = (s: SandboxRunStatus, type: string) => s.conditions?.find((c) => c.type === type);
+
+describe('computeStatus: the program’s outcome', () => {
+  const cases: {
+    name: string;
+    pod: ReturnType<typeof observePod>;
+    phase: string;
+    reason: string;
+    exitCode?: number;
+  }[] = [
+    { name: 'exit 0', pod: terminated(0, report({})), phase: 'Succeeded', reason: 'Completed', exitCode: 0 },
+    {
+      name: 'exit 3',
+      pod: terminated(3, report({ exitCode: 3 })),
+      phase: 'Failed',
+      reason: 'Error',
+      exitCode: 3,
+    },
+    {
+      name: 'the runner’s deadline',
+      pod: terminated(137, report({ exitCode: 137, signal: 9, timedOut: true })),
+      phase: 'TimedOut',
+      reason: 'DeadlineExceeded',
+      exitCode: 137,
+    },
+    {
+      name: 'activeDeadlineSeconds (pod reason DeadlineExceeded, no report)',
+      pod: terminated(137, undefined, 'Error', {
+        reason: 'DeadlineExceeded',
+        message: 'Pod was active on the node longer than…',
+      }),
+      phase: 'TimedOut',
+      reason: 'DeadlineExceeded',
+      exitCode: 137,
+    },
+    {
+      name: 'OOM seen by the runner',
+      pod: terminated(137, report({ exitCode: 137, signal: 9, oomKilled: true })),
+      phase: 'Failed',
+      reason: 'OOMKilled',
+      exitCode: 137,
+    },
+    {
+      name: 'OOM seen by the kubelet',
+      pod: terminated(137, undefined, 'OOMKilled'),
+      phase: 'Failed',
+      reason: 'OOMKilled',
+      exitCode: 137,
+    },
+    {
+      name: 'the runner itself failed (125, no report)',
+      pod: terminated(125),
+      phase: 'Failed',
+      reason: 'BackendError',
+      exitCode: 125,
+    },
+    {
+      name: 'evicted (workspace over its size limit)',
+      pod: terminated(137, undefined, 'Error', {
+        reason: 'Evicted',
+        message: 'Usage of EmptyDir volume "workspace" exceeds the limit "64Mi".',
+      }),
+      phase: 'Failed',
+      reason: 'Error',
+      exitCode: 137,
+    },
+  ];
+  for (const c of cases) {
+    test(`${c.name} → ${c.phase}/${c.reason}`, () => {
+      const s = computeStatus(input({ pod: c.pod, output: OUTPUT, now: at(4) }));
+      assert.equal(s.phase, c.phase);
+      assert.equal(s.reason, c.reason);
+      assert.equal(s.exitCode, c.exitCode);
+      assert.equal(s.startTime, at(2));
+      assert.equal(s.completionTime, at(3));
+      assert.deepEqual(s.output, OUTPUT);
+      assert.equal(s.podName, 'hello-abcde');
+      assert.equal(cond(s, 'Finished')?.status, 'True');
+      assert.equal(cond(s, 'Finished')?.reason, c.reason);
+      assert.equal(cond(s, 'Started')?.status, 'True');
+    });
+  }
+});
+
+describe('computeStatus: before the program runs', () => {
+  test('no pod yet: Pending, Started=False PodNotCreated, Admitted=True', () => {
+    const s = computeStatus(input());
+    assert.equal(s.phase, 'Pending');
+    assert.equal(s.podName, undefined);
+    assert.equal(cond(s, 'Admitted')?.status, 'True');
+    assert.equal(cond(s, 'Started')?.reason, 'PodNotCreated');
+    assert.equal(cond(s, 'Finished')?.status, 'False');
+    for (const c of s.conditions ?? []) assert.equal(c.observedGeneration, 1);
+    assert.equal(s.observedGeneration, 1);
+  });
+
+  test('pod running: Running with its start time', () => {
+    const p = pod({
+      phase: 'Running',
+      containerStatuses: [
+        {
+          name: 'sandbox',
+          ready: true,
+          restartCount: 0,
+          image: 'i',
+          imageID: '',
+          state: { running: { startedAt: at(2) as unknown as Date } },
+        },
+      ],
+    });
+    const s = computeStatus(input({ pod: p }));
+    assert.equal(s.phase, 'Running');
+    assert.equal(s.startTime, at(2));
+    assert.equal(cond(s, 'Started')?.status, 'True');
+  });
+
+  test('ErrImageNeverPull fails at once with ImageNotFound (waiting cannot fix it)', () => {
+    const s = computeStatus(input({ pod: waiting('ErrImageNeverPull', 'image "x" not present') }));
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'ImageNotFound');
+    assert.match(s.message ?? '', /not present/);
+    assert.equal(s.completionTime, at(1));
+  });
+
+  test('ImagePullBackOff waits, then fails with ImageNotFound at the pending timeout', () => {
+    const p = waiting('ImagePullBackOff', 'Back-off pulling image');
+    assert.equal(computeStatus(input({ pod: p, now: at(59) })).phase, 'Pending');
+    const s = computeStatus(input({ pod: p, now: at(60) }));
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'ImageNotFound');
+    assert.match(s.message ?? '', /did not start within 60s/);
+  });
+
+  const blocked: [string, StatusInput['blocked']][] = [
+    [
+      'RuntimeClassNotFound',
+      { reason: 'RuntimeClassNotFound', message: 'RuntimeClass "gvisor" does not exist', permanent: false },
+    ],
+    ['QuotaExceeded', { reason: 'QuotaExceeded', message: 'exceeded quota: q', permanent: false }],
+  ];
+  for (const [reason, b] of blocked) {
+    test(`${reason}: Pending with Started=False ${reason}, Failed/${reason} at the pending timeout`, () => {
+      const early = computeStatus(input({ blocked: b }));
+      assert.equal(early.phase, 'Pending');
+      assert.equal(cond(early, 'Started')?.reason, reason);
+      const late = computeStatus(input({ blocked: b, now: at(61) }));
+      assert.equal(late.phase, 'Failed');
+      assert.equal(late.reason, reason);
+    });
+  }
+
+  test('Unschedulable at the pending timeout', () => {
+    const p = pod({
+      phase: 'Pending',
+      conditions: [
+        {
+          type: 'PodScheduled',
+          status: 'False',
+          reason: 'Unschedulable',
+          message: '0/1 nodes are available: Insufficient cpu.',
+        },
+      ],
+    });
+    const s = computeStatus(input({ pod: p, now: at(60) }));
+    assert.equal(s.reason, 'Unschedulable');
+    assert.match(s.message ?? '', /Insufficient cpu/);
+  });
+
+  test('nothing known: PendingTimeout', () => {
+    const s = computeStatus(input({ pod: waiting('ContainerCreating'), now: at(120) }));
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'PendingTimeout');
+  });
+
+  test('a permanent refusal (invalid pod) fails at once with BackendError', () => {
+    const s = computeStatus(
+      input({ blocked: { reason: 'BackendError', message: 'Pod is invalid', permanent: true } }),
+    );
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'BackendError');
+  });
+});
+
+describe('computeStatus: policy, cancel, loss', () => {
+  test('denied: Rejected/PolicyDenied, Admitted=False, no pod', () => {
+    const s = computeStatus(
+      input({ admission: { allowed: false, message: 'denied by policy: image: not allowed' } }),
+    );
+    assert.equal(s.phase, 'Rejected');
+    assert.equal(s.reason, 'PolicyDenied');
+    assert.equal(cond(s, 'Admitted')?.status, 'False');
+    assert.equal(cond(s, 'Admitted')?.reason, 'PolicyDenied');
+    assert.equal(s.podName, undefined);
+    assert.equal(s.exitCode, undefined);
+  });
+
+  test('cancel: Cancelled, keeping the start time; a pod that already finished wins', () => {
+    const s = computeStatus(
+      input({ cancel: true, current: { phase: 'Running', startTime: at(1), podName: 'hello-abcde' } }),
+    );
+    assert.equal(s.phase, 'Cancelled');
+    assert.equal(s.reason, 'Cancelled');
+    assert.equal(s.startTime, at(1));
+    const done = computeStatus(input({ cancel: true, pod: terminated(0, report({})) }));
+    assert.equal(done.phase, 'Succeeded');
+  });
+
+  test('a recorded pod that is gone: Failed/BackendError', () => {
+    const s = computeStatus(input({ podLost: true, current: { phase: 'Running', podName: 'hello-abcde' } }));
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'BackendError');
+    assert.match(s.message ?? '', /deleted/);
+  });
+
+  test('a terminal status never changes, except observedGeneration', () => {
+    const done = computeStatus(input({ pod: terminated(0, report({})), output: OUTPUT }));
+    const again = computeStatus(input({ current: done, generation: 2, cancel: true, now: at(500) }));
+    assert.deepEqual(again, { ...done, observedGeneration: 2 });
+  });
+
+  test('transition times: kept while a condition holds, moved when it flips', () => {
+    const p1 = computeStatus(input({ now: at(1) }));
+    const p2 = computeStatus(input({ current: p1, pod: waiting('ContainerCreating'), now: at(2) }));
+    assert.equal(cond(p2, 'Started')?.lastTransitionTime, at(1));
+    const done = computeStatus(input({ current: p2, pod: terminated(0, report({})), now: at(4) }));
+    assert.equal(cond(done, 'Started')?.lastTransitionTime, at(4));
+    assert.equal(cond(done, 'Admitted')?.lastTransitionTime, at(1));
+  });
+
+  test('no undefined fields (a status compares equal to its stored JSON)', () => {
+    const s = computeStatus(input());
+    assert.deepEqual(JSON.parse(JSON.stringify(s)), s);
+  });
+});
+
+describe('requeueAfterMs', () => {
+  const t = { createdAt: CREATED, pendingTimeoutSeconds: 60, ttlSecondsAfterFinished: 30, now: at(10) };
+  test('pending: until the pending deadline', () =>
+    assert.equal(requeueAfterMs({ phase: 'Pending' }, t), 50_000));
+  test('finished with a TTL: until it expires (0 when due)', () => {
+    assert.equal(requeueAfterMs({ phase: 'Succeeded', completionTime: at(5) }, t), 25_000);
+    assert.equal(requeueAfterMs({ phase: 'Failed', completionTime: at(-60) }, t), 0);
+  });
+  test('running, or finished without a TTL: nothing to wait for', () => {
+    assert.equal(requeueAfterMs({ phase: 'Running' }, t), undefined);
+    assert.equal(
+      requeueAfterMs(
+        { phase: 'Succeeded', completionTime: at(5) },
+        { ...t, ttlSecondsAfterFinished: undefined },
+      ),
+      undefined,
+    );
+  });
+});

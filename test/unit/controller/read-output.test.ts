@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseExitReport } from '../../../src/controller/observe-pod.js';
+import { lastBytes, printable, toRunOutput } from '../../../src/controller/read-output.js';
+
+describe('the output tail', () => {
+  test('lastBytes keeps the end and never splits a character', () => {
+    assert.equal(lastBytes('hello', 10), 'hello');
+    assert.equal(lastBytes('hello', 3), 'llo');
+    assert.equal(lastBytes('aé', 1), '', 'half of é is dropped, not garbled');
+    assert.equal(lastBytes('aéb', 3), 'éb');
+  });
+
+  test('printable: control characters become U+FFFD; tabs and newlines stay', () => {
+    assert.equal(printable('a\tb\r\nc\u0000\u001b[0m'), 'a\tb\nc\uFFFD\uFFFD[0m');
+  });
+
+  test('toRunOutput: whole output under the limits', () => {
+    assert.deepEqual(toRunOutput('hi\n', false, 'hi\n', { tailBytes: 10, readBytes: 100 }), {
+      tail: 'hi\n',
+      truncated: false,
+      bytes: 3,
+    });
+  });
+
+  test('toRunOutput: a long output keeps its tail and says so', () => {
+    const log = `${'x'.repeat(50)}END\n`;
+    assert.deepEqual(toRunOutput(log, false, log, { tailBytes: 4, readBytes: 100 }), {
+      tail: 'END\n',
+      truncated: true,
+      bytes: 54,
+    });
+  });
+
+  test('toRunOutput: over the read limit, the tail comes from the second read', () => {
+    const out = toRunOutput('y'.repeat(100), true, 'last line\n', { tailBytes: 64, readBytes: 100 });
+    assert.deepEqual(out, { tail: 'last line\n', truncated: true, bytes: 100 });
+  });
+});
+
+describe('parseExitReport (the runner’s termination log)', () => {
+  test('reads the runner’s JSON', () => {
+    assert.deepEqual(
+      parseExitReport(
+        '{"exitCode":137,"signal":9,"timedOut":true,"oomKilled":false,"stdoutBytes":0,"stderrBytes":0,"durationMs":2000}',
+      ),
+      {
+        exitCode: 137,
+        signal: 9,
+        timedOut: true,
+        oomKilled: false,
+        stdoutBytes: 0,
+        stderrBytes: 0,
+        durationMs: 2000,
+      },
+    );
+  });
+  test('anything else is no report', () => {
+    for (const t of [undefined, '', 'not json', '[]', '{"exitCode":"0"}', 'null'])
+      assert.equal(parseExitReport(t), undefined, String(t));
+  });
+});

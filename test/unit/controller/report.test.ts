@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { RunResultSchema } from '../../../src/api/run.js';
+import { buildEvent, type EventRecorder } from '../../../src/controller/events.js';
+import { createOperatorMetrics } from '../../../src/controller/metrics.js';
+import { reportTransition, toRunResult, type Transition } from '../../../src/controller/report.js';
+import { auditRecord } from '../../../src/observability/audit.js';
+import type { Logger } from '../../../src/observability/logger.js';
+import { effective, RUN } from './fixtures.js';
+
+const spec = effective();
+const finished: Transition = {
+  run: RUN,
+  createdAt: '2026-01-01T00:00:00Z',
+  annotations: { 'sandpit.dev/principal': 'ci-bot' },
+  before: { phase: 'Running', startTime: '2026-01-01T00:00:02Z' },
+  after: {
+    phase: 'Failed',
+    reason: 'Error',
+    message: 'the program exited with code 3',
+    exitCode: 3,
+    startTime: '2026-01-01T00:00:02Z',
+    completionTime: '2026-01-01T00:00:03.500Z',
+    output: { tail: 'boom\n', truncated: false, bytes: 5 },
+  },
+  effective: spec,
+};
+
+function capture(): { logger: Logger; lines: () => Record<string, unknown>[] } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      chunks.push(chunk.toString());
+      cb();
+    },
+  });
+  return {
+    logger: pino({ level: 'info' }, stream),
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+function recorder(): EventRecorder & { seen: string[] } {
+  const seen: string[] = [];
+  return {
+    seen,
+    normal: (_r, reason, message) => Promise.resolve(void seen.push(`Normal ${reason}: ${message}`)),
+    warning: (_r, reason, message) => Promise.resolve(void seen.push(`Warning ${reason}: ${message}`)),
+  };
+}
+
+describe('reporting a finished run', () => {
+  test('toRunResult is a valid shared RunResult', () => {
+    const r = toRunResult(finished);
+    assert.equal(RunResultSchema.safeParse(r).success, true);
+    assert.equal(r.runId, 'agents/hello');
+    assert.equal(r.exitCode, 3);
+    assert.equal(r.durationMs, 1500);
+    assert.equal(r.backend, 'kubernetes');
+    assert.equal(r.stdoutBytes, 5);
+  });
+
+  test('one audit record in the gateway’s format, one Warning event, metrics', async () => {
+    const { logger, lines } = capture();
+    const events = recorder();
+    const metrics = createOperatorMetrics();
+    await reportTransition({ events, metrics, logger }, finished);
+    const audits = lines().filter((l) => l.audit === 'run');
+    assert.equal(audits.length, 1);
+    const { level: _l, time: _t, pid: _p, hostname: _h, msg, ...record } = audits[0]!;
+    assert.equal(msg, 'audit');
+    assert.deepEqual(
+      record,
+      JSON.parse(JSON.stringify(auditRecord(spec, toRunResult(finished), 'ci-bot', 'kubernetes'))),
+    );
+    assert.deepEqual(events.seen, ['Warning Failed: Error: the program exited with code 3']);
+    const text = await metrics.registry.metrics();
+    assert.match(text, /sandpit_runs_total\{backend="kubernetes",phase="Failed",reason="Error"\} 1/);
+    assert.match(text, /sandpit_operator_run_finish_seconds_count\{phase="Failed"\} 1/);
+  });
+
+  test('no phase change: nothing reported', async () => {
+    const { logger, lines } = capture();
+    const events = recorder();
+    await reportTransition(
+      { events, metrics: createOperatorMetrics(), logger },
+      { ...finished, before: finished.after },
+    );
+    assert.deepEqual(events.seen, []);
+    assert.equal(lines().filter((l) => l.audit).length, 0);
+  });
+});
+
+describe('buildEvent', () => {
+  test('an Event on the SandboxRun, named after it, with micro-second eventTime', () => {
+    const e = buildEvent(
+      RUN,
+      { type: 'Normal', reason: 'CreatedPod', message: 'Created pod x' },
+      new Date(Date.UTC(2026, 0, 1)),
+      'op-1',
+    );
+    assert.match(e.metadata.name ?? '', /^hello\.[0-9a-f]+$/);
+    assert.deepEqual(e.involvedObject, {
+      apiVersion: 'sandpit.dev/v1alpha1',
+      kind: 'SandboxRun',
+      name: 'hello',
+      namespace: 'agents',
+      uid: RUN.uid,
+    });
+    assert.equal(e.eventTime, '2026-01-01T00:00:00.000000Z');
+    assert.equal(e.reportingInstance, 'op-1');
+  });
+});
