@@ -44,6 +44,7 @@ Commands:
            containers (k8s_*). etcd data is wiped, so the next 'up' starts from an empty cluster.
   status   print each component's state and the node's readiness; exit 1 if anything is down.
   env      print KEY=value lines for tests (KUBECONFIG, tokens, HELM, KUBECTL, ...).
+           'env --export' prints 'export KEY=value': eval "\$(test/env/kube-cluster.sh env --export)"
   build    only build (or find in the cache) the Kubernetes binaries.
   tools    only fetch (or find in the cache) helm and kubectl.
   --help   this text.
@@ -72,7 +73,7 @@ apt_get() {
 ensure_packages() {
   local missing=() p
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing Debian packages: ${missing[*]}"
@@ -604,7 +605,7 @@ cmd_up() {
   ensure_component kubelet 60
   wait_node_ready 120
   wait_default_sa 60
-  log "cluster up in $((SECONDS - start)) s: node $NODE_NAME Ready; eval \"\$($0 env)\" to use it"
+  log "cluster up in $((SECONDS - start)) s: node $NODE_NAME Ready; eval \"\$($0 env --export)\" to use it"
 }
 
 # Fast path for a second `up`: all PIDs alive, all health checks pass, node Ready, tools and wrapper in place.
@@ -680,6 +681,7 @@ cmd_status() {
 
 cmd_env() {
   local entry name user groups N
+  if [ "${1:-}" = --export ]; then cmd_env | sed 's/^/export /'; return; fi
   cat <<EOF
 KUBECONFIG=$STATE_DIR/admin.kubeconfig
 SANDPIT_KUBE_STATE_DIR=$STATE_DIR
@@ -709,7 +711,7 @@ main() {
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    env) cmd_env ;;
+    env) cmd_env "${2:-}" ;;
     build) build_binaries ;;
     tools) fetch_tools ;;
     "") usage >&2; exit 2 ;;

@@ -38,11 +38,11 @@ export interface ClusterEnv {
   readonly vars: Readonly<Record<string, string>>;
 }
 
-/** Parse `KEY=value` lines (blank lines and # comments ignored; one pair of surrounding quotes removed). */
+/** Parse `KEY=value` or `export KEY=value` lines (blank lines and # comments ignored; one pair of surrounding quotes removed). */
 export function parseEnvLines(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const raw of text.split('\n')) {
-    const line = raw.trim();
+    const line = raw.trim().replace(/^export\s+/, '');
     if (line === '' || line.startsWith('#')) continue;
     const eq = line.indexOf('=');
     if (eq <= 0) continue;
