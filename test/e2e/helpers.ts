@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -101,7 +102,19 @@ export interface Served {
   stop(): Promise<number | null>;
 }
 
-/** `sandpit serve --port 0` with `config` as its config file; resolves once it listens. */
+/** A port that was free a moment ago, on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** `sandpit serve` with `config` as its config file; resolves once it answers GET /health. */
 export async function startServe(
   config: object,
   args: string[] = [],
@@ -110,34 +123,35 @@ export async function startServe(
   const dir = tempDir('serve');
   const configPath = join(dir, 'config.json');
   writeFileSync(configPath, JSON.stringify(config));
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--config', configPath, ...args], {
-    env: cleanEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [CLI, 'serve', '--port', String(port), '--config', configPath, ...args],
+    {
+      env: cleanEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const logs: string[] = [];
   child.stderr.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`serve did not start within 60 s:\n${logs.join('')}`)),
-      60_000,
-    );
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      logs.push(line);
-      try {
-        const rec = JSON.parse(line) as { msg?: string; url?: string };
-        if (rec.msg === 'MCP server listening' && rec.url) {
-          clearTimeout(timer);
-          resolve(rec.url.replace(/\/mcp$/, ''));
-        }
-      } catch {
-        // not a log line
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}:\n${logs.join('\n')}`));
-    });
-  });
+  createInterface({ input: child.stdout }).on('line', (line) => logs.push(line));
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited !== undefined) throw new Error(`serve exited with ${exited}:\n${logs.join('\n')}`);
+    if (Date.now() > deadline) {
+      await stopProcess(child);
+      throw new Error(`serve did not answer within 60 s:\n${logs.join('\n')}`);
+    }
+    try {
+      await (await fetch(`${url}/health`)).body?.cancel();
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
   return { url, pid: child.pid!, logs, stop: () => stopProcess(child) };
 }
 
