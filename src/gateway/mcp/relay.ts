@@ -24,7 +24,10 @@ export async function relayOutput(handle: RunHandle, extra: ToolExtra): Promise<
   const emit = async (stream: StreamName | 'sandpit', data: unknown, message: string): Promise<void> => {
     await send({ method: 'notifications/message', params: { level: 'info', logger: stream, data } });
     if (token !== undefined) {
-      await send({ method: 'notifications/progress', params: { progressToken: token, progress: progress++, message } });
+      await send({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: progress++, message },
+      });
     }
   };
 
