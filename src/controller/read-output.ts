@@ -41,7 +41,9 @@ export function toRunOutput(
 ): RunOutput {
   const bytes = Buffer.byteLength(log, 'utf8');
   const tail = printable(lastBytes(tailSource, limits.tailBytes));
-  return { tail, truncated: capped || Buffer.byteLength(tailSource, 'utf8') > limits.tailBytes, bytes };
+  const truncated = capped || Buffer.byteLength(tailSource, 'utf8') > limits.tailBytes;
+  // No output, no tail: an empty string is not written (some apiservers read "" in a custom resource as null).
+  return { ...(tail ? { tail } : {}), truncated, bytes };
 }
 
 /** Reads the finished pod's log; undefined when the pod is gone. */

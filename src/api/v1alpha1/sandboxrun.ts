@@ -68,7 +68,11 @@ export type Condition = z.infer<typeof ConditionSchema>;
 export const RunOutputSchema = z.object({
   tail: z
     .string()
-    .describe('The last bytes the program wrote (stdout and stderr interleaved, as in the pod log)'),
+    .min(1)
+    .optional()
+    .describe(
+      'The last bytes the program wrote (stdout and stderr interleaved, as in the pod log); absent when it wrote nothing',
+    ),
   truncated: z.boolean().describe('True when the tail is not the whole output'),
   bytes: z.number().int().min(0).describe('Bytes of output counted (up to the operator read limit)'),
 });

@@ -60,3 +60,9 @@ describe('parseExitReport (the runner’s termination log)', () => {
       assert.equal(parseExitReport(t), undefined, String(t));
   });
 });
+
+describe('no output', () => {
+  test('no tail at all (an empty string is not written)', () => {
+    assert.deepEqual(toRunOutput('', false, '', { tailBytes: 10, readBytes: 100 }), { truncated: false, bytes: 0 });
+  });
+});
