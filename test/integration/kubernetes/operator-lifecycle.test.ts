@@ -1,0 +1,220 @@
+// What happens around a run: deleting it garbage-collects its children (owner references, collected
+// by the real kube-controller-manager), TTL deletes finished runs, and the operator restores what
+// is taken from a running run (level-triggered: it reconciles state, not events).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { KubernetesObject, V1NetworkPolicy } from '@kubernetes/client-node';
+import { withCluster } from '../../support/kube/index.js';
+import {
+  createRun,
+  customApi,
+  getRun,
+  sandboxRun,
+  startSuite,
+  stopSuite,
+  waitForFinished,
+  waitForPhase,
+  type SandboxRunObject,
+  type Suite,
+} from './operator-harness.js';
+
+let suite: Suite;
+let failed = false;
+
+const KINDS = [
+  { path: 'pods', apiVersion: 'v1', kind: 'Pod' },
+  { path: 'configmaps', apiVersion: 'v1', kind: 'ConfigMap' },
+  { path: 'networkpolicies', apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' },
+] as const;
+
+/** The run's children still present (by its UID label). */
+async function children(s: Suite, run: SandboxRunObject): Promise<string[]> {
+  const selector = `sandpit.dev/run-uid=${run.metadata?.uid}`;
+  const found: string[] = [];
+  for (const k of KINDS) {
+    const list = await s.cluster.objects.list<KubernetesObject>(
+      k.apiVersion,
+      k.kind,
+      s.ns,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      selector,
+    );
+    for (const item of list.items) found.push(`${k.kind}/${item.metadata?.name}`);
+  }
+  return found;
+}
+
+async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeout: 300_000 }, () => {
+  before(async () => {
+    suite = await startSuite(await withCluster(), 'operator-lifecycle');
+  });
+  after(async () => {
+    await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
+  });
+  const it = (name: string, body: () => Promise<void>): void => {
+    test(name, { timeout: 120_000 }, async () => {
+      try {
+        await body();
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    });
+  };
+
+  it('deleting a finished run garbage-collects its Pod, ConfigMap and NetworkPolicy', async () => {
+    const { cluster, ns } = suite;
+    await createRun(cluster, ns, sandboxRun('gc-finished', { template: 'python', code: 'print(1)' }));
+    const run = await waitForFinished(cluster, ns, 'gc-finished', 60_000);
+    assert.equal(run.status?.phase, 'Succeeded');
+    assert.deepEqual((await children(suite, run)).map((c) => c.split('/')[0]).sort(), [
+      'ConfigMap',
+      'NetworkPolicy',
+      'Pod',
+    ]);
+    await customApi(cluster).deleteNamespacedCustomObject({
+      group: 'sandpit.dev',
+      version: 'v1alpha1',
+      plural: 'sandboxruns',
+      namespace: ns,
+      name: 'gc-finished',
+    });
+    await waitUntil(
+      'children of gc-finished to be collected',
+      60_000,
+      async () => (await children(suite, run)).length === 0,
+    );
+  });
+
+  it('deleting a running run stops it: its pod is collected too', async () => {
+    const { cluster, ns } = suite;
+    await createRun(
+      cluster,
+      ns,
+      sandboxRun('gc-running', {
+        template: 'python',
+        code: 'import time\ntime.sleep(25)',
+        timeoutSeconds: 30,
+      }),
+    );
+    const run = await waitForPhase(cluster, ns, 'gc-running', 'Running', 60_000);
+    await customApi(cluster).deleteNamespacedCustomObject({
+      group: 'sandpit.dev',
+      version: 'v1alpha1',
+      plural: 'sandboxruns',
+      namespace: ns,
+      name: 'gc-running',
+    });
+    await waitUntil(
+      'children of gc-running to be collected',
+      60_000,
+      async () => (await children(suite, run)).length === 0,
+    );
+  });
+
+  it('ttlSecondsAfterFinished deletes the finished run (and so its children)', async () => {
+    const { cluster, ns } = suite;
+    const ttl = 3;
+    await createRun(
+      cluster,
+      ns,
+      sandboxRun('ttl', { template: 'python', code: 'print(1)', ttlSecondsAfterFinished: ttl }),
+    );
+    const run = await waitForFinished(cluster, ns, 'ttl', 60_000);
+    const finishedAt = Date.now();
+    await cluster.waitFor<SandboxRunObject>(
+      { path: `/apis/sandpit.dev/v1alpha1/namespaces/${ns}/sandboxruns`, name: 'ttl' },
+      (_r, type) => type === 'DELETED',
+      { timeoutMs: 30_000, description: 'the run to be deleted by its TTL' },
+    );
+    const waited = (Date.now() - finishedAt) / 1000;
+    assert.ok(waited <= ttl + 5, `deleted ${waited.toFixed(1)} s after it finished`);
+    assert.equal(await getRun(cluster, ns, 'ttl'), undefined);
+    await waitUntil(
+      'children of ttl to be collected',
+      60_000,
+      async () => (await children(suite, run)).length === 0,
+    );
+  });
+
+  it('a NetworkPolicy deleted from a running run is put back', async () => {
+    const { cluster, ns } = suite;
+    await createRun(
+      cluster,
+      ns,
+      sandboxRun('np-restore', {
+        template: 'python',
+        code: 'import time\ntime.sleep(20)',
+        timeoutSeconds: 30,
+      }),
+    );
+    const run = await waitForPhase(cluster, ns, 'np-restore', 'Running', 60_000);
+    const name = run.status?.podName ?? '';
+    const first = await cluster.objects.read<V1NetworkPolicy>({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name, namespace: ns },
+    });
+    await cluster.objects.delete({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name, namespace: ns },
+    });
+    const back = await cluster.waitFor<V1NetworkPolicy>(
+      { path: `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`, name },
+      (np, type) => type !== 'DELETED' && np.metadata?.uid !== first.metadata?.uid,
+      { timeoutMs: 15_000, description: 'the NetworkPolicy to be recreated' },
+    );
+    assert.deepEqual(back.spec?.policyTypes, ['Ingress', 'Egress']);
+    await customApi(cluster).patchNamespacedCustomObject({
+      group: 'sandpit.dev',
+      version: 'v1alpha1',
+      plural: 'sandboxruns',
+      namespace: ns,
+      name: 'np-restore',
+      body: [{ op: 'add', path: '/spec/cancel', value: true }],
+    });
+  });
+
+  it('a pod deleted under a running run: the run fails (BackendError), it is not silently re-run', async () => {
+    const { cluster, ns } = suite;
+    await createRun(
+      cluster,
+      ns,
+      sandboxRun('pod-lost', { template: 'python', code: 'import time\ntime.sleep(25)', timeoutSeconds: 30 }),
+    );
+    const running = await waitForPhase(cluster, ns, 'pod-lost', 'Running', 60_000);
+    await cluster.core.deleteNamespacedPod({
+      namespace: ns,
+      name: running.status?.podName ?? '',
+      gracePeriodSeconds: 0,
+    });
+    const run = await waitForFinished(cluster, ns, 'pod-lost', 60_000);
+    assert.ok(
+      (run.status?.phase === 'Failed' && run.status.reason === 'BackendError') ||
+        run.status?.phase === 'Failed',
+      JSON.stringify(run.status),
+    );
+    const pods = (
+      await cluster.core.listNamespacedPod({
+        namespace: ns,
+        labelSelector: `sandpit.dev/run-uid=${run.metadata?.uid}`,
+      })
+    ).items;
+    assert.ok(
+      pods.every((p) => p.metadata?.deletionTimestamp),
+      'no second pod',
+    );
+  });
+});
