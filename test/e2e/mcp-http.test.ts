@@ -24,6 +24,7 @@ import {
   cancelRunTool,
   clientCancellationStopsTheRun,
   everyToolWorks,
+  logLevelIsHonoured,
   outputStreamsBeforeResult,
   policyDenialNamesTheField,
 } from './scenarios.js';
@@ -286,6 +287,8 @@ for (const mode of ['stateful', 'stateless'] as const) {
     });
 
     if (mode === 'stateful') {
+      test('logging/setLevel above info silences output logs, not progress', () =>
+        withClient(MAIN, (c) => logLevelIsHonoured(c.client)));
       test('a session is bound to the token that opened it', async () => {
         const res = await post(mcpUrl, INIT, { Authorization: `Bearer ${MAIN}` });
         assert.equal(res.status, 200);

@@ -11,6 +11,7 @@ import {
   cancelRunTool,
   clientCancellationStopsTheRun,
   everyToolWorks,
+  logLevelIsHonoured,
   outputStreamsBeforeResult,
   policyDenialNamesTheField,
 } from './scenarios.js';
@@ -36,6 +37,8 @@ describe('sandpit mcp (stdio, built CLI)', () => {
   test('cancel_run stops a live run; the record stays readable', () =>
     cancelRunTool(server.client, docker, server.pid!));
   test('a policy denial names its field and limit', () => policyDenialNamesTheField(server.client));
+  test('logging/setLevel above info silences output logs, not progress', () =>
+    logLevelIsHonoured(server.client));
 
   test('closing the client stops the server and leaves no container', async () => {
     const other = await connectStdio();

@@ -228,3 +228,23 @@ export async function policyDenialNamesTheField(client: Client): Promise<void> {
   assert.equal(missing.isError, true);
   assert.match(textOf(missing), /^NOT_FOUND/);
 }
+
+/** logging/setLevel above info silences the output log notifications; progress still flows. */
+export async function logLevelIsHonoured(client: Client): Promise<void> {
+  const { notices } = recordNotifications(client);
+  await client.setLoggingLevel('warning');
+  try {
+    const progress: string[] = [];
+    const r = (await client.callTool({ name: 'run_code', arguments: { code: "print('quiet')" } }, undefined, {
+      onprogress: (p) => void progress.push(p.message ?? ''),
+    })) as CallToolResult;
+    assert.equal(structured(r).stdout, 'quiet\n');
+    assert.deepEqual(notices, [], 'no log notifications above the level the client set');
+    assert.ok(
+      progress.some((p) => p.startsWith('run ')),
+      `progress still arrives: ${JSON.stringify(progress)}`,
+    );
+  } finally {
+    await client.setLoggingLevel('debug');
+  }
+}

@@ -2,7 +2,8 @@
  * Streams a run's output to the client while it executes: each piece as a logging notification
  * (logger `stdout` / `stderr`) and, when the client sent a progressToken, as a progress
  * notification. A first `sandpit` log message carries the run id, so a client can cancel or look
- * the run up before the result arrives.
+ * the run up before the result arrives. Log notifications are at level info: a client that set a
+ * higher level (logging/setLevel) gets only the progress notifications.
  *
  * Chunks that arrive within a few milliseconds of each other (`print` writes text and newline
  * separately) go out as one notification, in their order; the end of the output flushes at once,
@@ -16,13 +17,18 @@ import type { ToolExtra } from './context.js';
 
 export const COALESCE_MS = 5;
 
-export async function relayOutput(handle: RunHandle, extra: ToolExtra): Promise<void> {
+export async function relayOutput(
+  handle: RunHandle,
+  extra: ToolExtra,
+  options: { log: boolean },
+): Promise<void> {
   const token = extra._meta?.progressToken;
   let progress = 0;
   // A client that went away must not fail the run: its result is still recorded for get_run.
   const send = (n: ServerNotification): Promise<void> => extra.sendNotification(n).catch(() => undefined);
   const emit = async (stream: StreamName | 'sandpit', data: unknown, message: string): Promise<void> => {
-    await send({ method: 'notifications/message', params: { level: 'info', logger: stream, data } });
+    if (options.log)
+      await send({ method: 'notifications/message', params: { level: 'info', logger: stream, data } });
     if (token !== undefined) {
       await send({
         method: 'notifications/progress',

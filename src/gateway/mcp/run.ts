@@ -1,6 +1,6 @@
 /** The shared path of every tool that runs code: start through the service, stream, wait for the result. */
 import type { RunRequestInput, RunResult } from '../../api/run.js';
-import { principalOf, type ToolDeps, type ToolExtra } from './context.js';
+import { clientWants, principalOf, type ToolDeps, type ToolExtra } from './context.js';
 import { relayOutput } from './relay.js';
 
 export async function runStreamed(
@@ -9,6 +9,6 @@ export async function runStreamed(
   extra: ToolExtra,
 ): Promise<RunResult> {
   const handle = await deps.service.startRun(request, principalOf(extra, deps), extra.signal);
-  await relayOutput(handle, extra);
+  await relayOutput(handle, extra, { log: clientWants(deps, 'info') });
   return handle.result;
 }

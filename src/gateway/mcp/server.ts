@@ -1,5 +1,6 @@
 /** One MCP server with every tool. A server serves one transport: stdio, one HTTP session, or one stateless request. */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolDeps } from './context.js';
 import { registerTools } from './tools/index.js';
 
@@ -13,6 +14,12 @@ export function createMcpServer(deps: ToolDeps): McpServer {
     { name: 'sandpit', version: deps.version },
     { capabilities: { logging: {} }, instructions: INSTRUCTIONS },
   );
-  registerTools(server, deps);
+  // Output notifications honour logging/setLevel; the SDK keeps the level to itself, so keep our own.
+  let level: LoggingLevel | undefined;
+  server.server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    level = request.params.level;
+    return {};
+  });
+  registerTools(server, { ...deps, clientLogLevel: () => level });
   return server;
 }
