@@ -7,7 +7,7 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { isTerminal, type Phase } from '../../../src/api/run.js';
 import type { SandboxRunSpecInput, SandboxRunStatus } from '../../../src/api/v1alpha1/index.js';
 import { CRD_FILE, CRD_NAME } from '../../../src/api/v1alpha1/crd.js';
@@ -351,4 +351,38 @@ export async function stopSuite(
   }
   if (!(failed && process.env.SANDPIT_KEEP_TEST_NAMESPACES === '1'))
     await suite.cluster.deleteNamespace(suite.ns);
+}
+
+/** A fresh namespace with the API installed and the Lease role bound, for tests that run their own operators. */
+export async function prepareNamespace(cluster: KubeCluster, hint: string): Promise<string> {
+  await installOperatorApi(cluster);
+  const ns = await cluster.createNamespace(hint);
+  await bindLeaseRole(cluster, ns);
+  return ns;
+}
+
+/** Collects every pod the watch reports in `namespace` (ADDED names, by run UID label). */
+export function recordPods(
+  cluster: KubeCluster,
+  namespace: string,
+): { byRun: Map<string, Set<string>>; stop: () => void } {
+  const byRun = new Map<string, Set<string>>();
+  const stopper = new AbortController();
+  cluster
+    .waitFor<V1Pod>(
+      {
+        path: `/api/v1/namespaces/${namespace}/pods`,
+        labelSelector: 'sandpit.dev/managed-by=sandpit-operator',
+      },
+      (pod) => {
+        const uid = pod.metadata?.labels?.['sandpit.dev/run-uid'] ?? '?';
+        const names = byRun.get(uid) ?? new Set<string>();
+        names.add(pod.metadata?.name ?? '');
+        byRun.set(uid, names);
+        return false;
+      },
+      { timeoutMs: 3_600_000, signal: stopper.signal },
+    )
+    .catch(() => undefined);
+  return { byRun, stop: () => stopper.abort() };
 }

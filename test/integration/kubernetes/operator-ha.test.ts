@@ -1,0 +1,186 @@
+// Crashes and replicas: a controller killed mid-reconcile and restarted converges without duplicate
+// pods; with two controllers only the Lease holder reconciles, and killing it hands over.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { CoreV1Event, V1Lease } from '@kubernetes/client-node';
+import { kubeTest } from '../../support/kube/index.js';
+import {
+  createRun,
+  metricValue,
+  OperatorProcess,
+  prepareNamespace,
+  recordPods,
+  sandboxRun,
+  waitForFinished,
+  type SandboxRunObject,
+} from './operator-harness.js';
+
+const LEASE_SECONDS = 6;
+const RETRY_SECONDS = 1;
+
+async function stopAll(ops: OperatorProcess[], keepLogs: boolean): Promise<void> {
+  for (const op of ops) {
+    if (keepLogs) process.stderr.write(`# operator ${op.identity} log: ${op.logFile}\n`);
+    await op.stop(keepLogs);
+  }
+}
+
+describe('operator crashes and replicas', { timeout: 600_000 }, () => {
+  test(
+    'killed mid-reconcile and restarted: every run converges, one pod each',
+    { timeout: 240_000 },
+    kubeTest(async ({ cluster, t }) => {
+      const ns = await prepareNamespace(cluster, 'operator-crash');
+      const pods = recordPods(cluster, ns);
+      const ops: OperatorProcess[] = [];
+      let ok = false;
+      try {
+        const a = OperatorProcess.start(cluster, { namespace: ns, identity: 'op-crash-a' });
+        ops.push(a);
+        await a.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'Synced caches');
+        const names = Array.from({ length: 12 }, (_, i) => `crash-${i}`);
+        await Promise.all(
+          names.map((n, i) =>
+            createRun(cluster, ns, sandboxRun(n, { template: 'python', code: `print('run ${i}')` })),
+          ),
+        );
+        // Kill the controller as soon as it has made its first pod: the other runs are mid-way.
+        const deadline = Date.now() + 60_000;
+        while (pods.byRun.size === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        await a.kill('SIGKILL');
+        const atKill = {
+          pods: pods.byRun.size,
+          configMaps: (
+            await cluster.core.listNamespacedConfigMap({
+              namespace: ns,
+              labelSelector: 'sandpit.dev/managed-by=sandpit-operator',
+            })
+          ).items.length,
+        };
+        t.diagnostic(`at the kill: ${atKill.pods} pods, ${atKill.configMaps} ConfigMaps of 12 runs`);
+        assert.ok(atKill.pods < 12, 'the kill came before the controller had finished');
+
+        const b = OperatorProcess.start(cluster, { namespace: ns, identity: 'op-crash-b' });
+        ops.push(b);
+        const runs = await Promise.all(names.map((n) => waitForFinished(cluster, ns, n, 120_000)));
+        for (const [i, run] of runs.entries()) {
+          assert.equal(
+            run.status?.phase,
+            'Succeeded',
+            `${run.metadata?.name}: ${JSON.stringify(run.status)}`,
+          );
+          assert.equal(run.status?.output?.tail, `run ${i}\n`);
+          const uid = run.metadata?.uid ?? '';
+          assert.deepEqual(
+            [...(pods.byRun.get(uid) ?? [])],
+            [run.status?.podName],
+            `${run.metadata?.name}: exactly one pod ever`,
+          );
+          const live = await cluster.core.listNamespacedPod({
+            namespace: ns,
+            labelSelector: `sandpit.dev/run-uid=${uid}`,
+          });
+          assert.equal(live.items.length, 1);
+        }
+        assert.equal(pods.byRun.size, 12);
+        ok = true;
+      } finally {
+        pods.stop();
+        await stopAll(ops, !ok);
+      }
+    }),
+  );
+
+  test(
+    'two controllers: only the Lease holder acts; killing it hands over within the lease',
+    { timeout: 240_000 },
+    kubeTest(async ({ cluster, t }) => {
+      const ns = await prepareNamespace(cluster, 'operator-leader');
+      const ops = [
+        OperatorProcess.start(cluster, { namespace: ns, identity: 'op-one' }),
+        OperatorProcess.start(cluster, { namespace: ns, identity: 'op-two' }),
+      ];
+      let ok = false;
+      try {
+        const acquired = (op: OperatorProcess): boolean =>
+          op.find((l) => l.msg === 'Acquired Lease') !== undefined;
+        const deadline = Date.now() + 30_000;
+        while (!ops.some(acquired) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const leader = ops.find(acquired);
+        assert.ok(leader, 'one controller acquired the Lease');
+        const standby = ops.find((o) => o !== leader)!;
+        await leader.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'leader synced');
+
+        const names = ['ha-0', 'ha-1', 'ha-2'];
+        await Promise.all(
+          names.map((n) => createRun(cluster, ns, sandboxRun(n, { template: 'bash', code: 'echo ok' }))),
+        );
+        for (const n of names)
+          assert.equal((await waitForFinished(cluster, ns, n, 60_000)).status?.phase, 'Succeeded');
+
+        assert.ok(!acquired(standby), 'the standby never held the Lease');
+        assert.equal(
+          standby.find((l) => l.msg === 'Synced caches'),
+          undefined,
+          'the standby never started its controller',
+        );
+        const standbyMetrics = await standby.metrics();
+        assert.equal(metricValue(standbyMetrics, 'sandpit_operator_leader'), 0);
+        for (const result of ['success', 'requeue', 'conflict', 'error']) {
+          assert.equal(metricValue(standbyMetrics, 'sandpit_operator_reconciles_total', { result }), 0);
+        }
+        assert.equal(metricValue(await leader.metrics(), 'sandpit_operator_leader'), 1);
+        const events = (await cluster.core.listNamespacedEvent({ namespace: ns })).items.filter(
+          (e: CoreV1Event) => e.involvedObject.kind === 'SandboxRun',
+        );
+        assert.ok(events.length >= names.length);
+        assert.ok(
+          events.every((e) => e.reportingInstance === leader.identity),
+          'every Event came from the leader',
+        );
+
+        const lease = await cluster.objects.read<V1Lease>({
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: 'sandpit-operator', namespace: ns },
+        });
+        assert.equal(lease.spec?.holderIdentity, leader.identity);
+
+        const killedAt = Date.now();
+        await leader.kill('SIGKILL');
+        await standby.waitForLog(
+          (l) => l.msg === 'Acquired Lease',
+          (LEASE_SECONDS + 5) * 1000,
+          'the standby to take the Lease',
+        );
+        const handover = (Date.now() - killedAt) / 1000;
+        t.diagnostic(
+          `hand-over after SIGKILL of the leader: ${handover.toFixed(2)} s (lease ${LEASE_SECONDS} s, retry ${RETRY_SECONDS} s)`,
+        );
+        // The standby waits out the lease from the last renewal it saw (≤ one retry before the kill),
+        // then takes it at its next try: at most lease + 2 retries (with jitter) after the kill.
+        assert.ok(
+          handover <= LEASE_SECONDS + 2 * RETRY_SECONDS * 1.2 + 0.5,
+          `hand-over took ${handover.toFixed(2)} s`,
+        );
+        assert.ok(
+          handover >= LEASE_SECONDS - 2 * RETRY_SECONDS,
+          `hand-over after ${handover.toFixed(2)} s: too early`,
+        );
+
+        await standby.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'the new leader synced');
+        await createRun(
+          cluster,
+          ns,
+          sandboxRun('after-handover', { template: 'bash', code: 'echo still here' }),
+        );
+        const run: SandboxRunObject = await waitForFinished(cluster, ns, 'after-handover', 60_000);
+        assert.equal(run.status?.phase, 'Succeeded');
+        assert.equal(run.status?.output?.tail, 'still here\n');
+        ok = true;
+      } finally {
+        await stopAll(ops, !ok);
+      }
+    }),
+  );
+});
