@@ -159,8 +159,8 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     'Started operator',
   );
   const stop = onSignals(logger);
-  const exit = await operator.run(stop.signal);
+  await operator.run(stop.signal);
   await probes.close();
-  logger.info({ exit }, 'Stopped operator');
-  return exit === 'lost-leadership' ? 1 : 0;
+  logger.info('Stopped operator');
+  return 0;
 }

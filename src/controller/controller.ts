@@ -82,6 +82,8 @@ export class Controller {
   private workers: Promise<void>[] = [];
   private resync: NodeJS.Timeout | undefined;
   private started = false;
+  private active = true;
+  private resumed: (() => void)[] = [];
   private readonly stopper = new AbortController();
 
   constructor(options: ControllerOptions) {
@@ -150,6 +152,23 @@ export class Controller {
     return this.started;
   }
 
+  /**
+   * Pauses (false) or resumes (true) the workers. Paused, they take no new key (in-flight passes
+   * finish) while the informers keep the caches current; resuming re-queues every run.
+   */
+  setActive(active: boolean): void {
+    if (this.active === active) return;
+    this.active = active;
+    if (!active) return;
+    for (const wake of this.resumed.splice(0)) wake();
+    for (const run of this.runs.list()) this.queue.add(objectKey(run));
+  }
+
+  private whenActive(): Promise<void> {
+    if (this.active || this.stopper.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.resumed.push(resolve));
+  }
+
   /** Starts the informers, waits for their first lists, then starts the workers. */
   async start(): Promise<void> {
     const { logger } = this.options;
@@ -170,6 +189,7 @@ export class Controller {
   /** Stops taking work, lets in-flight passes finish, stops the watches. */
   async stop(): Promise<void> {
     this.stopper.abort();
+    for (const wake of this.resumed.splice(0)) wake();
     clearInterval(this.resync);
     this.queue.shutDown();
     await Promise.all(this.workers);
@@ -201,7 +221,16 @@ export class Controller {
 
   private async work(deps: ReconcileDeps): Promise<void> {
     const { metrics, logger } = this.options;
-    for (let key = await this.queue.get(); key !== undefined; key = await this.queue.get()) {
+    for (;;) {
+      await this.whenActive();
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      if (!this.active) {
+        // Paused while waiting: hand the key back; it is taken again on resume.
+        this.queue.done(key);
+        this.queue.add(key);
+        continue;
+      }
       const started = performance.now();
       let result = 'success';
       try {

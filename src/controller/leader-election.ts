@@ -117,12 +117,16 @@ export class LeaderElector {
     return this.leading;
   }
 
-  /** Campaigns and renews until `signal` aborts or leadership is lost (then it returns). */
+  /**
+   * Campaigns and renews until `signal` aborts. Leadership can come and go: a leader that cannot
+   * renew within the renew deadline (say, the apiserver is down) stops leading and campaigns again.
+   */
   async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
     const { retryPeriodSeconds, renewDeadlineSeconds } = this.options;
     while (!signal.aborted) {
-      const ok = await this.tryAcquireOrRenew();
+      const ok = await this.attempt(renewDeadlineSeconds * 1000);
       const now = Date.now();
+      if (signal.aborted) break;
       if (ok) {
         this.lastRenew = now;
         if (!this.leading) {
@@ -137,11 +141,21 @@ export class LeaderElector {
           'Lost Lease: could not renew it within the renew deadline',
         );
         callbacks.onStoppedLeading();
-        return;
       }
       const jitter = this.leading ? 1 : 1 + Math.random() * 0.2;
       await sleep(retryPeriodSeconds * 1000 * jitter, signal).catch(() => undefined);
     }
+  }
+
+  /** One try, bounded in time: a request that hangs counts as a failed renewal. */
+  private attempt(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      void this.tryAcquireOrRenew().then((ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      });
+    });
   }
 
   /** Gives the lease up (a clean shutdown): the next replica takes it without waiting it out. */

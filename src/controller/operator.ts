@@ -1,20 +1,21 @@
 /**
- * The operator's lifecycle: campaign for the Lease (when leader election is on), run the controller
- * only while leading, and on shutdown drain the controller before giving the Lease up, so two
+ * The operator's lifecycle: campaign for the Lease (when leader election is on) and let the
+ * controller act only while leading. The controller is made on first leadership; when the Lease
+ * is lost (it could not be renewed in time, e.g. the apiserver was down) the controller pauses
+ * (its caches stay warm, no work is taken) and resumes when the Lease is won back, so no process
+ * restart is needed. On shutdown the controller drains before the Lease is given up, so two
  * replicas never act at once and a clean hand-over does not wait for the Lease to expire.
  */
 import { Controller, type ControllerOptions } from './controller.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
-
-export type OperatorExit = 'stopped' | 'lost-leadership';
 
 export interface OperatorOptions extends ControllerOptions {
   leaderElection: LeaderElectionOptions | undefined;
 }
 
 export interface Operator {
-  /** Runs until `signal` aborts ('stopped') or the Lease is lost ('lost-leadership'). */
-  run(signal: AbortSignal): Promise<OperatorExit>;
+  /** Runs until `signal` aborts. */
+  run(signal: AbortSignal): Promise<void>;
   isLeader(): boolean;
   /** Ready: a standby waiting for the Lease, or a leader whose caches are synced. */
   isReady(): boolean;
@@ -28,11 +29,21 @@ export function createOperator(options: OperatorOptions): Operator {
     ? new LeaderElector({ kube: options.kube, logger }, options.leaderElection)
     : undefined;
 
-  const startController = (): void => {
+  const lead = (): void => {
+    metrics.leader.set(1);
+    if (controller) {
+      controller.setActive(true);
+      return;
+    }
     controller = new Controller(options);
     starting = controller
       .start()
       .catch((e: unknown) => logger.error({ err: (e as Error).message }, 'Controller failed to start'));
+  };
+  const pause = (): void => {
+    metrics.leader.set(0);
+    controller?.setActive(false);
+    logger.warn('Paused the controller until the Lease is won back');
   };
   const stopController = async (): Promise<void> => {
     await starting;
@@ -43,34 +54,18 @@ export function createOperator(options: OperatorOptions): Operator {
   return {
     isLeader: () => (elector ? elector.isLeader() : true),
     isReady: () => (elector && !elector.isLeader() ? true : (controller?.isReady() ?? false)),
-    async run(signal: AbortSignal): Promise<OperatorExit> {
+    async run(signal: AbortSignal): Promise<void> {
       if (!elector) {
-        metrics.leader.set(1);
-        startController();
+        lead();
         await new Promise<void>((resolve) =>
           signal.addEventListener('abort', () => resolve(), { once: true }),
         );
-        await stopController();
-        metrics.leader.set(0);
-        return 'stopped';
+      } else {
+        await elector.run(signal, { onStartedLeading: lead, onStoppedLeading: pause });
       }
-      let lost = false;
-      const electing = new AbortController();
-      signal.addEventListener('abort', () => electing.abort(), { once: true });
-      await elector.run(electing.signal, {
-        onStartedLeading: () => {
-          metrics.leader.set(1);
-          startController();
-        },
-        onStoppedLeading: () => {
-          lost = true;
-          metrics.leader.set(0);
-        },
-      });
       await stopController();
-      if (!lost) await elector.release();
+      await elector?.release();
       metrics.leader.set(0);
-      return lost ? 'lost-leadership' : 'stopped';
     },
   };
 }

@@ -29,8 +29,8 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
   test(
     'killed mid-reconcile and restarted: every run converges, one pod each',
     { timeout: 240_000 },
-    kubeTest(async ({ cluster, t }) => {
-      const ns = await prepareNamespace(cluster, 'operator-crash');
+    kubeTest(async ({ cluster, ns, t }) => {
+      await prepareNamespace(cluster, ns);
       const pods = recordPods(cluster, ns);
       const ops: OperatorProcess[] = [];
       let ok = false;
@@ -94,8 +94,8 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
   test(
     'two controllers: only the Lease holder acts; killing it hands over within the lease',
     { timeout: 240_000 },
-    kubeTest(async ({ cluster, t }) => {
-      const ns = await prepareNamespace(cluster, 'operator-leader');
+    kubeTest(async ({ cluster, ns, t }) => {
+      await prepareNamespace(cluster, ns);
       const ops = [
         OperatorProcess.start(cluster, { namespace: ns, identity: 'op-one' }),
         OperatorProcess.start(cluster, { namespace: ns, identity: 'op-two' }),

@@ -353,12 +353,10 @@ export async function stopSuite(
     await suite.cluster.deleteNamespace(suite.ns);
 }
 
-/** A fresh namespace with the API installed and the Lease role bound, for tests that run their own operators. */
-export async function prepareNamespace(cluster: KubeCluster, hint: string): Promise<string> {
+/** Readies a test's namespace for operators it runs itself: the API installed, the Lease role bound. */
+export async function prepareNamespace(cluster: KubeCluster, ns: string): Promise<void> {
   await installOperatorApi(cluster);
-  const ns = await cluster.createNamespace(hint);
   await bindLeaseRole(cluster, ns);
-  return ns;
 }
 
 /** Collects every pod the watch reports in `namespace` (ADDED names, by run UID label). */
