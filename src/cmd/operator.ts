@@ -47,6 +47,7 @@ const OPTIONS = {
   config: { type: 'string' },
 } as const;
 
+const HEALTHY_FAILING_MS = 5 * 60_000;
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /** The policy for pods: the sandbox limits, with RuntimeClasses in place of Docker runtimes. */
@@ -142,7 +143,12 @@ export async function operatorCommand(argv: string[]): Promise<number> {
   };
   const operator = createOperator(options);
   const probes = await listenProbes(
-    { registry: metrics.registry, isReady: () => operator.isReady(), isHealthy: () => true },
+    {
+      registry: metrics.registry,
+      isReady: () => operator.isReady(),
+      // Watches failing for this long (the apiserver gone, credentials revoked): let the kubelet restart us.
+      isHealthy: () => operator.isHealthy(HEALTHY_FAILING_MS),
+    },
     values['probe-host'] ?? k.probeHost,
     values['probe-port'] !== undefined ? toPort(values['probe-port']) : k.probePort,
   );

@@ -152,6 +152,11 @@ export class Controller {
     return this.started;
   }
 
+  /** The longest time any of its informers has been failing to list or watch (ms). */
+  failingMs(): number {
+    return Math.max(0, ...this.informers().map((i) => i.failingMs()));
+  }
+
   /**
    * Pauses (false) or resumes (true) the workers. Paused, they take no new key (in-flight passes
    * finish) while the informers keep the caches current; resuming re-queues every run.

@@ -19,6 +19,8 @@ export interface Operator {
   isLeader(): boolean;
   /** Ready: a standby waiting for the Lease, or a leader whose caches are synced. */
   isReady(): boolean;
+  /** Healthy unless a leader's watches have been failing for longer than `maxFailingMs`. */
+  isHealthy(maxFailingMs: number): boolean;
 }
 
 export function createOperator(options: OperatorOptions): Operator {
@@ -54,6 +56,7 @@ export function createOperator(options: OperatorOptions): Operator {
   return {
     isLeader: () => (elector ? elector.isLeader() : true),
     isReady: () => (elector && !elector.isLeader() ? true : (controller?.isReady() ?? false)),
+    isHealthy: (maxFailingMs) => (controller?.failingMs() ?? 0) <= maxFailingMs,
     async run(signal: AbortSignal): Promise<void> {
       if (!elector) {
         lead();

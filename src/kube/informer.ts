@@ -62,6 +62,8 @@ export class Informer<T extends KubeObject> {
   private stopper: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private lastActivity = 0;
+  /** When the current run of failed lists/watches began; undefined while healthy. */
+  private failingSince: number | undefined;
 
   constructor(source: InformerSource<T>, options: InformerOptions) {
     this.source = source;
@@ -89,6 +91,11 @@ export class Informer<T extends KubeObject> {
     return now - this.lastActivity;
   }
 
+  /** Milliseconds this informer has been failing to list or watch (0 while it works). */
+  failingMs(now = Date.now()): number {
+    return this.failingSince === undefined ? 0 : now - this.failingSince;
+  }
+
   start(): void {
     if (this.loop) return;
     this.stopper = new AbortController();
@@ -114,6 +121,7 @@ export class Informer<T extends KubeObject> {
         this.restarted(reason);
         // A watch the server ends at once is a failure too: never re-watch in a tight loop.
         failures = Date.now() - started < 1000 ? failures + 1 : 0;
+        if (failures === 0) this.failingSince = undefined;
       } catch (e) {
         if (signal.aborted) break;
         const err = toKubeError(e, `watch ${this.source.resource}`);
@@ -123,6 +131,7 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         failures++;
+        this.failingSince ??= Date.now();
         this.options.logger.warn(
           { resource: this.source.resource, err: err.message, failures },
           'Watch failed; retrying',
@@ -161,6 +170,7 @@ export class Informer<T extends KubeObject> {
     for (const obj of fresh.values()) this.upsert(obj);
     this.resourceVersion = resourceVersion;
     this.lastActivity = Date.now();
+    this.failingSince = undefined;
     this.synced = true;
   }
 
@@ -208,6 +218,7 @@ export class Informer<T extends KubeObject> {
       const onEvent = (type: string, object: WatchEvent<T>['object']): void => {
         if (settled) return;
         this.lastActivity = Date.now();
+        this.failingSince = undefined;
         arm();
         if (type === 'ERROR') {
           if (object.code === 410) finish(() => resolve('expired'));

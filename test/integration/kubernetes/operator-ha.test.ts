@@ -183,4 +183,43 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
       }
     }),
   );
+
+  test(
+    'a clean shutdown (SIGTERM) drains, releases the Lease, and the standby takes over at once',
+    { timeout: 120_000 },
+    kubeTest(async ({ cluster, ns, t }) => {
+      await prepareNamespace(cluster, ns);
+      const first = OperatorProcess.start(cluster, { namespace: ns, identity: 'op-first' });
+      const ops = [first];
+      let ok = false;
+      try {
+        await first.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'first synced');
+        const second = OperatorProcess.start(cluster, { namespace: ns, identity: 'op-second' });
+        ops.push(second);
+        await second.waitForLog((l) => l.msg === 'Started operator', 30_000, 'second started');
+        for (const op of ops) {
+          const base = await op.probesUrl();
+          for (const probe of ['/healthz', '/readyz'])
+            assert.equal((await fetch(base + probe)).status, 200, `${op.identity} ${probe}`);
+          assert.match(await op.metrics(), /^sandpit_operator_leader /m);
+        }
+        const stoppedAt = Date.now();
+        assert.equal(await first.kill('SIGTERM'), 0, 'a clean exit');
+        assert.ok(first.find((l) => l.msg === 'Released Lease'));
+        await second.waitForLog((l) => l.msg === 'Acquired Lease', 10_000, 'the standby to take the Lease');
+        const handover = (Date.now() - stoppedAt) / 1000;
+        t.diagnostic(`hand-over after SIGTERM of the leader: ${handover.toFixed(2)} s`);
+        assert.ok(handover <= 2 * RETRY_SECONDS * 1.2 + 1.5, `hand-over took ${handover.toFixed(2)} s`);
+        await second.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'the new leader synced');
+        await createRun(cluster, ns, sandboxRun('after-sigterm', { template: 'bash', code: 'echo ok' }));
+        assert.equal(
+          (await waitForFinished(cluster, ns, 'after-sigterm', 60_000)).status?.phase,
+          'Succeeded',
+        );
+        ok = true;
+      } finally {
+        await stopAll(ops, !ok);
+      }
+    }),
+  );
 });
