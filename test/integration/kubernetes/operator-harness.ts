@@ -2,9 +2,7 @@
 // cluster script's static operator identity (bound to the ClusterRoles in deploy/rbac.yaml), never
 // as admin. Also: installing the CRD, creating SandboxRuns and waiting on them through watches.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { CustomObjectsApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
@@ -13,6 +11,9 @@ import type { SandboxRunSpecInput, SandboxRunStatus } from '../../../src/api/v1a
 import { CRD_FILE, CRD_NAME } from '../../../src/api/v1alpha1/crd.js';
 import { isNotFound, type KubeCluster } from '../../support/kube/index.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
+import { OperatorProcess, type OperatorConfig } from './operator-process.js';
+
+export { OperatorProcess, operatorConfig, type LogLine, type OperatorConfig } from './operator-process.js';
 
 export const OPERATOR_ROLE = 'sandpit-operator';
 export const LEADER_ROLE = 'sandpit-operator-leader-election';
@@ -65,159 +66,6 @@ export async function bindLeaseRole(cluster: KubeCluster, namespace: string): Pr
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cluster.userOf('operator') }],
     },
   });
-}
-
-export interface OperatorConfig {
-  namespace: string;
-  identity?: string;
-  /** Extra `kubernetes:` settings. */
-  kubernetes?: Record<string, unknown>;
-  sandbox?: Record<string, unknown>;
-}
-
-/** The config every test operator starts from: local images only, the test namespace, short leases. */
-export function operatorConfig(c: OperatorConfig): Record<string, unknown> {
-  return {
-    sandbox: { imageAllowlist: ['sandpit/*'], ...c.sandbox },
-    kubernetes: {
-      namespaces: [c.namespace],
-      imagePullPolicy: 'Never', // nothing may be pulled: the network rule
-      leaseNamespace: c.namespace,
-      leaseDurationSeconds: 6,
-      renewDeadlineSeconds: 4,
-      retryPeriodSeconds: 1,
-      probePort: 0,
-      ...c.kubernetes,
-    },
-    logging: { level: 'debug' },
-  };
-}
-
-export interface LogLine {
-  msg?: string;
-  [key: string]: unknown;
-}
-
-/** One `sandpit operator` process. */
-export class OperatorProcess {
-  readonly identity: string;
-  readonly logFile: string;
-  readonly lines: LogLine[] = [];
-  private readonly child: ChildProcess;
-  private readonly exited: Promise<number | null>;
-  private readonly dir: string;
-  private waiters: (() => void)[] = [];
-
-  private constructor(child: ChildProcess, identity: string, dir: string) {
-    this.child = child;
-    this.identity = identity;
-    this.dir = dir;
-    this.logFile = path.join(dir, 'operator.log');
-    const log = createWriteStream(this.logFile);
-    let partial = '';
-    const onData = (chunk: Buffer): void => {
-      log.write(chunk);
-      const text = partial + chunk.toString('utf8');
-      const parts = text.split('\n');
-      partial = parts.pop() ?? '';
-      for (const line of parts) {
-        try {
-          this.lines.push(JSON.parse(line) as LogLine);
-        } catch {
-          this.lines.push({ msg: line });
-        }
-      }
-      for (const w of this.waiters.splice(0)) w();
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-  }
-
-  static start(cluster: KubeCluster, config: OperatorConfig): OperatorProcess {
-    const identity = config.identity ?? `op-${Math.random().toString(16).slice(2, 8)}`;
-    const dir = mkdtempSync(path.join(tmpdir(), `sandpit-${identity}-`));
-    const configFile = path.join(dir, 'config.yaml');
-    writeFileSync(configFile, stringify(operatorConfig(config)));
-    const args = [
-      '--import',
-      'tsx',
-      path.join(REPO_ROOT, 'src/cmd/cli.ts'),
-      'operator',
-      '--config',
-      configFile,
-      '--kubeconfig',
-      cluster.env.identities.operator.kubeconfigPath,
-      '--identity',
-      identity,
-    ];
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => !k.startsWith('SANDPIT_') && k !== 'KUBECONFIG'),
-    );
-    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    return new OperatorProcess(child, identity, dir);
-  }
-
-  get pid(): number {
-    return this.child.pid ?? -1;
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  find(pred: (l: LogLine) => boolean): LogLine | undefined {
-    return this.lines.find(pred);
-  }
-
-  /** Waits for a log line matching `pred` (lines already logged count). */
-  async waitForLog(pred: (l: LogLine) => boolean, timeoutMs: number, what: string): Promise<LogLine> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const hit = this.lines.find(pred);
-      if (hit) return hit;
-      if (!this.running)
-        throw new Error(`operator ${this.identity} exited while waiting for ${what}; log: ${this.logFile}`);
-      const left = deadline - Date.now();
-      if (left <= 0)
-        throw new Error(
-          `timed out after ${timeoutMs} ms waiting for operator log: ${what}; log: ${this.logFile}`,
-        );
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(left, 500));
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  }
-
-  /** The probe server's URL (loopback), from the start-up log line. */
-  async probesUrl(): Promise<string> {
-    const line = await this.waitForLog((l) => l.msg === 'Started operator', 20_000, 'Started operator');
-    return String(line.probes);
-  }
-
-  async metrics(): Promise<string> {
-    const res = await fetch(`${await this.probesUrl()}/metrics`);
-    return res.text();
-  }
-
-  /** Sends a signal to this child (by its PID) and waits for it to exit. */
-  async kill(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<number | null> {
-    if (this.running) this.child.kill(signal);
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
-    const code = await this.exited;
-    clearTimeout(timer);
-    return code;
-  }
-
-  /** Stops the process and removes its temp dir unless asked to keep it. */
-  async stop(keepLogs = false): Promise<void> {
-    await this.kill('SIGTERM');
-    if (!keepLogs) rmSync(this.dir, { recursive: true, force: true });
-  }
 }
 
 export function sandboxRun(name: string, spec: SandboxRunSpecInput): SandboxRunObject {
