@@ -46,11 +46,13 @@ step "typecheck" npm run typecheck
 step "lint" npm run lint
 step "unit tier" bash test/run.sh unit
 step "docker engine and images" bash test/env/docker.sh up
-step "docker tier" bash test/run.sh docker
+step "docker tier (cold runs)" bash test/run.sh docker
+step "docker tier (warm pools)" env SANDPIT_TEST_POOL=on bash test/run.sh docker
 step "e2e tier" bash test/run.sh e2e
 trap cluster_down EXIT
 step "kube cluster up" bash test/env/kube-cluster.sh up
 step "kubernetes tier" bash test/run.sh kube
+step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 echo >&2
 echo "==> summary ($((SECONDS - started)) s)" >&2
