@@ -3,6 +3,10 @@
  * in one run. The MCP paths are the built CLI as users run it: `sandpit mcp` over stdio and
  * `sandpit serve` (stateful and stateless) over Streamable HTTP on 127.0.0.1, each its own process
  * with its own warm pool, like the raw path's service in this process.
+ *
+ * Each call is timed after a short pause (BENCH_SETTLE_MS, default 500), so that the pools' refills
+ * of the previous calls are not measured as overhead of this one: on a 2-core machine a container
+ * start competes for the CPU with everything else. The series reported are those timings.
  * Target: at most 10 ms of p50 overhead.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,6 +19,7 @@ import { interleaved, report, target } from './stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const WARMUP = 5;
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 500);
 const REQUEST = { template: 'python', code: 'print(1)' };
 const QUIET = { logging: { level: 'warn' } };
 const RAW = 'raw service.run()';
@@ -27,15 +32,22 @@ function check(stdout: unknown): void {
 }
 
 /**
- * Per call, the time outside the run itself: end-to-end minus the run's own `durationMs`. Less
- * sensitive than the p50 difference to how long each container happened to take.
+ * Per call: end-to-end time, and the time outside the run itself (end-to-end minus the run's own
+ * `durationMs`), which is less sensitive to how long each container happened to take.
  */
+const endToEnd: Record<string, number[]> = {};
 const outside: Record<string, number[]> = {};
 async function timed(name: string, call: () => Promise<{ durationMs: number }>): Promise<void> {
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
   const t0 = performance.now();
   const { durationMs } = await call();
-  (outside[name] ??= []).push(performance.now() - t0 - durationMs);
+  const ms = performance.now() - t0;
+  (endToEnd[name] ??= []).push(ms);
+  (outside[name] ??= []).push(ms - durationMs);
 }
+
+const measured = (samples: Record<string, number[]>) =>
+  Object.entries(samples).map(([name, s]) => ({ name, samples: s.slice(WARMUP) }));
 
 const viaMcp = (name: string, client: Client) => (): Promise<void> =>
   timed(name, async () => {
@@ -54,7 +66,7 @@ export default async function bench(): Promise<void> {
   const stateful = await connectHttp(`${statefulServer.url}/mcp`);
   const stateless = await connectHttp(`${statelessServer.url}/mcp`);
   try {
-    const series = await interleaved(
+    await interleaved(
       ROUNDS,
       {
         [RAW]: () =>
@@ -69,10 +81,10 @@ export default async function bench(): Promise<void> {
       },
       WARMUP,
     );
-    const rows = report('run_code over MCP vs raw service.run() (python print(1))', series, RAW);
+    const rows = report('run_code over MCP vs raw service.run() (python print(1))', measured(endToEnd), RAW);
     const out = report(
       "time outside the run: end-to-end minus the run's own durationMs",
-      Object.entries(outside).map(([name, samples]) => ({ name, samples: samples.slice(WARMUP) })),
+      measured(outside),
       RAW,
     );
     for (let i = 1; i < rows.length; i++) {
