@@ -41,3 +41,11 @@ export function clientWants(deps: ToolDeps, level: LoggingLevel): boolean {
 export function principalOf(extra: ToolExtra, deps: ToolDeps): Principal {
   return principalFromAuthInfo(extra.authInfo) ?? deps.defaultPrincipal;
 }
+
+/** The principal on an HTTP request (set by the auth middleware as `req.auth`), or the default. */
+export function principalOfRequest(req: object, deps: ToolDeps): Principal {
+  return (
+    principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ??
+    deps.defaultPrincipal
+  );
+}

@@ -8,9 +8,8 @@ import type { Request, Response } from 'express';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { principalFromAuthInfo } from '../auth.js';
 import { jsonRpcError } from '../http/errors.js';
-import type { ToolDeps } from './context.js';
+import { principalOfRequest, type ToolDeps } from './context.js';
 import type { McpHttp } from './http.js';
 import { createMcpServer } from './server.js';
 
@@ -29,11 +28,7 @@ interface Session {
 
 export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHttp {
   const sessions = new Map<string, Session>();
-  const principalOf = (req: Request): string =>
-    (
-      principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ??
-      deps.defaultPrincipal
-    ).name;
+  const principalOf = (req: Request): string => principalOfRequest(req, deps).name;
 
   const sweep = setInterval(
     () => {

@@ -5,9 +5,8 @@
  */
 import type { Request, Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { principalFromAuthInfo } from '../auth.js';
 import { jsonRpcError } from '../http/errors.js';
-import type { ToolDeps } from './context.js';
+import { principalOfRequest, type ToolDeps } from './context.js';
 import type { McpHttp } from './http.js';
 import { InflightCalls } from './inflight.js';
 import { createMcpServer } from './server.js';
@@ -23,10 +22,7 @@ export function statelessMcpHttp(deps: ToolDeps): McpHttp {
   };
   return {
     async post(req: Request, res: Response) {
-      const principal = (
-        principalFromAuthInfo((req as { auth?: { extra?: Record<string, unknown> } }).auth) ??
-        deps.defaultPrincipal
-      ).name;
+      const principal = principalOfRequest(req, deps).name;
       const cancelled = inflight.cancelFrom(principal, req.body);
       if (cancelled > 0) deps.logger.debug({ principal, cancelled }, 'client cancelled calls in flight');
       const server = createMcpServer(deps);
