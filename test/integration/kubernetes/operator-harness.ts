@@ -207,12 +207,13 @@ export async function prepareNamespace(cluster: KubeCluster, ns: string): Promis
   await bindLeaseRole(cluster, ns);
 }
 
-/** Collects every pod the watch reports in `namespace` (ADDED names, by run UID label). */
+/** Collects every pod the watch reports in `namespace`: names by run UID, and when each run's pod was first seen finished. */
 export function recordPods(
   cluster: KubeCluster,
   namespace: string,
-): { byRun: Map<string, Set<string>>; stop: () => void } {
+): { byRun: Map<string, Set<string>>; finishedAt: Map<string, number>; stop: () => void } {
   const byRun = new Map<string, Set<string>>();
+  const finishedAt = new Map<string, number>();
   const stopper = new AbortController();
   cluster
     .waitFor<V1Pod>(
@@ -225,10 +226,13 @@ export function recordPods(
         const names = byRun.get(uid) ?? new Set<string>();
         names.add(pod.metadata?.name ?? '');
         byRun.set(uid, names);
+        const phase = pod.status?.phase;
+        if ((phase === 'Succeeded' || phase === 'Failed') && !finishedAt.has(uid))
+          finishedAt.set(uid, performance.now());
         return false;
       },
       { timeoutMs: 3_600_000, signal: stopper.signal },
     )
     .catch(() => undefined);
-  return { byRun, stop: () => stopper.abort() };
+  return { byRun, finishedAt, stop: () => stopper.abort() };
 }

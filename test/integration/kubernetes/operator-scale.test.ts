@@ -35,7 +35,14 @@ describe('operator at scale', { timeout: 900_000 }, () => {
           names.map((n, i) => createRun(cluster, ns, sandboxRun(n, { template: 'python', code: code(i) }))),
         );
         const created = performance.now();
-        const runs = await Promise.all(names.map((n) => waitForFinished(cluster, ns, n, 480_000)));
+        const seenFinished = new Map<string, number>();
+        const runs = await Promise.all(
+          names.map(async (n) => {
+            const run = await waitForFinished(cluster, ns, n, 480_000);
+            seenFinished.set(run.metadata?.uid ?? '', performance.now());
+            return run;
+          }),
+        );
         const finished = performance.now();
         for (const [i, run] of runs.entries()) {
           const want = i % 2 === 0 ? 0 : (i % 7) + 1;
@@ -74,10 +81,21 @@ describe('operator at scale', { timeout: 900_000 }, () => {
         const lastExit =
           Math.max(...runs.map((r) => Date.parse(r.status!.completionTime!))) -
           Date.parse(String(runs[0]!.metadata?.creationTimestamp));
+        const lastPodFinished = (Math.max(...pods.finishedAt.values()) - started) / 1000;
+        const lags = runs
+          .map(
+            (r) =>
+              (seenFinished.get(r.metadata?.uid ?? '')! -
+                (pods.finishedAt.get(r.metadata?.uid ?? '') ?? NaN)) /
+              1000,
+          )
+          .sort((a, b) => a - b);
         const summary =
           `${RUNS} runs: created in ${((created - started) / 1000).toFixed(1)} s, all finished ${total.toFixed(1)} s after the first create; ` +
           `creation→running p50 ${startTimes[Math.floor(RUNS / 2)]} s, max ${startTimes[RUNS - 1]} s; ` +
-          `last program exit ${(lastExit / 1000).toFixed(0)} s after the first creation (container times have 1 s resolution); ` +
+          `last program exit ${(lastExit / 1000).toFixed(0)} s after the first creation (container times have 1 s resolution), ` +
+          `last pod seen finished by the apiserver at ${lastPodFinished.toFixed(1)} s; ` +
+          `pod finished → run status finished p50 ${lags[Math.floor(RUNS / 2)]!.toFixed(2)} s, max ${lags[RUNS - 1]!.toFixed(2)} s; ` +
           `${passes} reconcile passes (${conflicts} conflicts, ${errors} errors)`;
         t.diagnostic(summary);
         process.stderr.write(`# ${summary}\n`);
