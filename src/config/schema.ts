@@ -148,12 +148,16 @@ export const ConfigSchema = z
       .object({
         namespaces: list().default([]).describe('Namespaces the operator watches (all when empty)'),
         runtimeClassName: RUNTIME.optional().describe('RuntimeClass for runs that name none'),
-        allowedRuntimeClasses: list().optional().describe('RuntimeClasses a run may name (the default only when absent)'),
+        allowedRuntimeClasses: list()
+          .optional()
+          .describe('RuntimeClasses a run may name (the default only when absent)'),
         imagePullPolicy: z
           .enum(['IfNotPresent', 'Never', 'Always'], { error: 'expected IfNotPresent, Never or Always' })
           .default('IfNotPresent'),
         pendingTimeoutSeconds: int(1, 86_400).default(120),
-        ttlSecondsAfterFinished: int(0, 31_536_000).optional().describe('TTL for finished runs that set none'),
+        ttlSecondsAfterFinished: int(0, 31_536_000)
+          .optional()
+          .describe('TTL for finished runs that set none'),
         cpuRequest: cpu().default(10),
         memoryRequest: size().default(32 * 1024 ** 2),
         startGraceSeconds: int(0, 3600).default(15),
@@ -164,7 +168,12 @@ export const ConfigSchema = z
         resyncSeconds: int(10, 86_400).default(600),
         leaderElection: bool().default(true),
         leaseName: z.string().min(1).max(253).default('sandpit-operator'),
-        leaseNamespace: z.string().min(1).max(63).optional().describe("Default: the operator's own namespace"),
+        leaseNamespace: z
+          .string()
+          .min(1)
+          .max(63)
+          .optional()
+          .describe("Default: the operator's own namespace"),
         leaseDurationSeconds: int(2, 3600).default(15),
         renewDeadlineSeconds: int(1, 3600).default(10),
         retryPeriodSeconds: int(1, 600).default(2),
@@ -172,9 +181,13 @@ export const ConfigSchema = z
         probePort: int(0, 65535).default(8081),
       })
       .strict()
-      .refine((k) => k.renewDeadlineSeconds < k.leaseDurationSeconds && k.retryPeriodSeconds < k.renewDeadlineSeconds, {
-        error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds',
-      })
+      .refine(
+        (k) =>
+          k.renewDeadlineSeconds < k.leaseDurationSeconds && k.retryPeriodSeconds < k.renewDeadlineSeconds,
+        {
+          error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds',
+        },
+      )
       .prefault({}),
     logging: z
       .object({

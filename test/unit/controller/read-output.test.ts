@@ -63,6 +63,9 @@ describe('parseExitReport (the runner’s termination log)', () => {
 
 describe('no output', () => {
   test('no tail at all (an empty string is not written)', () => {
-    assert.deepEqual(toRunOutput('', false, '', { tailBytes: 10, readBytes: 100 }), { truncated: false, bytes: 0 });
+    assert.deepEqual(toRunOutput('', false, '', { tailBytes: 10, readBytes: 100 }), {
+      truncated: false,
+      bytes: 0,
+    });
   });
 });
