@@ -1,7 +1,8 @@
 // The operator keeps working when its apiserver goes away and when its watches expire: an
 // apiserver restart, and a forced watch expiry (etcd compacted and restarted, so the apiserver's
 // watch cache starts over and every watch resuming from an older resourceVersion gets 410 Gone).
-// Both restart cluster components through the cluster script's own PID files and `up`.
+// Both restart cluster components through the cluster script's own PID files and `up`, so this file
+// lives in the disruptive tier (test/run.sh kube-disruptive), which runs last and alone.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import {
   prepareNamespace,
   sandboxRun,
   waitForFinished,
-} from './operator-harness.js';
+} from '../kubernetes/operator-harness.js';
 
 const ETCD = 'http://127.0.0.1:2379';
 const RESOURCES = ['sandboxruns', 'pods', 'configmaps', 'networkpolicies', 'runtimeclasses'];
