@@ -4,9 +4,11 @@
  * `sandpit serve` (stateful and stateless) over Streamable HTTP on 127.0.0.1, each its own process
  * with its own warm pool, like the raw path's service in this process.
  *
- * Each call is timed after a short pause (BENCH_SETTLE_MS, default 500), so that the pools' refills
- * of the previous calls are not measured as overhead of this one: on a 2-core machine a container
- * start competes for the CPU with everything else. The series reported are those timings.
+ * Each call is timed after a pause (BENCH_SETTLE_MS, default 500: an agent's think time), so that
+ * the pools' refills of the previous calls are not measured as overhead of this one: on a 2-core
+ * machine a container start competes for the CPU with everything else. Three tables: end-to-end,
+ * the time outside the run (end-to-end minus the run's durationMs), and a get_run right after the
+ * run (the transport's round trip alone, while the pool replaces the container just used).
  * Target: at most 10 ms of p50 overhead.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,29 +34,42 @@ function check(stdout: unknown): void {
 }
 
 /**
- * Per call: end-to-end time, and the time outside the run itself (end-to-end minus the run's own
- * `durationMs`), which is less sensitive to how long each container happened to take.
+ * Per call: end-to-end time; the time outside the run itself (end-to-end minus the run's own
+ * `durationMs`), which is less sensitive to how long each container happened to take; and, right
+ * after it, one `get_run` of that run: the transport's own round trip, with the processes awake.
  */
 const endToEnd: Record<string, number[]> = {};
 const outside: Record<string, number[]> = {};
-async function timed(name: string, call: () => Promise<{ durationMs: number }>): Promise<void> {
+const roundTrip: Record<string, number[]> = {};
+
+interface Path {
+  run(): Promise<{ runId: string; durationMs: number }>;
+  get(runId: string): Promise<unknown>;
+}
+
+const timed = (name: string, path: Path) => async (): Promise<void> => {
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const t0 = performance.now();
-  const { durationMs } = await call();
+  const { runId, durationMs } = await path.run();
   const ms = performance.now() - t0;
+  const t1 = performance.now();
+  await path.get(runId);
+  (roundTrip[name] ??= []).push(performance.now() - t1);
   (endToEnd[name] ??= []).push(ms);
   (outside[name] ??= []).push(ms - durationMs);
-}
+};
 
 const measured = (samples: Record<string, number[]>) =>
   Object.entries(samples).map(([name, s]) => ({ name, samples: s.slice(WARMUP) }));
 
-const viaMcp = (name: string, client: Client) => (): Promise<void> =>
-  timed(name, async () => {
+const viaMcp = (client: Client): Path => ({
+  async run() {
     const r = (await client.callTool({ name: 'run_code', arguments: REQUEST })) as CallToolResult;
     check(r.structuredContent?.stdout);
-    return { durationMs: r.structuredContent?.durationMs as number };
-  });
+    return r.structuredContent as { runId: string; durationMs: number };
+  },
+  get: (runId) => client.callTool({ name: 'get_run', arguments: { runId } }),
+});
 
 export default async function bench(): Promise<void> {
   await requireDocker();
@@ -69,15 +84,17 @@ export default async function bench(): Promise<void> {
     await interleaved(
       ROUNDS,
       {
-        [RAW]: () =>
-          timed(RAW, async () => {
+        [RAW]: timed(RAW, {
+          async run() {
             const r = await service.run(REQUEST, LOCAL_PRINCIPAL);
             check(r.stdout);
             return r;
-          }),
-        [STDIO]: viaMcp(STDIO, stdio.client),
-        [STATEFUL]: viaMcp(STATEFUL, stateful.client),
-        [STATELESS]: viaMcp(STATELESS, stateless.client),
+          },
+          get: (runId) => Promise.resolve(service.getRun(runId, LOCAL_PRINCIPAL)),
+        }),
+        [STDIO]: timed(STDIO, viaMcp(stdio.client)),
+        [STATEFUL]: timed(STATEFUL, viaMcp(stateful.client)),
+        [STATELESS]: timed(STATELESS, viaMcp(stateless.client)),
       },
       WARMUP,
     );
@@ -87,6 +104,7 @@ export default async function bench(): Promise<void> {
       measured(outside),
       RAW,
     );
+    report('get_run right after: the round trip alone, processes awake', measured(roundTrip), RAW);
     for (let i = 1; i < rows.length; i++) {
       const row = rows[i]!;
       const overhead = row.p50 - rows[0]!.p50;
