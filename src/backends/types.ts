@@ -10,6 +10,8 @@ export interface StartOptions {
   runId: string;
   /** Aborting ends the run as Cancelled and removes its sandbox. */
   signal?: AbortSignal;
+  /** Who asked for the run (the Kubernetes backend records it on the SandboxRun). */
+  principal?: string;
 }
 
 export interface RunExecution {

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { RunRequestSchema } from '../api/run.js';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
+import type { SandboxBackend } from '../backends/types.js';
 import { configWarnings, loadConfig } from '../config/load.js';
 import { policyFromConfig } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
@@ -91,6 +92,64 @@ export async function wireDocker(
   const service = new SandpitService({
     backend,
     policy,
+    logger,
+    metrics,
+    admission: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+  });
+  return { service, backend, metrics };
+}
+
+export interface BackendWiring {
+  service: SandpitService;
+  backend: SandboxBackend;
+  metrics: Metrics;
+}
+
+/** The backend `sandbox.backend` names (docker or kubernetes), and the service over it. */
+export async function wireBackend(
+  ctx: Context,
+  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean } = {},
+): Promise<BackendWiring> {
+  return ctx.config.sandbox.backend === 'kubernetes'
+    ? wireKubernetes(ctx, options)
+    : wireDocker(ctx, options);
+}
+
+/**
+ * The Kubernetes backend: runs become SandboxRuns in kubernetes.gatewayNamespace, reconciled by the
+ * operator. The policy is the operator's (RuntimeClasses in place of Docker runtimes), so both sides
+ * decide alike. Loaded on demand: only this path needs @kubernetes/client-node.
+ */
+async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean }): Promise<BackendWiring> {
+  const { config, logger } = ctx;
+  const k = config.kubernetes;
+  const [{ KubernetesBackend }, { currentNamespace, loadKubeConfig }, { operatorPolicy }] = await Promise.all(
+    [import('../backends/kubernetes/index.js'), import('../kube/index.js'), import('./operator.js')],
+  );
+  const kubeConfig = loadKubeConfig({
+    kubeconfigPath: k.kubeconfig ?? process.env.KUBECONFIG,
+    inCluster: Boolean(process.env.KUBERNETES_SERVICE_HOST),
+  });
+  const namespace = k.gatewayNamespace ?? currentNamespace(kubeConfig) ?? 'default';
+  const backend = new KubernetesBackend({
+    kubeConfig,
+    namespace,
+    lease: k.leaderElection
+      ? { namespace: k.leaseNamespace ?? 'sandpit-system', name: k.leaseName }
+      : undefined,
+    ttlSecondsAfterFinished: k.gatewayTtlSecondsAfterFinished,
+    pendingTimeoutSeconds: k.pendingTimeoutSeconds,
+    admitTimeoutSeconds: k.gatewayAdmitTimeoutSeconds,
+    logger,
+  });
+  logger.info(
+    { server: kubeConfig.getCurrentCluster()?.server, namespace },
+    'Runs are SandboxRuns (kubernetes backend)',
+  );
+  const metrics = createMetrics(options);
+  const service = new SandpitService({
+    backend,
+    policy: operatorPolicy(config),
     logger,
     metrics,
     admission: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },

@@ -3,7 +3,7 @@ import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
 import { createMcpServer } from '../gateway/mcp/server.js';
 import { serveStdio } from '../gateway/mcp/stdio.js';
 import { parse, printHelp } from './args.js';
-import { loadContext, packageVersion, wireDocker } from './context.js';
+import { loadContext, packageVersion, wireBackend } from './context.js';
 
 export const MCP_USAGE = `
 usage: sandpit mcp [options]
@@ -37,7 +37,7 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     logFd: 2,
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
   });
-  const { service, metrics } = await wireDocker(ctx, { tolerateEngineDown: true });
+  const { service, metrics } = await wireBackend(ctx, { tolerateEngineDown: true });
   const server = createMcpServer({
     service,
     logger: ctx.logger,

@@ -8,7 +8,7 @@ import { createMcpHttp } from '../gateway/mcp/http.js';
 import { AppError } from '../shared/errors.js';
 import { formatSize } from '../shared/quantity.js';
 import { parse, printHelp } from './args.js';
-import { loadContext, packageVersion, wireDocker } from './context.js';
+import { loadContext, packageVersion, wireBackend } from './context.js';
 
 export const SERVE_USAGE = `
 usage: sandpit serve [options]
@@ -61,7 +61,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const allowedHosts = config.server.allowedHosts ?? (isLoopback(host) ? LOOPBACK_HOSTS : undefined);
   if (!allowedHosts) logger.warn({ host }, 'server.allowedHosts is not set: the Host header is not checked');
 
-  const { service, metrics } = await wireDocker(ctx, { defaultMetrics: true, tolerateEngineDown: true });
+  const { service, metrics } = await wireBackend(ctx, { defaultMetrics: true, tolerateEngineDown: true });
   const version = packageVersion();
   const mcp = createMcpHttp(
     { service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version },

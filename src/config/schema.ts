@@ -179,6 +179,29 @@ export const ConfigSchema = z
         retryPeriodSeconds: int(1, 600).default(2),
         probeHost: z.string().min(1).default('127.0.0.1'),
         probePort: int(0, 65535).default(8081),
+        // The gateway (`sandpit mcp` / `sandpit serve` with sandbox.backend: kubernetes)
+        kubeconfig: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            "The gateway's kubeconfig (default: KUBECONFIG, the pod's service account, ~/.kube/config)",
+          ),
+        gatewayNamespace: z
+          .string()
+          .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
+            error: 'expected a namespace name like sandpit-runs',
+          })
+          .optional()
+          .describe(
+            "Namespace the gateway creates SandboxRuns in (default: the kubeconfig context's, else default)",
+          ),
+        gatewayTtlSecondsAfterFinished: int(0, 31_536_000)
+          .default(600)
+          .describe('TTL the gateway sets on its runs: they are deleted this long after they finish'),
+        gatewayAdmitTimeoutSeconds: int(1, 3600)
+          .default(30)
+          .describe('A run no operator acts on within this time fails (ENGINE_UNAVAILABLE)'),
       })
       .strict()
       .refine(

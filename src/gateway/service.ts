@@ -122,7 +122,7 @@ export class SandpitService {
     metrics.activeRuns.inc({ backend: backend.name });
     logger.debug({ runId, principal: principal.name, template: spec.template, image: spec.image }, 'run started');
 
-    const execution = backend.start(spec, { runId, signal: controller.signal });
+    const execution = backend.start(spec, { runId, signal: controller.signal, principal: principal.name });
     const output = new AsyncQueue<OutputChunk>();
     void (async () => {
       for await (const chunk of execution.output) {

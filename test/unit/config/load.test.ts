@@ -288,7 +288,11 @@ describe('SANDPIT_* variables', () => {
       'docker.socketPath',
       'kubernetes.allowedRuntimeClasses',
       'kubernetes.cpuRequest',
+      'kubernetes.gatewayAdmitTimeoutSeconds',
+      'kubernetes.gatewayNamespace',
+      'kubernetes.gatewayTtlSecondsAfterFinished',
       'kubernetes.imagePullPolicy',
+      'kubernetes.kubeconfig',
       'kubernetes.leaderElection',
       'kubernetes.leaseDurationSeconds',
       'kubernetes.leaseName',
@@ -402,6 +406,10 @@ describe('SANDPIT_* variables', () => {
     'kubernetes.retryPeriodSeconds': { text: '3', want: 3 },
     'kubernetes.probeHost': { text: '0.0.0.0', want: '0.0.0.0' },
     'kubernetes.probePort': { text: '9090', want: 9090 },
+    'kubernetes.kubeconfig': { text: '/etc/sandpit/kubeconfig', want: '/etc/sandpit/kubeconfig' },
+    'kubernetes.gatewayNamespace': { text: 'sandpit-runs', want: 'sandpit-runs' },
+    'kubernetes.gatewayTtlSecondsAfterFinished': { text: '60', want: 60 },
+    'kubernetes.gatewayAdmitTimeoutSeconds': { text: '10', want: 10 },
     'logging.level': { text: 'trace', want: 'trace' },
   };
 

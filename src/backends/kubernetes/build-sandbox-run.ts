@@ -1,0 +1,97 @@
+/**
+ * buildSandboxRun(): the SandboxRun the gateway creates for one evaluated run. Pure: the same spec
+ * and options give the same object. The spec is the effective decision written back as a request
+ * (explicit argv, image, limits and runtime), so the operator's own evaluate() reaches the same
+ * decision, and nothing depends on the two sides having the same template defaults.
+ */
+import { createHash } from 'node:crypto';
+import {
+  ANNOTATION_PRINCIPAL,
+  LABEL_MANAGED_BY,
+  LABEL_RUN,
+  labelValueFor,
+} from '../../api/v1alpha1/labels.js';
+import { API_VERSION, KIND, type SandboxRunSpecInput } from '../../api/v1alpha1/sandboxrun.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { formatCpu, formatSize } from '../../shared/quantity.js';
+
+export const MANAGED_BY_GATEWAY = 'sandpit-gateway';
+/** A hash of who asked for the run: selectable (`-l sandpit.dev/principal=…`) without exposing the name. */
+export const LABEL_PRINCIPAL = 'sandpit.dev/principal';
+
+export interface SandboxRunObject {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+  };
+  spec: SandboxRunSpecInput;
+}
+
+export interface BuildOptions {
+  /** The gateway's run id: the SandboxRun's name (a DNS label: `run-` and 12 hex digits). */
+  runId: string;
+  namespace: string;
+  /** Who asked for the run; written as an annotation (the operator's audit record) and hashed as a label. */
+  principal: string;
+  ttlSecondsAfterFinished: number;
+  pendingTimeoutSeconds: number;
+  /** Extra labels; the system labels are applied after them, so they cannot be overridden. */
+  labels?: Readonly<Record<string, string>>;
+}
+
+/** `p-` and 20 hex digits of sha256(principal): a valid label value for any name. */
+export function principalLabelValue(principal: string): string {
+  return `p-${createHash('sha256').update(principal).digest('hex').slice(0, 20)}`;
+}
+
+export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): SandboxRunObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: {
+      name: options.runId,
+      namespace: options.namespace,
+      labels: {
+        ...options.labels,
+        [LABEL_MANAGED_BY]: MANAGED_BY_GATEWAY,
+        [LABEL_RUN]: labelValueFor(options.runId),
+        [LABEL_PRINCIPAL]: principalLabelValue(options.principal),
+      },
+      annotations: { [ANNOTATION_PRINCIPAL]: options.principal },
+    },
+    spec: buildSpec(spec, options),
+  };
+}
+
+function buildSpec(spec: EffectiveSpec, options: BuildOptions): SandboxRunSpecInput {
+  const { limits } = spec;
+  return {
+    ...(spec.template !== undefined ? { template: spec.template } : {}),
+    image: spec.image,
+    ...(spec.code ? { code: spec.code.content.toString('utf8') } : {}),
+    command: [...spec.argv],
+    files: spec.files.map((f) => ({
+      path: f.path,
+      content: f.content.toString('base64'),
+      encoding: 'base64' as const,
+      ...(f.executable ? { executable: true } : {}),
+    })),
+    ...(spec.stdin.length > 0 ? { stdin: spec.stdin.toString('utf8') } : {}),
+    env: spec.env.map((e) => ({ name: e.name, value: e.value })),
+    resources: {
+      cpu: formatCpu(limits.cpuMilli),
+      memory: formatSize(limits.memoryBytes),
+      pids: limits.pids,
+      ephemeralStorage: formatSize(limits.workspaceBytes),
+    },
+    timeoutSeconds: limits.timeoutSeconds,
+    network: { egress: spec.network },
+    ...(spec.runtime !== undefined ? { runtimeClassName: spec.runtime } : {}),
+    ttlSecondsAfterFinished: options.ttlSecondsAfterFinished,
+    pendingTimeoutSeconds: options.pendingTimeoutSeconds,
+  };
+}

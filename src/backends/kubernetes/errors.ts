@@ -1,0 +1,122 @@
+/**
+ * The apiserver's refusals as the errors a gateway operator can act on: an unreachable apiserver,
+ * a missing CRD, a missing namespace and missing RBAC each say what to run. Pure.
+ */
+import { CRD_NAME } from '../../api/v1alpha1/crd.js';
+import { KubeApiError, toKubeError } from '../../kube/errors.js';
+import { AppError } from '../../shared/errors.js';
+import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from './permissions.js';
+
+export interface CallContext {
+  /** `create`, `watch`, … */
+  verb: string;
+  /** `sandboxruns`, `pods/log`, `leases` */
+  resource: string;
+  namespace: string;
+  /** The apiserver URL, for messages. */
+  server: string;
+}
+
+export const CRD_HINT = `install the CRD with \`kubectl apply -f crds/\` (${CRD_NAME}), then start the operator (deploy/README.md)`;
+
+export function unreachableHint(server: string): string {
+  return (
+    `check that the cluster is up and that kubernetes.kubeconfig (or KUBECONFIG) points at it: ` +
+    `\`kubectl get --raw /readyz\` against ${server} should answer ok`
+  );
+}
+
+export function rbacHint(ctx: Pick<CallContext, 'resource' | 'namespace'>): string {
+  const lease = ctx.resource === 'leases';
+  const role = lease ? GATEWAY_LEASE_ROLE : GATEWAY_ROLE;
+  return (
+    `grant the gateway's identity the verbs in deploy/gateway-rbac.yaml: \`kubectl apply -f deploy/gateway-rbac.yaml\`, ` +
+    `and bind ClusterRole ${role} to it with a RoleBinding in namespace ${ctx.namespace}`
+  );
+}
+
+const NAMESPACE_MISSING = /namespaces? "([^"]+)" not found/;
+/** `sandboxruns.sandpit.dev "run-1" not found`: the object is gone (a missing API says "could not find the requested resource"). */
+const OBJECT_MISSING = /"[^"]+" not found/;
+
+/** Maps anything a call to the apiserver threw. */
+export function gatewayError(e: unknown, ctx: CallContext): AppError {
+  if (e instanceof AppError && !(e instanceof KubeApiError)) return e;
+  const err =
+    e instanceof KubeApiError ? e : toKubeError(e, `${ctx.verb} ${ctx.resource} in ${ctx.namespace}`);
+  const what = `${ctx.verb} ${ctx.resource} in namespace ${ctx.namespace}`;
+  switch (err.status) {
+    case 0:
+      return new AppError(
+        'ENGINE_UNAVAILABLE',
+        `the Kubernetes API server at ${ctx.server} is not answering (${err.message})`,
+        { hint: unreachableHint(ctx.server), cause: err },
+      );
+    case 401:
+      return new AppError('UNAUTHORIZED', `the Kubernetes API server refused the gateway's credentials`, {
+        hint: 'check the token or client certificate in the kubeconfig the gateway uses (kubernetes.kubeconfig)',
+        cause: err,
+      });
+    case 403:
+      if (/exceeded quota/i.test(err.message)) {
+        return new AppError('BUSY', `a ResourceQuota refused the run: ${err.message}`, {
+          hint: 'wait for runs to finish, or raise the quota',
+          cause: err,
+        });
+      }
+      return new AppError('FORBIDDEN', `the gateway may not ${what} (${err.message})`, {
+        hint: rbacHint(ctx),
+        cause: err,
+      });
+    case 404: {
+      const ns = NAMESPACE_MISSING.exec(err.message);
+      if (ns) {
+        return new AppError('CONFIG_INVALID', `namespace ${ns[1] ?? ctx.namespace} does not exist`, {
+          hint: 'create it (`kubectl create namespace …`) or set kubernetes.gatewayNamespace',
+          cause: err,
+        });
+      }
+      if (OBJECT_MISSING.test(err.message)) {
+        return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
+      }
+      if (ctx.resource === 'sandboxruns') {
+        return new AppError(
+          'ENGINE_UNAVAILABLE',
+          `the SandboxRun API (${CRD_NAME}) is not installed in the cluster at ${ctx.server}`,
+          { hint: CRD_HINT, cause: err },
+        );
+      }
+      return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
+    }
+    case 413:
+      return new AppError(
+        'TOO_LARGE',
+        `the API server refused the SandboxRun as too large (${err.message})`,
+        {
+          hint: 'send less code, files or stdin: a Kubernetes object holds about 1 MiB',
+          cause: err,
+        },
+      );
+    default:
+      if (err.code === 'ENGINE_UNAVAILABLE') {
+        return new AppError(
+          'ENGINE_UNAVAILABLE',
+          `the Kubernetes API server failed to ${what}: ${err.message}`,
+          {
+            hint: unreachableHint(ctx.server),
+            cause: err,
+          },
+        );
+      }
+      return new AppError('BACKEND_ERROR', `cannot ${what}: ${err.message}`, { cause: err });
+  }
+}
+
+/** An HTTP status carried by a client-node watch or log failure (0 when the server was not reached). */
+export function statusOf(e: unknown): number {
+  if (e instanceof KubeApiError) return e.status;
+  const s = (e as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
+  if (typeof s === 'number') return s;
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'number' ? c : 0;
+}

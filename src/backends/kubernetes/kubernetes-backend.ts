@@ -1,0 +1,202 @@
+/**
+ * The Kubernetes backend (DESIGN.md §3): the custom resource is the API. A run becomes a
+ * SandboxRun in the configured namespace; the operator makes and watches the pod, and the gateway
+ * only reads what it made: the run's status by watch, the pod's log while it runs. The result's
+ * phase, reason and exit code are the operator's; its output is the log, captured head and tail
+ * like the Docker backend's (stdout and stderr interleaved: the pod log has one stream).
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { RunResult } from '../../api/run.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { AsyncQueue } from '../../shared/async-queue.js';
+import { AppError } from '../../shared/errors.js';
+import type { OutputChunk } from '../output.js';
+import { buildResult } from '../result.js';
+import { outputWindow } from '../runner/protocol.js';
+import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
+import { buildSandboxRun } from './build-sandbox-run.js';
+import { checkHealth } from './health.js';
+import { createRunApi, type RunApi } from './run-api.js';
+import { BACKEND_NAME, resultFromStatus } from './run-result.js';
+import { superviseRun, type SuperviseTiming } from './supervise-run.js';
+import { waitPodStopped } from './wait-pod.js';
+
+export interface KubernetesBackendOptions {
+  kubeConfig: KubeConfig;
+  /** Where runs are created. */
+  namespace: string;
+  /** The operator's Lease, for health; undefined when its leader election is off. */
+  lease: { namespace: string; name: string } | undefined;
+  /** Finished runs (and their pods) are deleted this long after they end. */
+  ttlSecondsAfterFinished: number;
+  /** A run whose pod has not started by then fails (the operator enforces it). */
+  pendingTimeoutSeconds: number;
+  /** A run no operator acts on within this time fails with ENGINE_UNAVAILABLE. */
+  admitTimeoutSeconds: number;
+  /** Extra labels on every SandboxRun (system labels win). */
+  labels?: Readonly<Record<string, string>>;
+  logger?: Logger;
+  /** Overrides for tests. */
+  timing?: Partial<Omit<SuperviseTiming, 'admitTimeoutMs' | 'deadlineMs'>> & { podGoneMs?: number };
+}
+
+/** Slack on top of the pending and run time before the gateway gives up on a run. */
+const DEADLINE_SLACK_SECONDS = 60;
+const DEFAULT_TIMING = {
+  watchTimeoutSeconds: 60,
+  cancelWaitMs: 30_000,
+  logGraceMs: 5_000,
+  podGoneMs: 60_000,
+};
+
+export class KubernetesBackend implements SandboxBackend {
+  readonly name = BACKEND_NAME;
+  readonly namespace: string;
+  private readonly api: RunApi;
+  private readonly options: KubernetesBackendOptions;
+  private readonly timing: typeof DEFAULT_TIMING;
+  /** Live runs: aborting one cancels it. */
+  private readonly live = new Set<AbortController>();
+  private readonly active = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(options: KubernetesBackendOptions) {
+    this.options = options;
+    this.namespace = options.namespace;
+    this.api = createRunApi(options.kubeConfig);
+    this.timing = { ...DEFAULT_TIMING, ...options.timing };
+  }
+
+  start(spec: EffectiveSpec, options: StartOptions): RunExecution {
+    const output = new AsyncQueue<OutputChunk>();
+    let cleanedUpResolve!: () => void;
+    const cleanedUp = new Promise<void>((r) => (cleanedUpResolve = r));
+    const result = this.execute(spec, options, output, cleanedUpResolve).finally(() => output.end());
+    const settled = result.then(
+      () => cleanedUp,
+      () => cleanedUp,
+    );
+    this.active.add(settled);
+    void settled.finally(() => this.active.delete(settled));
+    return { runId: options.runId, output, result, cleanedUp };
+  }
+
+  private async execute(
+    spec: EffectiveSpec,
+    { runId, signal, principal }: StartOptions,
+    output: AsyncQueue<OutputChunk>,
+    cleanedUp: () => void,
+  ): Promise<RunResult> {
+    const startedAt = Date.now();
+    if (this.closed) {
+      cleanedUp();
+      throw new AppError('BACKEND_ERROR', 'the Kubernetes backend is shutting down', {
+        hint: 'retry on another instance',
+      });
+    }
+    if (signal?.aborted) {
+      cleanedUp();
+      return buildResult({
+        runId,
+        spec,
+        facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: true },
+        startedAt,
+        finishedAt: Date.now(),
+        backend: this.name,
+        served: 'cold',
+      });
+    }
+    const o = this.options;
+    let created;
+    try {
+      created = await this.api.createRun(
+        buildSandboxRun(spec, {
+          runId,
+          namespace: this.namespace,
+          principal: principal ?? 'unknown',
+          ttlSecondsAfterFinished: o.ttlSecondsAfterFinished,
+          pendingTimeoutSeconds: o.pendingTimeoutSeconds,
+          ...(o.labels ? { labels: o.labels } : {}),
+        }),
+      );
+    } catch (e) {
+      cleanedUp();
+      throw e;
+    }
+    o.logger?.debug({ run: `${this.namespace}/${runId}` }, 'Created SandboxRun');
+    const stop = new AbortController();
+    const forward = (): void => stop.abort();
+    signal?.addEventListener('abort', forward, { once: true });
+    this.live.add(stop);
+    let podName: string | undefined;
+    let phase: string | undefined;
+    try {
+      const done = await superviseRun({
+        api: this.api,
+        namespace: this.namespace,
+        name: runId,
+        resourceVersion: created.metadata?.resourceVersion,
+        window: outputWindow(spec.limits.outputBytes),
+        timing: {
+          watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
+          cancelWaitMs: this.timing.cancelWaitMs,
+          logGraceMs: this.timing.logGraceMs,
+          admitTimeoutMs: o.admitTimeoutSeconds * 1000,
+          deadlineMs: (o.pendingTimeoutSeconds + spec.limits.timeoutSeconds + DEADLINE_SLACK_SECONDS) * 1000,
+        },
+        onChunk: (c) => output.push(c),
+        signal: stop.signal,
+        logger: o.logger,
+      });
+      podName = done.status.podName;
+      phase = done.status.phase;
+      return resultFromStatus({
+        runId,
+        spec,
+        status: done.status,
+        output: done.output,
+        outputNote: done.outputNote,
+        startedAt,
+        finishedAt: Date.now(),
+      });
+    } finally {
+      signal?.removeEventListener('abort', forward);
+      this.live.delete(stop);
+      void this.cleanUp(runId, podName, phase).finally(cleanedUp);
+    }
+  }
+
+  /** Waits until the run's pod no longer runs (a cancelled run's pod: until it is deleted). */
+  private async cleanUp(
+    runId: string,
+    podName: string | undefined,
+    phase: string | undefined,
+  ): Promise<void> {
+    if (!podName) return;
+    const stopped = await waitPodStopped(this.api, {
+      namespace: this.namespace,
+      pod: podName,
+      until: phase === 'Cancelled' ? 'absent' : 'stopped',
+      timeoutMs: this.timing.podGoneMs,
+      watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
+    });
+    if (!stopped) {
+      this.options.logger?.warn(
+        { run: `${this.namespace}/${runId}`, pod: podName },
+        'Pod of finished SandboxRun was not seen stopped; the operator deletes it',
+      );
+    }
+  }
+
+  health(): Promise<BackendHealth> {
+    return checkHealth(this.api, { namespace: this.namespace, lease: this.options.lease });
+  }
+
+  /** Stops accepting runs, cancels the live ones and waits until they have ended. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const run of this.live) run.abort();
+    await Promise.all(this.active);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Every API permission the gateway's Kubernetes backend uses, and the call that needs it.
+ * deploy/gateway-rbac.yaml grants exactly these (a unit test compares them), and the contract
+ * tests run the backend with that role, never as admin, so a missing verb fails for real.
+ * Discovery (`/apis/sandpit.dev/v1alpha1`), `/version` and SelfSubjectAccessReviews need no grant:
+ * every authenticated user has them (system:discovery, system:basic-user).
+ */
+export interface GatewayPermission {
+  apiGroup: string;
+  /** A resource, or resource/subresource (`pods/log`). */
+  resource: string;
+  verbs: readonly string[];
+  /** Where the permission is bound: the namespace runs are created in, or the operator's Lease namespace. */
+  scope: 'run-namespace' | 'lease-namespace';
+  /** The call that needs it, for error hints and health reports. */
+  why: string;
+}
+
+export const GATEWAY_PERMISSIONS: readonly GatewayPermission[] = [
+  {
+    apiGroup: 'sandpit.dev',
+    resource: 'sandboxruns',
+    verbs: ['create', 'get', 'patch', 'watch'],
+    scope: 'run-namespace',
+    why: 'create a run, follow its status (watch; get after an expired watch), cancel it (patch spec.cancel)',
+  },
+  {
+    apiGroup: '',
+    resource: 'pods',
+    verbs: ['get', 'watch'],
+    scope: 'run-namespace',
+    why: "wait until a cancelled run's pod is gone",
+  },
+  {
+    apiGroup: '',
+    resource: 'pods/log',
+    verbs: ['get'],
+    scope: 'run-namespace',
+    why: "follow the run's output live",
+  },
+  {
+    apiGroup: 'coordination.k8s.io',
+    resource: 'leases',
+    verbs: ['get'],
+    scope: 'lease-namespace',
+    why: 'health: see that an operator holds its Lease',
+  },
+];
+
+/** `create sandboxruns.sandpit.dev`, `get pods/log`: how kubectl and RBAC messages name a permission. */
+export function describePermission(
+  p: Pick<GatewayPermission, 'apiGroup' | 'resource'>,
+  verb: string,
+): string {
+  return `${verb} ${p.resource}${p.apiGroup ? `.${p.apiGroup}` : ''}`;
+}
+
+/** The RBAC objects that grant the permissions (deploy/gateway-rbac.yaml). */
+export const GATEWAY_ROLE = 'sandpit-gateway';
+export const GATEWAY_LEASE_ROLE = 'sandpit-gateway-operator-health';

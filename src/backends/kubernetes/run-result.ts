@@ -1,0 +1,76 @@
+/**
+ * A finished SandboxRun's status as the shared RunResult. Pure. Phase, reason, message and exit
+ * code are the controller's (it is the authority on what happened); the output is what the gateway
+ * read from the pod log, or the status's bounded tail when the log could not be read.
+ */
+import type { Phase, Reason, RunResult } from '../../api/run.js';
+import type { RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import type { CapturedStream } from '../output.js';
+import { buildResult } from '../result.js';
+
+export const BACKEND_NAME = 'kubernetes';
+
+/** Said on every result with output: the pod log of Kubernetes < 1.32 has one stream. */
+export const INTERLEAVED_NOTE =
+  'stdout holds stdout and stderr interleaved, as the pod log has them (stderr is empty on this backend)';
+
+const EMPTY: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };
+
+/** The status's output tail as a captured stream (a fallback: the tail only, the byte count exact up to the operator's read limit). */
+export function outputFromStatus(output: RunOutput | undefined): CapturedStream {
+  if (!output) return EMPTY;
+  const tail = output.tail ?? '';
+  const shown = Buffer.byteLength(tail, 'utf8');
+  const text = output.truncated
+    ? `[… ${Math.max(0, output.bytes - shown)} bytes not shown …]\n${tail}`
+    : tail;
+  return { text, bytes: output.bytes, truncated: output.truncated, binary: false };
+}
+
+export interface FinishedRun {
+  runId: string;
+  spec: EffectiveSpec;
+  status: SandboxRunStatus;
+  output: CapturedStream;
+  /** Why the output is incomplete or from the status, when it is. */
+  outputNote?: string | undefined;
+  startedAt: number;
+  finishedAt: number;
+}
+
+export function resultFromStatus(run: FinishedRun): RunResult {
+  const { status } = run;
+  const phase: Phase = status.phase ?? 'Failed';
+  const reason: Reason | undefined = status.reason;
+  const exitCode = status.exitCode ?? null;
+  const base = buildResult({
+    runId: run.runId,
+    spec: run.spec,
+    facts: {
+      exitCode,
+      timedOut: phase === 'TimedOut',
+      oomKilled: reason === 'OOMKilled',
+      cancelled: phase === 'Cancelled',
+    },
+    stdout: run.output,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    backend: BACKEND_NAME,
+    served: 'cold',
+  });
+  const notes = [
+    status.message,
+    run.outputNote,
+    run.output.bytes > 0 && !run.output.binary ? INTERLEAVED_NOTE : undefined,
+  ].filter((n): n is string => Boolean(n));
+  const { message: _classified, ...rest } = base;
+  return {
+    ...rest,
+    phase,
+    ...(reason ? { reason } : {}),
+    ...(notes.length ? { message: notes.join('; ') } : {}),
+    exitCode,
+    timedOut: phase === 'TimedOut',
+  };
+}

@@ -1,0 +1,257 @@
+/**
+ * superviseRun(): follows one created SandboxRun to its end. Its status comes by watch; once the
+ * pod runs, its log is followed and fed through the same head/tail capture as the Docker backend's
+ * output; an abort sets `spec.cancel` and waits for the operator to confirm. The gateway's own
+ * clocks bound every wait: a run no operator picks up fails fast, a run that never ends fails at
+ * its deadline, and a cancel the operator does not confirm ends Cancelled anyway.
+ */
+import { isTerminal, type Phase } from '../../api/run.js';
+import { SandboxRunStatusSchema, type SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import type { Logger } from '../../observability/logger.js';
+import { onAbort } from '../../shared/abort.js';
+import { AppError, toAppError } from '../../shared/errors.js';
+import { StreamCapture, type CapturedStream, type OutputChunk } from '../output.js';
+import type { OutputWindow } from '../runner/protocol.js';
+import { followObject, type FollowEnd } from './follow-object.js';
+import { readLog, type LogReader } from './read-log.js';
+import type { RunApi, StoredRun } from './run-api.js';
+import { outputFromStatus } from './run-result.js';
+
+export interface SuperviseTiming {
+  /** Server-side timeout of each watch; the watch is re-opened after it. */
+  watchTimeoutSeconds: number;
+  /** A run with no status at all by then has no operator: it fails with ENGINE_UNAVAILABLE. */
+  admitTimeoutMs: number;
+  /** The gateway's wall-clock deadline for the whole run (pending time, run time and slack). */
+  deadlineMs: number;
+  /** How long a cancel waits for the operator's Cancelled before the run ends Cancelled anyway. */
+  cancelWaitMs: number;
+  /** How long the log may take to end after the status says the run finished. */
+  logGraceMs: number;
+}
+
+export interface SuperviseInput {
+  api: RunApi;
+  namespace: string;
+  name: string;
+  /** The created object's resourceVersion: the watch starts there. */
+  resourceVersion: string | undefined;
+  window: OutputWindow;
+  timing: SuperviseTiming;
+  onChunk(chunk: OutputChunk): void;
+  /** Aborting cancels the run. */
+  signal?: AbortSignal | undefined;
+  logger?: Logger | undefined;
+}
+
+export interface Supervised {
+  /** The terminal status. */
+  status: SandboxRunStatus;
+  output: CapturedStream;
+  /** Why the output is incomplete or taken from the status, when it is. */
+  outputNote: string | undefined;
+}
+
+/** Phases in which the pod's container has started, so its log can be read. */
+const LOG_PHASES: ReadonlySet<Phase> = new Set(['Running', 'Succeeded', 'Failed', 'TimedOut']);
+/** How long reading the rest of a log (after a follow that ended early) may take. */
+const REST_READ_MS = 30_000;
+
+export function superviseRun(input: SuperviseInput): Promise<Supervised> {
+  return new RunSupervisor(input).run();
+}
+
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms))),
+  ]).finally(() => clearTimeout(timer));
+}
+
+class RunSupervisor {
+  private readonly i: SuperviseInput;
+  private readonly capture: StreamCapture;
+  private readonly stop = new AbortController();
+  private latest: SandboxRunStatus | undefined;
+  private log: LogReader | undefined;
+  private cancelling = false;
+  private cancelTimer: NodeJS.Timeout | undefined;
+  private unconfirmedCancel = false;
+  private failure: AppError | undefined;
+
+  constructor(input: SuperviseInput) {
+    this.i = input;
+    this.capture = new StreamCapture(input.window);
+  }
+
+  private get key(): string {
+    return `${this.i.namespace}/${this.i.name}`;
+  }
+
+  async run(): Promise<Supervised> {
+    const { timing } = this.i;
+    const timers = [
+      setTimeout(() => {
+        if (!this.latest) this.fail(this.noOperator());
+      }, timing.admitTimeoutMs),
+      setTimeout(() => this.fail(this.overdue()), timing.deadlineMs),
+    ];
+    const detach = onAbort(this.i.signal, () => this.cancel());
+    let end: FollowEnd = 'aborted';
+    try {
+      end = await followObject<StoredRun>({
+        watch: (rv, timeout, handlers) =>
+          this.i.api.watchRun(this.i.namespace, this.i.name, rv, timeout, handlers),
+        get: () => this.getRun(),
+        onObject: (obj) => this.observe(obj),
+        resourceVersion: this.i.resourceVersion,
+        watchTimeoutSeconds: timing.watchTimeoutSeconds,
+        context: {
+          verb: 'watch',
+          resource: 'sandboxruns',
+          namespace: this.i.namespace,
+          server: this.i.api.server,
+        },
+        signal: this.stop.signal,
+      });
+    } catch (e) {
+      this.fail(toAppError(e, 'BACKEND_ERROR'));
+    } finally {
+      timers.forEach(clearTimeout);
+      clearTimeout(this.cancelTimer);
+      detach();
+    }
+    if (this.failure) {
+      this.log?.abort();
+      if (!this.cancelling) await this.i.api.cancelRun(this.i.namespace, this.i.name).catch(() => undefined);
+      throw this.failure;
+    }
+    const status = this.finalStatus(end);
+    const { output, note } = await this.collectOutput(status);
+    return { status, output, outputNote: note };
+  }
+
+  private async getRun(): Promise<StoredRun | undefined> {
+    try {
+      return await this.i.api.getRun(this.i.namespace, this.i.name);
+    } catch (e) {
+      if (e instanceof AppError && e.code === 'NOT_FOUND') return undefined;
+      throw e;
+    }
+  }
+
+  /** Sees one version of the run; true once it is finished. */
+  private observe(obj: StoredRun): boolean {
+    const parsed = SandboxRunStatusSchema.safeParse(obj.status ?? {});
+    const status = parsed.success ? parsed.data : undefined;
+    if (!status?.phase) return false;
+    this.latest = status;
+    if (!this.log && status.podName && LOG_PHASES.has(status.phase)) this.startLog(status.podName);
+    return isTerminal(status.phase);
+  }
+
+  private startLog(pod: string): void {
+    this.i.logger?.debug({ run: this.key, pod }, 'Following pod log');
+    this.log = readLog(this.i.api, { namespace: this.i.namespace, pod, follow: true }, (data) =>
+      this.add(data),
+    );
+  }
+
+  private add(data: Buffer): void {
+    const kept = this.capture.add(data);
+    if (kept.length > 0) this.i.onChunk({ stream: 'stdout', data: kept });
+  }
+
+  private cancel(): void {
+    if (this.cancelling) return;
+    this.cancelling = true;
+    this.i.logger?.debug({ run: this.key }, 'Cancelling SandboxRun');
+    this.i.api.cancelRun(this.i.namespace, this.i.name).catch((e: unknown) => {
+      if (!(e instanceof AppError && e.code === 'NOT_FOUND')) this.fail(toAppError(e, 'BACKEND_ERROR'));
+    });
+    this.cancelTimer = setTimeout(() => {
+      this.unconfirmedCancel = true;
+      this.stop.abort();
+    }, this.i.timing.cancelWaitMs);
+  }
+
+  private fail(err: AppError): void {
+    this.failure ??= err;
+    this.stop.abort();
+  }
+
+  private noOperator(): AppError {
+    const s = Math.round(this.i.timing.admitTimeoutMs / 1000);
+    return new AppError(
+      'ENGINE_UNAVAILABLE',
+      `no operator acted on SandboxRun ${this.key} within ${s} s (it has no status)`,
+      {
+        hint: `start the operator (\`sandpit operator\`, deploy/README.md) and make sure it watches namespace ${this.i.namespace}`,
+      },
+    );
+  }
+
+  private overdue(): AppError {
+    const s = Math.round(this.i.timing.deadlineMs / 1000);
+    return new AppError(
+      'BACKEND_ERROR',
+      `SandboxRun ${this.key} did not finish within ${s} s (last phase: ${this.latest?.phase ?? 'none'}); is the operator running?`,
+    );
+  }
+
+  private finalStatus(end: FollowEnd): SandboxRunStatus {
+    const last = this.latest ?? {};
+    if (end === 'seen' && this.latest) return this.latest;
+    const message =
+      end === 'deleted'
+        ? 'the SandboxRun was deleted before it finished'
+        : this.unconfirmedCancel
+          ? `cancel requested (spec.cancel), but the operator did not confirm it within ${Math.round(this.i.timing.cancelWaitMs / 1000)} s`
+          : 'the run was cancelled';
+    return { ...last, phase: 'Cancelled', reason: 'Cancelled', message };
+  }
+
+  /** The output: the log as read, completed when it ended early, or the status's tail when it could not be read. */
+  private async collectOutput(status: SandboxRunStatus): Promise<{ output: CapturedStream; note?: string }> {
+    const log = this.log;
+    if (!log) return { output: outputFromStatus(status.output) };
+    const end = (await within(log.done, this.i.timing.logGraceMs)) ?? { kind: 'aborted' as const };
+    log.abort();
+    if (end.kind === 'failed') {
+      return {
+        output: outputFromStatus(status.output),
+        ...(status.startTime
+          ? { note: `the pod log could not be read (HTTP ${end.status}); the output is the status's tail` }
+          : {}),
+      };
+    }
+    const counted = status.output?.bytes ?? 0;
+    if (counted > log.bytes && status.podName && status.phase !== 'Cancelled') {
+      const complete = await this.readRest(status.podName, log.bytes);
+      if (!complete) {
+        return {
+          output: this.capture.finish(counted),
+          note: 'the pod log was cut short; the output may miss bytes in the middle',
+        };
+      }
+    }
+    return { output: this.capture.finish() };
+  }
+
+  /** Reads the log again and adds what the follow missed (everything after `seen` bytes). */
+  private async readRest(pod: string, seen: number): Promise<boolean> {
+    let skip = seen;
+    const rest = readLog(this.i.api, { namespace: this.i.namespace, pod, follow: false }, (chunk) => {
+      if (skip >= chunk.length) {
+        skip -= chunk.length;
+        return;
+      }
+      this.add(chunk.subarray(skip));
+      skip = 0;
+    });
+    const end = await within(rest.done, REST_READ_MS);
+    rest.abort();
+    return end?.kind === 'ended';
+  }
+}

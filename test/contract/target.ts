@@ -1,0 +1,118 @@
+/**
+ * What the contract cases need from a backend under test: the gateway's service over it (the
+ * path every MCP tool and REST route takes), a way to see the sandboxes it made, and the few
+ * facts in which the backends are allowed to differ (stated here, so the cases say so too).
+ */
+import type { RunRequestInput, RunResult } from '../../src/api/run.js';
+import type { OutputChunk } from '../../src/backends/output.js';
+import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../../src/backends/types.js';
+import type { Principal } from '../../src/gateway/principal.js';
+import { SandpitService } from '../../src/gateway/service.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import type { EffectiveSpec } from '../../src/policy/evaluate.js';
+import { createPolicy, type Policy } from '../../src/policy/policy.js';
+
+/** Output limit of the contract policy: a 2 KiB live head and a 2 KiB tail per stream. */
+export const OUTPUT_BYTES = 4096;
+
+/** The contract policy. The Kubernetes operator is started with the same sandbox settings. */
+export function contractPolicy(allowedRuntimes: readonly string[]): Policy {
+  return createPolicy({
+    imageAllowlist: ['sandpit/*'],
+    allowedRuntimes,
+    ceilings: { outputBytes: OUTPUT_BYTES, timeoutSeconds: 30 },
+  });
+}
+
+/** The `sandbox:` config section that gives the operator the contract policy. */
+export const CONTRACT_SANDBOX_CONFIG = {
+  imageAllowlist: ['sandpit/*'],
+  maxOutputBytes: OUTPUT_BYTES,
+  timeoutSeconds: 30,
+};
+
+export const PRINCIPAL: Principal = { name: 'contract@tests', scope: {} };
+
+/** Delegates to a backend and counts the runs it was asked to start. */
+export class CountingBackend implements SandboxBackend {
+  readonly inner: SandboxBackend;
+  starts = 0;
+
+  constructor(inner: SandboxBackend) {
+    this.inner = inner;
+  }
+
+  get name(): SandboxBackend['name'] {
+    return this.inner.name;
+  }
+
+  start(spec: EffectiveSpec, options: StartOptions): RunExecution {
+    this.starts++;
+    return this.inner.start(spec, options);
+  }
+
+  health(): Promise<BackendHealth> {
+    return this.inner.health();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+export interface ContractTarget {
+  name: 'docker' | 'kubernetes';
+  service: SandpitService;
+  backend: CountingBackend;
+  /** Sandboxes (containers, pods) that exist for this run, in any state. */
+  sandboxesOf(runId: string): Promise<string[]>;
+  /** Waits until the run has no sandbox left; throws after `timeoutMs`. */
+  waitSandboxesGone(runId: string, timeoutMs: number): Promise<void>;
+  /** Every sandbox object of this target right now (cold containers; SandboxRuns and pods). */
+  sandboxCount(): Promise<number>;
+  /** The phase of the run's own record outside the gateway, where the backend keeps one. */
+  recordPhase?(runId: string): Promise<string | undefined>;
+  /** False on Kubernetes < 1.32: the pod log is one stream, reported as stdout. */
+  separateStderr: boolean;
+  /** Wall time a run may take on top of its own duration here (container start, scheduling, status round trips). */
+  overheadMs: number;
+}
+
+export function createService(backend: CountingBackend, policy: Policy): SandpitService {
+  return new SandpitService({
+    backend,
+    policy,
+    logger: silentLogger(),
+    metrics: createMetrics(),
+    admission: { maxConcurrent: 4, maxQueued: 16 },
+  });
+}
+
+export interface Observed {
+  result: RunResult;
+  chunks: { at: number; chunk: OutputChunk }[];
+  resultAt: number;
+}
+
+/** Runs a request through the service, recording every live chunk with its arrival time. */
+export async function observeRun(
+  target: ContractTarget,
+  request: RunRequestInput,
+  onStarted?: (runId: string) => void,
+): Promise<Observed> {
+  const handle = await target.service.startRun(request, PRINCIPAL);
+  onStarted?.(handle.runId);
+  const chunks: Observed['chunks'] = [];
+  const reading = (async () => {
+    for await (const chunk of handle.output) chunks.push({ at: performance.now(), chunk });
+  })();
+  const result = await handle.result;
+  const resultAt = performance.now();
+  await reading;
+  return { result, chunks, resultAt };
+}
+
+export function liveText(o: Observed): string {
+  return Buffer.concat(o.chunks.map((c) => c.chunk.data)).toString('utf8');
+}
