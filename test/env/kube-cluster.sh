@@ -393,6 +393,9 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 podPidsLimit: 128
 maxPods: 110
+# The default 5 requests/s made pod status (and deletion) lag tens of seconds behind 50 runs at once.
+kubeAPIQPS: 50
+kubeAPIBurst: 100
 evictionHard: {}
 # never garbage-collect images: the sandbox images are built locally and cannot be pulled back
 imageGCHighThresholdPercent: 100
@@ -444,11 +447,12 @@ component_args() {
       --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
       --use-service-account-credentials=true --controllers='*' \
       --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-      --profiling=false ;;
+      --kube-api-qps=50 --kube-api-burst=100 --profiling=false ;;
     kube-scheduler) printf '%s\n' --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
       --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
       --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
-      --bind-address=127.0.0.1 --secure-port=10259 --port=0 --leader-elect=false --profiling=false ;;
+      --bind-address=127.0.0.1 --secure-port=10259 --port=0 --leader-elect=false --profiling=false \
+      --kube-api-qps=50 --kube-api-burst=100 ;;
     kubelet) printf '%s\n' --kubeconfig="$STATE_DIR/kubelet.kubeconfig" --config="$STATE_DIR/kubelet-config.yaml" \
       --container-runtime=docker --pod-infra-container-image="$PAUSE_IMAGE" \
       --hostname-override="$NODE_NAME" --root-dir="$STATE_DIR/kubelet" \
