@@ -28,10 +28,17 @@ function assertOutcome(o: Observed, phase: string, reason: string, exitCode: num
   assert.equal(r.timedOut, phase === 'TimedOut', detail);
 }
 
-/** `target()` is called when a case runs, after the file's `before` made the target. */
-export function contractCases(target: () => ContractTarget): void {
+/** `target()` is called when a case runs, after the file's `before` made the target; `onFailure` when one fails. */
+export function contractCases(target: () => ContractTarget, onFailure: () => void = () => {}): void {
   const it = (name: string, body: (t: TestContext, x: ContractTarget) => Promise<void>): void => {
-    test(name, { timeout: 180_000 }, (t) => body(t, target()));
+    test(name, { timeout: 180_000 }, async (t) => {
+      try {
+        await body(t, target());
+      } catch (e) {
+        onFailure();
+        throw e;
+      }
+    });
   };
 
   it('hello world: Succeeded/Completed, exit 0, the exact output, streamed live', async (_t, x) => {

@@ -1,0 +1,52 @@
+// The gateway's side of the cluster for the contract tier: deploy/gateway-rbac.yaml's ClusterRoles,
+// bound in a test namespace to the cluster script's static gateway user (never admin), and a
+// KubernetesBackend that authenticates as that user.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import { KubernetesBackend, type KubernetesBackendOptions } from '../../src/backends/kubernetes/index.js';
+import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from '../../src/backends/kubernetes/permissions.js';
+import { REPO_ROOT } from '../support/kube/env.js';
+import type { KubeCluster } from '../support/kube/index.js';
+
+/** The operator's Lease name (the config default the test operators keep). */
+export const LEASE_NAME = 'sandpit-operator';
+
+/** Applies the gateway's ClusterRoles (idempotent) and binds both to the gateway user in `namespace`. */
+export async function bindGatewayRbac(cluster: KubeCluster, namespace: string): Promise<void> {
+  const roles = parseAllDocuments(readFileSync(path.join(REPO_ROOT, 'deploy/gateway-rbac.yaml'), 'utf8'))
+    .map((d) => d.toJS() as { kind: string })
+    .filter((d) => d.kind === 'ClusterRole');
+  const applied = await cluster.kubectl(['apply', '-f', '-'], {
+    input: roles.map((d) => stringify(d)).join('---\n'),
+  });
+  assert.equal(applied.code, 0, `kubectl apply of the gateway ClusterRoles: ${applied.stderr}`);
+  for (const role of [GATEWAY_ROLE, GATEWAY_LEASE_ROLE]) {
+    await cluster.rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: role },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cluster.userOf('gateway') }],
+      },
+    });
+  }
+}
+
+/** A backend as the gateway identity, creating runs in `namespace` (where the operator's Lease also lives). */
+export function gatewayBackend(
+  cluster: KubeCluster,
+  namespace: string,
+  overrides: Partial<KubernetesBackendOptions> = {},
+): KubernetesBackend {
+  return new KubernetesBackend({
+    kubeConfig: cluster.kubeConfigFor('gateway', namespace),
+    namespace,
+    lease: { namespace, name: LEASE_NAME },
+    ttlSecondsAfterFinished: 600,
+    pendingTimeoutSeconds: 60,
+    admitTimeoutSeconds: 30,
+    ...overrides,
+  });
+}

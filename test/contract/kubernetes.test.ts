@@ -1,0 +1,219 @@
+// The contract cases against the Kubernetes backend: real SandboxRuns on the real cluster, reconciled
+// by a real `sandpit operator` process (static operator identity, deploy/rbac.yaml), created by the
+// backend as the static gateway identity bound to deploy/gateway-rbac.yaml (never admin). Then what
+// only this backend has: the SandboxRun record, health, and its typed errors.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { RunRequestSchema } from '../../src/api/run.js';
+import { principalLabelValue } from '../../src/backends/kubernetes/build-sandbox-run.js';
+import type { KubernetesBackend } from '../../src/backends/kubernetes/index.js';
+import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
+import { isAppError } from '../../src/shared/errors.js';
+import { withCluster, type KubeCluster } from '../support/kube/index.js';
+import { getRun, startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
+import { contractCases } from './cases.js';
+import { bindGatewayRbac, gatewayBackend } from './kube-gateway.js';
+import {
+  CONTRACT_SANDBOX_CONFIG,
+  contractPolicy,
+  CountingBackend,
+  createService,
+  observeRun,
+  PRINCIPAL,
+  type ContractTarget,
+} from './target.js';
+
+let suite: Suite;
+let inner: KubernetesBackend;
+let target: ContractTarget;
+let failed = false;
+
+async function podsOf(cluster: KubeCluster, ns: string, runId: string): Promise<V1Pod[]> {
+  return (await cluster.core.listNamespacedPod({ namespace: ns, labelSelector: `sandpit.dev/run=${runId}` }))
+    .items;
+}
+
+function spec(request: Parameters<typeof RunRequestSchema.parse>[0]): EffectiveSpec {
+  const e = evaluate(RunRequestSchema.parse(request), contractPolicy([]));
+  assert.ok(e.ok);
+  return e.spec;
+}
+
+describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
+  before(async () => {
+    suite = await startSuite(await withCluster(), 'contract', { sandbox: CONTRACT_SANDBOX_CONFIG });
+    const { cluster, ns } = suite;
+    await bindGatewayRbac(cluster, ns);
+    inner = gatewayBackend(cluster, ns, { logger: undefined });
+    const backend = new CountingBackend(inner);
+    const sandboxesOf = async (runId: string): Promise<string[]> =>
+      (await podsOf(cluster, ns, runId)).map((p) => p.metadata?.name ?? '');
+    target = {
+      name: 'kubernetes',
+      backend,
+      // The operator's policy: RuntimeClasses in place of Docker runtimes (none allowed here).
+      service: createService(backend, contractPolicy([])),
+      sandboxesOf,
+      async waitSandboxesGone(runId, timeoutMs) {
+        const deadline = Date.now() + timeoutMs;
+        while ((await sandboxesOf(runId)).length > 0) {
+          if (Date.now() > deadline) throw new Error(`pods of ${runId} still exist after ${timeoutMs} ms`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      },
+      async sandboxCount() {
+        const runs = (await cluster.kubectl(['get', 'sandboxruns', '-n', ns, '-o', 'name'])).stdout;
+        const pods = await cluster.core.listNamespacedPod({ namespace: ns });
+        return runs.split('\n').filter(Boolean).length + pods.items.length;
+      },
+      recordPhase: async (runId) => (await getRun(cluster, ns, runId))?.status?.phase,
+      separateStderr: false,
+      overheadMs: 8000,
+    };
+  });
+  after(async () => {
+    await target?.service.shutdown();
+    await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
+  });
+
+  describe('the shared cases', () => {
+    contractCases(
+      () => target,
+      () => (failed = true),
+    );
+  });
+
+  describe('kubernetes only', () => {
+    const it = (name: string, body: () => Promise<void>): void => {
+      test(name, { timeout: 180_000 }, async () => {
+        try {
+          await body();
+        } catch (e) {
+          failed = true;
+          throw e;
+        }
+      });
+    };
+
+    it('the SandboxRun record: labels, the principal, the TTL, and the operator’s status', async () => {
+      const { cluster, ns } = suite;
+      const o = await observeRun(target, { template: 'python', code: 'print("kept")' });
+      const run = await getRun(cluster, ns, o.result.runId);
+      assert.ok(run, 'the record exists after the run');
+      assert.equal(run.metadata?.labels?.['sandpit.dev/run'], o.result.runId);
+      assert.equal(run.metadata?.labels?.['sandpit.dev/managed-by'], 'sandpit-gateway');
+      assert.equal(run.metadata?.labels?.['sandpit.dev/principal'], principalLabelValue(PRINCIPAL.name));
+      assert.equal(run.metadata?.annotations?.['sandpit.dev/principal'], PRINCIPAL.name);
+      assert.equal(run.spec.ttlSecondsAfterFinished, 600);
+      assert.equal(run.spec.template, 'python');
+      assert.equal(run.status?.phase, 'Succeeded');
+      assert.equal(run.status?.output?.tail, 'kept\n');
+      const audit = suite.operator.find((l) => l.audit === 'run' && l.runId === `${ns}/${o.result.runId}`);
+      assert.equal(audit?.principal, PRINCIPAL.name, 'the operator audits the gateway’s principal');
+    });
+
+    it('health: the apiserver, the CRD, the operator’s Lease and every permission', async () => {
+      const h = await inner.health();
+      assert.equal(h.ok, true, h.detail);
+      assert.equal(h.backend, 'kubernetes');
+      assert.match(h.detail, /SandboxRun API installed/);
+      assert.match(h.detail, new RegExp(`operator ${suite.operator.identity} leads`));
+    });
+
+    it('close() cancels the runs it started and waits for them', async () => {
+      const { cluster, ns } = suite;
+      const closing = gatewayBackend(cluster, ns);
+      const execution = closing.start(
+        spec({ template: 'python', code: "import time\nprint('up', flush=True)\ntime.sleep(60)" }),
+        { runId: `run-close${Date.now().toString(16).slice(-7)}`, principal: 'closer' },
+      );
+      for await (const chunk of execution.output) if (chunk.data.toString().includes('up')) break;
+      await closing.close();
+      const result = await execution.result;
+      assert.equal(result.phase, 'Cancelled', JSON.stringify(result));
+      await execution.cleanedUp;
+      assert.deepEqual(await podsOf(cluster, ns, execution.runId), []);
+    });
+
+    it('without the RoleBinding: FORBIDDEN, naming deploy/gateway-rbac.yaml; health names the missing verbs', async () => {
+      const { cluster } = suite;
+      const bare = await cluster.createNamespace('contract-no-rbac');
+      try {
+        const backend = gatewayBackend(cluster, bare);
+        await assert.rejects(
+          backend.start(spec({ template: 'python', code: 'print(1)' }), { runId: 'run-forbidden01' }).result,
+          (e: unknown) => {
+            assert.ok(isAppError(e));
+            assert.equal(e.code, 'FORBIDDEN', e.message);
+            assert.match(e.message, new RegExp(`may not create sandboxruns in namespace ${bare}`));
+            assert.match(e.hint ?? '', /deploy\/gateway-rbac\.yaml/);
+            return true;
+          },
+        );
+        const h = await backend.health();
+        assert.equal(h.ok, false);
+        assert.match(h.detail, /the gateway lacks create sandboxruns\.sandpit\.dev in/);
+        assert.match(h.detail, /get pods\/log in/);
+        await backend.close();
+      } finally {
+        await cluster.deleteNamespace(bare);
+      }
+    });
+
+    it('no operator watching the namespace: ENGINE_UNAVAILABLE after the admit timeout, and the run cancelled', async () => {
+      const { cluster } = suite;
+      const lonely = await cluster.createNamespace('contract-no-operator');
+      try {
+        await bindGatewayRbac(cluster, lonely);
+        const backend = gatewayBackend(cluster, lonely, { admitTimeoutSeconds: 3 });
+        const t0 = performance.now();
+        await assert.rejects(
+          backend.start(spec({ template: 'python', code: 'print(1)' }), { runId: 'run-lonely0001' }).result,
+          (e: unknown) => {
+            assert.ok(isAppError(e));
+            assert.equal(e.code, 'ENGINE_UNAVAILABLE', e.message);
+            assert.match(e.message, /no operator acted on SandboxRun .*within 3 s/);
+            assert.match(e.hint ?? '', /sandpit operator/);
+            return true;
+          },
+        );
+        assert.ok(performance.now() - t0 < 8000);
+        const left = await getRun(cluster, lonely, 'run-lonely0001');
+        assert.equal(left?.spec.cancel, true, 'a late operator will not run it');
+        const h = await backend.health();
+        assert.equal(h.ok, false);
+        assert.match(h.detail, /nobody holds the operator Lease/);
+        await backend.close();
+      } finally {
+        await cluster.deleteNamespace(lonely);
+      }
+    });
+
+    it('the apiserver unreachable: ENGINE_UNAVAILABLE with a hint; health says so', async () => {
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        // loopback port 1: nothing listens there
+        clusters: [{ name: 'nowhere', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
+        users: [{ name: 'nobody', token: 'x' }],
+        contexts: [{ name: 'nowhere', cluster: 'nowhere', user: 'nobody' }],
+        currentContext: 'nowhere',
+      });
+      const backend = gatewayBackend(suite.cluster, 'default', { kubeConfig: kc });
+      await assert.rejects(
+        backend.start(spec({ template: 'python', code: 'print(1)' }), { runId: 'run-unreach001' }).result,
+        (e: unknown) => {
+          assert.ok(isAppError(e));
+          assert.equal(e.code, 'ENGINE_UNAVAILABLE', e.message);
+          assert.match(e.message, /127\.0\.0\.1:1 is not answering/);
+          assert.match(e.hint ?? '', /kubeconfig/);
+          return true;
+        },
+      );
+      const h = await backend.health();
+      assert.equal(h.ok, false);
+      assert.match(h.detail, /not answering/);
+      await backend.close();
+    });
+  });
+});
