@@ -148,6 +148,7 @@ export class DockerBackend implements SandboxBackend {
       });
     } finally {
       this.track(runner.remove(), cleanedUp);
+      if (served === 'warm') setImmediate(() => this.pool?.replenish());
     }
   }
 

@@ -15,6 +15,7 @@ import { poolKey, shapeOf } from './pool-key.js';
 import { WarmPool } from './warm-pool.js';
 
 const READY_TIMEOUT_MS = 30_000;
+const MAX_BACKOFF_MS = 30_000;
 
 export interface PoolStats {
   template: string;
@@ -34,6 +35,8 @@ export class PoolManager {
   private readonly deps: PoolManagerDeps;
   private readonly pools = new Map<string, WarmPool>();
   private starting = 0;
+  /** Consecutive failed starts: the retry delay doubles with each, up to MAX_BACKOFF_MS. */
+  private failures = 0;
   /** Moving average of how long a pool container takes to start and report ready. */
   private startSeconds = 0.4;
   private closed = false;
@@ -52,14 +55,23 @@ export class PoolManager {
     this.pump();
   }
 
-  /** A ready container of exactly this shape, or undefined (the caller then starts one cold). */
+  /**
+   * A ready container of exactly this shape, or undefined (the caller then starts one cold). On a
+   * hit the replacement is not started here: a container start costs a few hundred ms of CPU on
+   * the same cores as the claimed run, so the caller calls `replenish()` once its reply is out.
+   */
   claim(shape: ContainerShape): AttachedRunner | undefined {
     if (this.closed) return undefined;
     const pool = this.poolFor(shape);
     const runner = pool.take(Date.now());
     this.deps.metrics?.poolClaims.inc({ template: pool.label, result: runner ? 'hit' : 'miss' });
-    this.pump();
+    if (!runner || pool.idleCount === 0) this.pump();
     return runner;
+  }
+
+  /** Starts what the pools are short of; the backend calls it after a warm run's result is out. */
+  replenish(): void {
+    this.pump();
   }
 
   /** Resolves once every pool holds at least `minIdle` ready containers (or the timeout passes). */
@@ -149,13 +161,16 @@ export class PoolManager {
         }
         pool.add(runner, Date.now());
         this.watch(pool, runner);
+        this.failures = 0;
       } catch (e) {
-        this.deps.logger?.warn(
-          { template: pool.label, err: (e as Error).message },
-          'a pool container failed to start',
-        );
+        this.failures++;
+        const retryInMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** this.failures);
+        // Warn once per streak: an engine that is down would otherwise be reported every second.
+        const fields = { template: pool.label, err: (e as Error).message, retryInMs };
+        if (this.failures === 1) this.deps.logger?.warn(fields, 'a pool container failed to start');
+        else this.deps.logger?.debug(fields, 'a pool container failed to start');
         await runner?.remove();
-        await new Promise((r) => setTimeout(r, 1000).unref());
+        await new Promise((r) => setTimeout(r, retryInMs).unref());
       } finally {
         pool.starting--;
         this.starting--;
