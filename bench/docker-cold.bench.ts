@@ -9,6 +9,8 @@ import { requireDocker, runId, spec } from '../test/support/docker.js';
 import { interleaved, report, target } from './stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+// Plain runc on both paths: the test cluster makes a wrapper the engine's default runtime.
+const RUNTIME = process.env.BENCH_RUNTIME ?? 'runc';
 const CODE = 'print(1)';
 
 async function rawRun(docker: Docker): Promise<void> {
@@ -27,6 +29,7 @@ async function rawRun(docker: Docker): Promise<void> {
       Tmpfs: { '/tmp': 'rw,size=64m', '/workspace': 'rw,size=64m,uid=1000,gid=1000' },
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
+      Runtime: RUNTIME,
     },
   });
   await container.start();
@@ -39,7 +42,7 @@ async function rawRun(docker: Docker): Promise<void> {
 export default async function bench(): Promise<void> {
   const docker = await requireDocker();
   const backend = new DockerBackend({ docker });
-  const s = spec({ template: 'python', code: CODE });
+  const s = spec({ template: 'python', code: CODE, runtime: RUNTIME }, { allowedRuntimes: [RUNTIME] });
   const series = await interleaved(ROUNDS, {
     'raw engine create+start+wait+logs+rm': () => rawRun(docker),
     'sandpit cold run (result)': async () => {

@@ -6,7 +6,7 @@
  * sustained, hit rate >= 95% at 10 runs/s.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
 import { loadContext, wireDocker } from '../src/cmd/context.js';
@@ -16,6 +16,8 @@ import { runCode, startHttpGateway, type HttpGateway } from './support/mcp-http.
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const CODE = 'print(1)';
+// Plain runc on every path: the test cluster makes a wrapper the engine's default runtime.
+const RUNTIME = process.env.BENCH_RUNTIME ?? 'runc';
 const REQUEST = { language: 'python', code: CODE };
 
 function hostSpawn(): Promise<void> {
@@ -41,6 +43,7 @@ async function execContainer(docker: Docker): Promise<Docker.Container> {
       SecurityOpt: ['no-new-privileges'],
       Memory: 512 * 1024 ** 2,
       PidsLimit: 128,
+      Runtime: RUNTIME,
     },
   });
   await container.start();
@@ -98,16 +101,33 @@ async function openLoop(client: Client, rate: number, seconds: number) {
   };
 }
 
-/** Memory of one idle pool container, as its memory cgroup counts it (the runner, page cache, tmpfs). */
-function idleContainerMemory(ids: string[]): number {
-  const values = ids.map((id) =>
+/**
+ * Memory one idle pool container costs the host: what its memory cgroup counts (the runner, page
+ * cache, tmpfs) plus the RSS of its containerd shim, which lives outside the cgroup.
+ */
+function idleContainerMemory(ids: string[]): { cgroup: number; shim: number } {
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const cgroup = ids.map((id) =>
     Number(readFileSync(`/sys/fs/cgroup/memory/docker/${id}/memory.usage_in_bytes`, 'utf8')),
   );
-  return values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const shims: number[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const id = argv[argv.indexOf('-id') + 1];
+      if (!argv[0]?.includes('containerd-shim') || !id || !ids.includes(id)) continue;
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+      shims.push(Number(rss) * 1024);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return { cgroup: mean(cgroup), shim: mean(shims) };
 }
 
 export default async function bench(): Promise<void> {
   const docker = await requireDocker();
+  process.env.SANDPIT_SANDBOX_RUNTIME = RUNTIME;
   process.env.SANDPIT_POOL_PREWARM = 'python';
   process.env.SANDPIT_POOL_MIN_IDLE = '4';
   const warmWiring = await wireDocker(loadContext({ logLevel: 'warn' }));
@@ -149,8 +169,10 @@ export default async function bench(): Promise<void> {
         filters: { label: ['sandpit.dev/kind=pool', `sandpit.dev/owner=${warmWiring.backend.owner}`] },
       })
     ).map((c) => c.Id);
+    const memory = idleContainerMemory(ids);
     console.log(
-      `memory per idle pool container (cgroup usage): ${(idleContainerMemory(ids) / 1024 ** 2).toFixed(1)} MiB over ${ids.length} containers`,
+      `memory per idle pool container: ${(memory.cgroup / 1024 ** 2).toFixed(1)} MiB in its cgroup + ` +
+        `${(memory.shim / 1024 ** 2).toFixed(1)} MiB containerd shim RSS (mean of ${ids.length})`,
     );
 
     const seconds = Number(process.env.BENCH_SECONDS ?? 15);
