@@ -18,8 +18,12 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, what 
 }
 
 function invalid(what: string, violations: Violation[]): never {
-  throw new AppError('INVALID_REQUEST', `invalid ${what}: ${violations.map((v) => `${v.field}: ${v.message}`).join('; ')}`, {
-    violations,
-    hint: 'fix the named fields and send the request again',
-  });
+  throw new AppError(
+    'INVALID_REQUEST',
+    `invalid ${what}: ${violations.map((v) => `${v.field}: ${v.message}`).join('; ')}`,
+    {
+      violations,
+      hint: 'fix the named fields and send the request again',
+    },
+  );
 }

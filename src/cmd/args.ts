@@ -6,7 +6,12 @@ export type Options = NonNullable<ParseArgsConfig['options']>;
 
 export function parse<O extends Options>(argv: string[], options: O, usage: string) {
   try {
-    return parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    return parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (e) {
     throw new AppError('INVALID_REQUEST', (e as Error).message, { hint: `see the usage below\n\n${usage}` });
   }

@@ -45,20 +45,35 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     config = loadConfig({ env: process.env, ...(configPath ? { configPath } : {}) });
     checks.push({ name: 'config', ok: true, detail: `valid (backend ${config.sandbox.backend})` });
   } catch (e) {
-    checks.push({ name: 'config', ok: false, detail: toAppError(e).message, fix: 'correct the settings named above' });
+    checks.push({
+      name: 'config',
+      ok: false,
+      detail: toAppError(e).message,
+      fix: 'correct the settings named above',
+    });
     return checks;
   }
   const backend = new DockerBackend({ socketPath: config.docker.socketPath });
   const health = await backend.health();
   if (!health.images) {
-    checks.push({ name: 'engine', ok: false, detail: health.detail, fix: 'sandpit setup (as root) installs and starts the engine' });
+    checks.push({
+      name: 'engine',
+      ok: false,
+      detail: health.detail,
+      fix: 'sandpit setup (as root) installs and starts the engine',
+    });
     return checks;
   }
   checks.push({ name: 'engine', ok: true, detail: `Docker engine at ${config.docker.socketPath}` });
   const { missing, present } = health.images;
   checks.push(
     missing.length
-      ? { name: 'images', ok: false, detail: `missing ${missing.join(', ')}`, fix: 'sandpit images build (as root; no registry needed)' }
+      ? {
+          name: 'images',
+          ok: false,
+          detail: `missing ${missing.join(', ')}`,
+          fix: 'sandpit images build (as root; no registry needed)',
+        }
       : { name: 'images', ok: true, detail: present.join(', ') },
   );
   const runtimes = health.runtimes ?? [];
@@ -68,7 +83,10 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
       name: 'runtime',
       ok: false,
       detail: `configured runtime ${wanted} is not registered (engine has ${runtimes.join(', ')})`,
-      fix: wanted === 'runsc' ? 'sandpit setup registers runsc (gVisor)' : `register ${wanted} in /etc/docker/daemon.json`,
+      fix:
+        wanted === 'runsc'
+          ? 'sandpit setup registers runsc (gVisor)'
+          : `register ${wanted} in /etc/docker/daemon.json`,
     });
   } else {
     checks.push({
@@ -85,5 +103,10 @@ function nodeCheck(): Check {
   const ok = major > 20 || (major === 20 && minor >= 19);
   return ok
     ? { name: 'node', ok, detail: `Node.js ${process.versions.node}` }
-    : { name: 'node', ok, detail: `Node.js ${process.versions.node} is too old`, fix: 'install Node.js 20.19 or newer' };
+    : {
+        name: 'node',
+        ok,
+        detail: `Node.js ${process.versions.node} is too old`,
+        fix: 'install Node.js 20.19 or newer',
+      };
 }

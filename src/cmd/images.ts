@@ -22,7 +22,11 @@ options:
 `;
 
 export async function imagesCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { force: { type: 'boolean' }, config: { type: 'string' } }, IMAGES_USAGE);
+  const { values, positionals } = parse(
+    argv,
+    { force: { type: 'boolean' }, config: { type: 'string' } },
+    IMAGES_USAGE,
+  );
   const [sub, ...names] = positionals;
   if (values.help || sub === undefined) {
     printHelp(IMAGES_USAGE);
@@ -50,10 +54,19 @@ async function listImages(configPath: string | undefined): Promise<number> {
     throw engineError(e, {});
   }
   const rows = images
-    .flatMap((i) => (i.RepoTags ?? []).map((tag) => ({ tag, size: i.Size, template: i.Labels?.['sandpit.dev/template'] ?? '' })))
+    .flatMap((i) =>
+      (i.RepoTags ?? []).map((tag) => ({
+        tag,
+        size: i.Size,
+        template: i.Labels?.['sandpit.dev/template'] ?? '',
+      })),
+    )
     .filter((r) => r.tag !== '<none>:<none>')
     .sort((a, b) => a.tag.localeCompare(b.tag));
-  for (const r of rows) process.stdout.write(`${r.tag.padEnd(28)} ${(r.size / 1024 ** 2).toFixed(0).padStart(6)} MB  ${r.template}\n`);
+  for (const r of rows)
+    process.stdout.write(
+      `${r.tag.padEnd(28)} ${(r.size / 1024 ** 2).toFixed(0).padStart(6)} MB  ${r.template}\n`,
+    );
   if (rows.length === 0) process.stdout.write('no sandpit images; build them with `sandpit images build`\n');
   return 0;
 }

@@ -26,11 +26,17 @@ export function setupCommand(argv: string[]): number {
     return 0;
   }
   if (process.getuid?.() !== 0) {
-    throw new AppError('INVALID_REQUEST', 'sandpit setup installs packages and starts dockerd, so it needs root', {
-      hint: 'run it as root, e.g. `sudo npx sandpit setup`',
-    });
+    throw new AppError(
+      'INVALID_REQUEST',
+      'sandpit setup installs packages and starts dockerd, so it needs root',
+      {
+        hint: 'run it as root, e.g. `sudo npx sandpit setup`',
+      },
+    );
   }
-  const engine = spawnSync('bash', [join(PACKAGE_ROOT, 'scripts', 'docker-engine.sh'), 'up'], { stdio: 'inherit' });
+  const engine = spawnSync('bash', [join(PACKAGE_ROOT, 'scripts', 'docker-engine.sh'), 'up'], {
+    stdio: 'inherit',
+  });
   if (engine.status !== 0) return engine.status ?? 70;
   return buildImages([], values['force-images'] ?? false);
 }

@@ -88,7 +88,10 @@ export class SandpitService {
     } catch (e) {
       const err = toAppError(e);
       this.deps.metrics.rejected.inc({ code: err.code });
-      this.deps.logger.info({ principal: principal.name, errorCode: err.code, violations: err.violations }, 'run refused');
+      this.deps.logger.info(
+        { principal: principal.name, errorCode: err.code, violations: err.violations },
+        'run refused',
+      );
       throw err;
     }
     return this.launch(spec, principal, release, signal);
@@ -100,7 +103,12 @@ export class SandpitService {
     return handle.result;
   }
 
-  private launch(spec: EffectiveSpec, principal: Principal, release: () => void, signal?: AbortSignal): RunHandle {
+  private launch(
+    spec: EffectiveSpec,
+    principal: Principal,
+    release: () => void,
+    signal?: AbortSignal,
+  ): RunHandle {
     const runId = newRunId();
     const controller = new AbortController();
     const forward = (): void => controller.abort(signal?.reason);
@@ -120,7 +128,10 @@ export class SandpitService {
     };
     this.runs.add(record);
     metrics.activeRuns.inc({ backend: backend.name });
-    logger.debug({ runId, principal: principal.name, template: spec.template, image: spec.image }, 'run started');
+    logger.debug(
+      { runId, principal: principal.name, template: spec.template, image: spec.image },
+      'run started',
+    );
 
     const execution = backend.start(spec, { runId, signal: controller.signal, principal: principal.name });
     const output = new AsyncQueue<OutputChunk>();
@@ -139,7 +150,13 @@ export class SandpitService {
         return buildResult({
           runId,
           spec,
-          facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: false, failure: err.message },
+          facts: {
+            exitCode: null,
+            timedOut: false,
+            oomKilled: false,
+            cancelled: false,
+            failure: err.message,
+          },
           startedAt,
           finishedAt: Date.now(),
           backend: backend.name,
@@ -149,7 +166,10 @@ export class SandpitService {
         (res) => {
           this.runs.finish(record, res);
           metrics.runs.inc({ backend: backend.name, phase: res.phase, reason: res.reason ?? '' });
-          metrics.runDuration.observe({ backend: backend.name, served: res.served ?? 'cold' }, res.durationMs / 1000);
+          metrics.runDuration.observe(
+            { backend: backend.name, served: res.served ?? 'cold' },
+            res.durationMs / 1000,
+          );
           writeAudit(logger, auditRecord(spec, res, principal.name, backend.name));
           return res;
         },
@@ -159,7 +179,13 @@ export class SandpitService {
             ...buildResult({
               runId,
               spec,
-              facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: false, failure: err.message },
+              facts: {
+                exitCode: null,
+                timedOut: false,
+                oomKilled: false,
+                cancelled: false,
+                failure: err.message,
+              },
               startedAt,
               finishedAt: Date.now(),
               backend: backend.name,
@@ -211,7 +237,9 @@ export class SandpitService {
   private find(runId: string, principal: Principal): RunRecord {
     const record = this.runs.get(runId);
     if (!record || record.principal !== principal.name) {
-      throw new AppError('NOT_FOUND', `no run ${runId}`, { hint: 'runs are kept for a while after they end; check the id' });
+      throw new AppError('NOT_FOUND', `no run ${runId}`, {
+        hint: 'runs are kept for a while after they end; check the id',
+      });
     }
     return record;
   }
@@ -243,7 +271,8 @@ export class SandpitService {
 
   /** Cancels every live run and waits for the backend to clean up. */
   async shutdown(): Promise<void> {
-    for (const record of this.runs.active()) record.controller.abort(new AppError('CANCELLED', 'the server is shutting down'));
+    for (const record of this.runs.active())
+      record.controller.abort(new AppError('CANCELLED', 'the server is shutting down'));
     await Promise.all(this.runs.active().map((r) => r.settled));
     await this.deps.backend.close();
   }

@@ -38,7 +38,12 @@ export function commandDigest(spec: EffectiveSpec): string {
   return `sha256:${h.digest('hex')}`;
 }
 
-export function auditRecord(spec: EffectiveSpec, result: RunResult, principal: string, backend: string): AuditRecord {
+export function auditRecord(
+  spec: EffectiveSpec,
+  result: RunResult,
+  principal: string,
+  backend: string,
+): AuditRecord {
   return {
     audit: 'run',
     runId: result.runId,

@@ -96,7 +96,12 @@ export function evaluate(request: RunRequest, policy: Policy, scope: Scope = {})
 
 type Deny = (v: Violation) => void;
 
-function resolveTemplate(request: RunRequest, policy: Policy, scope: Scope, deny: Deny): Template | undefined {
+function resolveTemplate(
+  request: RunRequest,
+  policy: Policy,
+  scope: Scope,
+  deny: Deny,
+): Template | undefined {
   if (request.template === undefined) return undefined;
   const template = findTemplate(policy.templates, request.template);
   if (!template) {
@@ -132,34 +137,82 @@ function resolveImage(
     return undefined;
   }
   if (!imageAllowed(image, policy.imageAllowlist)) {
-    deny({ field: 'image', message: `image "${ref}" is not in the allowlist`, limit: policy.imageAllowlist.join(', ') });
+    deny({
+      field: 'image',
+      message: `image "${ref}" is not in the allowlist`,
+      limit: policy.imageAllowlist.join(', '),
+    });
   } else if (scope.images && !imageAllowed(image, scope.images)) {
-    deny({ field: 'image', message: `image "${ref}" is not allowed for this token`, limit: scope.images.join(', ') });
+    deny({
+      field: 'image',
+      message: `image "${ref}" is not allowed for this token`,
+      limit: scope.images.join(', '),
+    });
   }
   return image;
 }
 
-function resolveLimits(request: RunRequest, template: Template | undefined, policy: Policy, deny: Deny): EffectiveLimits {
+function resolveLimits(
+  request: RunRequest,
+  template: Template | undefined,
+  policy: Policy,
+  deny: Deny,
+): EffectiveLimits {
   const c = policy.ceilings;
   const d = template?.defaults ?? {};
   const r = request.resources ?? {};
-  const pick = (field: string, asked: number | undefined, fallback: number, ceiling: number, show: (n: number) => string) => {
+  const pick = (
+    field: string,
+    asked: number | undefined,
+    fallback: number,
+    ceiling: number,
+    show: (n: number) => string,
+  ) => {
     if (asked === undefined) return Math.min(fallback, ceiling);
     if (asked > ceiling) {
-      deny({ field, message: `${show(asked)} is over the ceiling of ${show(ceiling)}`, limit: show(ceiling), requested: show(asked) });
+      deny({
+        field,
+        message: `${show(asked)} is over the ceiling of ${show(ceiling)}`,
+        limit: show(ceiling),
+        requested: show(asked),
+      });
     }
     return Math.min(asked, ceiling);
   };
   const asSize = (v: string | number | undefined) => (v === undefined ? undefined : parseSize(v));
-  const memoryBytes = pick('resources.memory', asSize(r.memory), d.memoryBytes ?? c.memoryBytes, c.memoryBytes, formatSize);
-  const workspaceBytes = pick('resources.ephemeralStorage', asSize(r.ephemeralStorage), c.workspaceBytes, c.workspaceBytes, formatSize);
+  const memoryBytes = pick(
+    'resources.memory',
+    asSize(r.memory),
+    d.memoryBytes ?? c.memoryBytes,
+    c.memoryBytes,
+    formatSize,
+  );
+  const workspaceBytes = pick(
+    'resources.ephemeralStorage',
+    asSize(r.ephemeralStorage),
+    c.workspaceBytes,
+    c.workspaceBytes,
+    formatSize,
+  );
   return {
-    cpuMilli: pick('resources.cpu', r.cpu === undefined ? undefined : parseCpu(r.cpu), c.cpuMilli, c.cpuMilli, formatCpu),
+    cpuMilli: pick(
+      'resources.cpu',
+      r.cpu === undefined ? undefined : parseCpu(r.cpu),
+      c.cpuMilli,
+      c.cpuMilli,
+      formatCpu,
+    ),
     memoryBytes,
     pids: pick('resources.pids', r.pids, d.pids ?? c.pids, c.pids, String),
     workspaceBytes,
     tmpBytes: c.tmpBytes,
-    timeoutSeconds: pick('timeoutSeconds', request.timeoutSeconds, d.timeoutSeconds ?? c.timeoutSeconds, c.timeoutSeconds, (n) => `${n}s`),
+    timeoutSeconds: pick(
+      'timeoutSeconds',
+      request.timeoutSeconds,
+      d.timeoutSeconds ?? c.timeoutSeconds,
+      c.timeoutSeconds,
+      (n) => `${n}s`,
+    ),
     outputBytes: c.outputBytes,
     fileSizeBytes: Math.max(workspaceBytes, c.tmpBytes),
     openFiles: OPEN_FILES,
@@ -199,10 +252,18 @@ function checkSizes(
 ): void {
   const c = policy.ceilings;
   if (request.files.length > c.files) {
-    deny({ field: 'files', message: `${request.files.length} files is over the limit of ${c.files}`, limit: c.files });
+    deny({
+      field: 'files',
+      message: `${request.files.length} files is over the limit of ${c.files}`,
+      limit: c.files,
+    });
   }
   if (request.env.length > c.envVars) {
-    deny({ field: 'env', message: `${request.env.length} variables is over the limit of ${c.envVars}`, limit: c.envVars });
+    deny({
+      field: 'env',
+      message: `${request.env.length} variables is over the limit of ${c.envVars}`,
+      limit: c.envVars,
+    });
   }
   const fileBytes = input.files.reduce((n, f) => n + f.content.length, 0);
   if (fileBytes > limits.workspaceBytes) {
@@ -213,7 +274,10 @@ function checkSizes(
     });
   }
   const argvBytes = (request.command ?? []).reduce((n, a) => n + Buffer.byteLength(a) + 1, 0);
-  const envBytes = request.env.reduce((n, e) => n + Buffer.byteLength(e.name) + Buffer.byteLength(e.value) + 2, 0);
+  const envBytes = request.env.reduce(
+    (n, e) => n + Buffer.byteLength(e.name) + Buffer.byteLength(e.value) + 2,
+    0,
+  );
   const total = fileBytes + (input.code?.length ?? 0) + input.stdin.length + argvBytes + envBytes;
   if (total > c.requestBytes) {
     deny({
@@ -226,7 +290,10 @@ function checkSizes(
 }
 
 /** Template defaults first, the request's variables last (they win). */
-function mergeEnv(defaults: Readonly<Record<string, string>>, env: RunRequest['env']): { name: string; value: string }[] {
+function mergeEnv(
+  defaults: Readonly<Record<string, string>>,
+  env: RunRequest['env'],
+): { name: string; value: string }[] {
   const merged = new Map<string, string>(Object.entries(defaults));
   for (const e of env) merged.set(e.name, e.value);
   return [...merged].map(([name, value]) => ({ name, value }));

@@ -30,7 +30,12 @@ export interface Template {
 const code = (fileName: string): string => `${CODE_DIR}/${fileName}`;
 
 /** Compile, then run: a shell line so the program's arguments pass through as "$@". */
-const compileThenRun = (compile: string): string[] => ['/bin/sh', '-c', `${compile} && exec /tmp/main "$@"`, 'main'];
+const compileThenRun = (compile: string): string[] => [
+  '/bin/sh',
+  '-c',
+  `${compile} && exec /tmp/main "$@"`,
+  'main',
+];
 
 export const BUILTIN_TEMPLATES: readonly Template[] = [
   {

@@ -177,7 +177,10 @@ describe('RunRequestSchema', () => {
     {
       name: 'code alone',
       input: { code: 'print(1)' },
-      want: ['template: give a template or an image', 'template: code needs a template (it is exposed at /sandpit/code/main.*)'],
+      want: [
+        'template: give a template or an image',
+        'template: code needs a template (it is exposed at /sandpit/code/main.*)',
+      ],
     },
     {
       name: 'duplicate file paths',
