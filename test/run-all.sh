@@ -52,6 +52,7 @@ step "e2e tier" bash test/run.sh e2e
 trap cluster_down EXIT
 step "kube cluster up" bash test/env/kube-cluster.sh up
 step "kubernetes tier" bash test/run.sh kube
+step "contract tier (both backends)" bash test/run.sh contract
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 echo >&2

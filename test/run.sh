@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|e2e|kube|kube-disruptive [FILE...]
+#   test/run.sh unit|docker|e2e|kube|contract|kube-disruptive [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted). A tier that runs zero tests fails, as does one whose engine or cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|e2e|kube|kube-disruptive [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|e2e|kube|contract|kube-disruptive [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
   docker) dirs=(test/integration/docker) ;;
   kube) dirs=(test/integration/kubernetes) ;;
+  # The same cases against both backends (needs the Docker engine and the cluster), and the
+  # gateway in Kubernetes mode end to end.
+  contract) dirs=(test/contract) ;;
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;

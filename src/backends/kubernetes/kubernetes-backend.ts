@@ -43,6 +43,7 @@ export interface KubernetesBackendOptions {
 
 /** Slack on top of the pending and run time before the gateway gives up on a run. */
 const DEADLINE_SLACK_SECONDS = 60;
+const HEALTH_CACHE_MS = 5000;
 const DEFAULT_TIMING = {
   watchTimeoutSeconds: 60,
   cancelWaitMs: 30_000,
@@ -60,6 +61,7 @@ export class KubernetesBackend implements SandboxBackend {
   private readonly live = new Set<AbortController>();
   private readonly active = new Set<Promise<void>>();
   private closed = false;
+  private healthCache: { at: number; value: Promise<BackendHealth> } | undefined;
 
   constructor(options: KubernetesBackendOptions) {
     this.options = options;
@@ -73,9 +75,10 @@ export class KubernetesBackend implements SandboxBackend {
     let cleanedUpResolve!: () => void;
     const cleanedUp = new Promise<void>((r) => (cleanedUpResolve = r));
     const result = this.execute(spec, options, output, cleanedUpResolve).finally(() => output.end());
+    // close() waits for results, not for pods to go: deleting them is the operator's job.
     const settled = result.then(
-      () => cleanedUp,
-      () => cleanedUp,
+      () => undefined,
+      () => undefined,
     );
     this.active.add(settled);
     void settled.finally(() => this.active.delete(settled));
@@ -189,11 +192,16 @@ export class KubernetesBackend implements SandboxBackend {
     }
   }
 
+  /** Checked at most every HEALTH_CACHE_MS: GET /health is unauthenticated and costs several API calls. */
   health(): Promise<BackendHealth> {
-    return checkHealth(this.api, { namespace: this.namespace, lease: this.options.lease });
+    const now = Date.now();
+    if (this.healthCache && now - this.healthCache.at < HEALTH_CACHE_MS) return this.healthCache.value;
+    const value = checkHealth(this.api, { namespace: this.namespace, lease: this.options.lease });
+    this.healthCache = { at: now, value };
+    return value;
   }
 
-  /** Stops accepting runs, cancels the live ones and waits until they have ended. */
+  /** Stops accepting runs, cancels the live ones and waits for their results (the operator removes their pods). */
   async close(): Promise<void> {
     this.closed = true;
     for (const run of this.live) run.abort();

@@ -216,6 +216,11 @@ class RunSupervisor {
   private async collectOutput(status: SandboxRunStatus): Promise<{ output: CapturedStream; note?: string }> {
     const log = this.log;
     if (!log) return { output: outputFromStatus(status.output) };
+    if (status.phase === 'Cancelled') {
+      // The pod is being deleted: its log ends when the kubelet kills it, which the caller need not wait for.
+      log.abort();
+      return { output: this.capture.finish() };
+    }
     const end = (await within(log.done, this.i.timing.logGraceMs)) ?? { kind: 'aborted' as const };
     log.abort();
     if (end.kind === 'failed') {
@@ -227,7 +232,7 @@ class RunSupervisor {
       };
     }
     const counted = status.output?.bytes ?? 0;
-    if (counted > log.bytes && status.podName && status.phase !== 'Cancelled') {
+    if (counted > log.bytes && status.podName) {
       const complete = await this.readRest(status.podName, log.bytes);
       if (!complete) {
         return {
