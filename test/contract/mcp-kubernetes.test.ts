@@ -74,8 +74,8 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
     assert.match(String(h.detail), new RegExp(`operator ${suite.operator.identity} leads`));
   });
 
-  // Live output starts once the kubelet reports the container running (about a second after it
-  // started, on this cluster): the gap between the lines is longer than that.
+  // Live output starts once the kubelet reports the container running (one to three seconds after it
+  // started on this loaded 2-core cluster): the gap between the lines is longer than that.
   it('run_code: output streamed as notifications while the program runs, before the result', async () => {
     const { notices, mark } = recordNotifications(conn.client);
     const progress: string[] = [];
@@ -83,7 +83,7 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
       {
         name: 'run_code',
         arguments: {
-          code: "import time\nprint('first', flush=True)\ntime.sleep(3)\nprint('second', flush=True)",
+          code: "import time\nprint('first', flush=True)\ntime.sleep(4)\nprint('second', flush=True)",
         },
       },
       undefined,
@@ -100,7 +100,7 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
     assert.ok(first && second, `stdout notifications missing: ${JSON.stringify(notices)}`);
     assert.ok(first.seq < second.seq && second.seq < resultSeq, 'notifications arrive before the result');
     assert.ok(
-      second.at - first.at >= 2000,
+      second.at - first.at >= 1000,
       `the lines were streamed, not batched (${Math.round(second.at - first.at)} ms apart)`,
     );
     assert.ok(

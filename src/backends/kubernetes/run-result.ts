@@ -28,6 +28,19 @@ export function outputFromStatus(output: RunOutput | undefined): CapturedStream 
   return { text, bytes: output.bytes, truncated: output.truncated, binary: false };
 }
 
+/**
+ * The output bytes, when the status's tail is the whole output exactly: not truncated, and nothing
+ * replaced by the operator's printable() (a replaced control character or invalid UTF-8 leaves
+ * U+FFFD; a CRLF made LF changes the byte count). Then reading the log again would add nothing.
+ */
+export function exactStatusOutput(output: RunOutput | undefined): Buffer | undefined {
+  if (!output || output.truncated) return undefined;
+  const tail = output.tail ?? '';
+  if (tail.includes('\uFFFD')) return undefined;
+  const bytes = Buffer.from(tail, 'utf8');
+  return bytes.length === output.bytes ? bytes : undefined;
+}
+
 export interface FinishedRun {
   runId: string;
   spec: EffectiveSpec;

@@ -15,7 +15,7 @@ import type { OutputWindow } from '../runner/protocol.js';
 import { followObject, type FollowEnd } from './follow-object.js';
 import { readLog, type LogReader } from './read-log.js';
 import type { RunApi, StoredRun } from './run-api.js';
-import { outputFromStatus } from './run-result.js';
+import { exactStatusOutput, outputFromStatus } from './run-result.js';
 
 export interface SuperviseTiming {
   /** Server-side timeout of each watch; the watch is re-opened after it. */
@@ -75,6 +75,8 @@ class RunSupervisor {
   private readonly stop = new AbortController();
   private latest: SandboxRunStatus | undefined;
   private log: LogReader | undefined;
+  /** The output came whole from the status: no log was read. */
+  private outputFromStatus = false;
   private cancelling = false;
   private cancelTimer: NodeJS.Timeout | undefined;
   private unconfirmedCancel = false;
@@ -146,9 +148,24 @@ class RunSupervisor {
     const parsed = SandboxRunStatusSchema.safeParse(obj.status ?? {});
     const status = parsed.success ? parsed.data : undefined;
     if (!status?.phase) return false;
+    if (status.phase !== this.latest?.phase)
+      this.i.logger?.debug(
+        { run: this.key, phase: status.phase, reason: status.reason },
+        'SandboxRun phase changed',
+      );
     this.latest = status;
-    if (!this.log && status.podName && LOG_PHASES.has(status.phase)) this.startLog(status.podName);
-    return isTerminal(status.phase);
+    const finished = isTerminal(status.phase);
+    if (this.log || this.outputFromStatus || !status.podName || !LOG_PHASES.has(status.phase))
+      return finished;
+    // Finished before it was seen running: when the status holds the whole output exactly, the log adds nothing.
+    const exact = finished ? exactStatusOutput(status.output) : undefined;
+    if (exact) {
+      this.outputFromStatus = true;
+      if (exact.length > 0) this.add(exact);
+    } else {
+      this.startLog(status.podName);
+    }
+    return finished;
   }
 
   private startLog(pod: string): void {
@@ -214,6 +231,7 @@ class RunSupervisor {
 
   /** The output: the log as read, completed when it ended early, or the status's tail when it could not be read. */
   private async collectOutput(status: SandboxRunStatus): Promise<{ output: CapturedStream; note?: string }> {
+    if (this.outputFromStatus) return { output: this.capture.finish() };
     const log = this.log;
     if (!log) return { output: outputFromStatus(status.output) };
     if (status.phase === 'Cancelled') {

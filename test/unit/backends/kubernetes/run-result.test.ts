@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { RunRequestSchema, RunResultSchema } from '../../../../src/api/run.js';
 import type { SandboxRunStatus } from '../../../../src/api/v1alpha1/sandboxrun.js';
 import {
+  exactStatusOutput,
   INTERLEAVED_NOTE,
   outputFromStatus,
   resultFromStatus,
@@ -112,5 +113,23 @@ describe('outputFromStatus: the status tail as a fallback', () => {
     assert.equal(out.text, '[… 10000 bytes not shown …]\nend\n');
     assert.equal(out.bytes, 10_004);
     assert.equal(out.truncated, true);
+  });
+});
+
+describe('exactStatusOutput: the status tail is the output only when nothing was cut or replaced', () => {
+  test('whole and untouched: the bytes', () => {
+    assert.deepEqual(
+      exactStatusOutput({ tail: 'héllo\n', truncated: false, bytes: 7 }),
+      Buffer.from('héllo\n'),
+    );
+  });
+  test('no output at all: empty', () => {
+    assert.deepEqual(exactStatusOutput({ truncated: false, bytes: 0 }), Buffer.alloc(0));
+  });
+  test('truncated, CRLF made LF, control characters or invalid UTF-8 replaced, absent: not exact', () => {
+    assert.equal(exactStatusOutput({ tail: 'end\n', truncated: true, bytes: 9000 }), undefined);
+    assert.equal(exactStatusOutput({ tail: 'a\nb\n', truncated: false, bytes: 6 }), undefined);
+    assert.equal(exactStatusOutput({ tail: 'bell \uFFFD\n', truncated: false, bytes: 7 }), undefined);
+    assert.equal(exactStatusOutput(undefined), undefined);
   });
 });
