@@ -16,7 +16,7 @@ before(async () => {
   ensureBuilt();
 });
 
-test('npm pack → npm install <tgz> → npx sandpit mcp answers tools/list', async () => {
+test('npm pack → npm install <tgz> → npx sandpit --help, and npx sandpit mcp answers tools/list', async () => {
   const packDir = tempDir('pack');
   const packed = JSON.parse(
     execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' }),
@@ -43,6 +43,24 @@ test('npm pack → npm install <tgz> → npx sandpit mcp answers tools/list', as
     timeout: 600_000,
   });
   assert.ok(existsSync(join(installDir, 'node_modules/.bin/sandpit')), 'the bin is linked');
+  const help = execFileSync('npx', ['--no-install', 'sandpit', '--help'], {
+    cwd: installDir,
+    encoding: 'utf8',
+    env: cleanEnv(),
+  });
+  assert.match(help, /^usage: sandpit <command>/);
+  for (const command of ['run', 'mcp', 'serve', 'doctor', 'images', 'setup', 'operator'])
+    assert.match(help, new RegExp(`\\n  ${command} `));
+  const images = execFileSync('npx', ['--no-install', 'sandpit', 'images', '--help'], {
+    cwd: installDir,
+    encoding: 'utf8',
+    env: cleanEnv(),
+  });
+  assert.match(images, /usage: sandpit images build/);
+  assert.ok(
+    paths.includes('images/build.sh') && paths.includes('scripts/docker-engine.sh'),
+    'setup and image builds ship',
+  );
 
   const server = await connectStdio({
     command: 'npx',
