@@ -9,6 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { RunResult } from '../../api/run.js';
 import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { onAbort } from '../../shared/abort.js';
 import { AsyncQueue } from '../../shared/async-queue.js';
 import { AppError } from '../../shared/errors.js';
 import type { OutputChunk } from '../output.js';
@@ -129,8 +130,8 @@ export class KubernetesBackend implements SandboxBackend {
     }
     o.logger?.debug({ run: `${this.namespace}/${runId}` }, 'Created SandboxRun');
     const stop = new AbortController();
-    const forward = (): void => stop.abort();
-    signal?.addEventListener('abort', forward, { once: true });
+    // An abort while the object was being created counts too: onAbort calls at once if so.
+    const detach = onAbort(signal, () => stop.abort());
     this.live.add(stop);
     let podName: string | undefined;
     let phase: string | undefined;
@@ -164,7 +165,7 @@ export class KubernetesBackend implements SandboxBackend {
         finishedAt: Date.now(),
       });
     } finally {
-      signal?.removeEventListener('abort', forward);
+      detach();
       this.live.delete(stop);
       void this.cleanUp(runId, podName, phase).finally(cleanedUp);
     }
