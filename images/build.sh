@@ -207,6 +207,8 @@ build_base() {
     note "base: cached debootstrap rootfs ${key:0:12}" && echo "$dir/rootfs" && return 0
   fi
   command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
+  # Ubuntu hosts have debootstrap but not Debian's archive key, which bookworm is verified with.
+  [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || apt_install debian-archive-keyring
   t0=$(now)
   logf=$CACHE_DIR/logs/base.log
   tmp=$CACHE_DIR/base/.tmp.$$
