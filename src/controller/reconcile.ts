@@ -25,6 +25,7 @@ import {
   type Store,
 } from './ensure-children.js';
 import { isPodFinished, observePod } from './observe-pod.js';
+import { podStopStep } from './pod-stop.js';
 import { reportTransition, type ReportDeps } from './report.js';
 import type { StatusOverlay } from './status-overlay.js';
 
@@ -155,8 +156,10 @@ async function finishedRun(
   run: RunView,
   timing: Parameters<typeof requeueAfterMs>[1],
 ): Promise<ReconcileResult> {
-  await stopUnfinishedPod(deps, run);
-  const after = timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);
+  const recheckPodMs = await stopUnfinishedPod(deps, run);
+  const ttlAfter =
+    timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);
+  const after = recheckPodMs === undefined ? ttlAfter : Math.min(ttlAfter ?? Infinity, recheckPodMs);
   if (after === 0) {
     await deps.kube.deleteRun(run.ref.namespace, run.ref.name, run.ref.uid);
     deps.logger.info(
@@ -172,22 +175,22 @@ async function finishedRun(
   return { requeueAfterMs: after };
 }
 
-async function stopUnfinishedPod(deps: ReconcileDeps, run: RunView): Promise<void> {
+/** Stops the pod of a finished run; returns when to look again if its deletion is still pending. */
+async function stopUnfinishedPod(deps: ReconcileDeps, run: RunView): Promise<number | undefined> {
   const pod = deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid));
-  if (!pod?.metadata?.uid || pod.metadata.deletionTimestamp) return;
-  const view = observePod(pod);
-  if (
-    isPodFinished(view) ||
-    !(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === run.ref.uid)
-  )
-    return;
+  const step = podStopStep(pod, run.ref.uid, deps.now());
+  if (step.action === 'none' || step.action === 'wait' || !pod?.metadata?.uid) return step.recheckMs;
+  const force = step.action === 'force';
+  const name = pod.metadata.name ?? '';
   try {
-    await deps.kube.deletePod(run.ref.namespace, view.name, pod.metadata.uid);
+    await deps.kube.deletePod(run.ref.namespace, name, pod.metadata.uid, force ? 0 : 1);
     deps.logger.info(
-      { run: `${run.ref.namespace}/${run.ref.name}`, pod: view.name },
-      'Deleted Pod of finished SandboxRun',
+      { run: `${run.ref.namespace}/${run.ref.name}`, pod: name, force },
+      force ? 'Forced deletion of a Pod the kubelet did not confirm' : 'Deleted Pod of finished SandboxRun',
     );
   } catch (e) {
     if (!isNotFound(e)) throw e;
+    return undefined;
   }
+  return step.recheckMs;
 }

@@ -130,13 +130,13 @@ export function createKubeClient(kc: KubeConfig) {
       kubeCall(`create Pod ${namespace}/${body.metadata?.name}`, async () =>
         plain<V1Pod>(await core.createNamespacedPod({ namespace, body })),
       ),
-    /** Deletes the pod only if it is still the one with `uid` (never a namesake). */
-    deletePod: (namespace: string, name: string, uid: string): Promise<void> =>
+    /** Deletes the pod only if it is still the one with `uid` (never a namesake); grace 0 forces it. */
+    deletePod: (namespace: string, name: string, uid: string, gracePeriodSeconds = 1): Promise<void> =>
       kubeCall(`delete Pod ${namespace}/${name}`, async () => {
         await core.deleteNamespacedPod({
           namespace,
           name,
-          gracePeriodSeconds: 1,
+          gracePeriodSeconds,
           body: { preconditions: { uid } },
         });
       }),

@@ -320,8 +320,11 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
         (e) => e.involvedObject.kind === 'SandboxRun' && e.reportingInstance === suite.operator.identity,
       ),
     );
-    assert.ok(
-      suite.operator.lines.some((l) => l.audit === 'run' && l.runId === `${ns}/fails` && l.exitCode === 3),
+    // The audit line is written to the operator's stderr, which may reach us after the Event.
+    await suite.operator.waitForLog(
+      (l) => l.audit === 'run' && l.runId === `${ns}/fails` && l.exitCode === 3,
+      10_000,
+      'the audit record of the failed run',
     );
   });
 });

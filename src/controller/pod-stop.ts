@@ -1,0 +1,30 @@
+/**
+ * What to do about the pod of a run that has finished (cancelled, or failed before it started):
+ * a pod still running is deleted gracefully; a deletion the kubelet has not confirmed after
+ * FORCE_DELETE_AFTER_MS is forced. A busy kubelet (say, mid container creation) can take minutes
+ * to confirm, and the pod object stays until it does; a cancelled sandbox must be gone promptly.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { isPodFinished, observePod } from './observe-pod.js';
+
+export const FORCE_DELETE_AFTER_MS = 10_000;
+
+export type PodStopStep =
+  { action: 'none'; recheckMs?: undefined } | { action: 'delete' | 'force' | 'wait'; recheckMs: number };
+
+export function podStopStep(pod: V1Pod | undefined, runUid: string, now: Date): PodStopStep {
+  if (!pod?.metadata?.uid) return { action: 'none' };
+  if (!(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === runUid))
+    return { action: 'none' };
+  const deleting = pod.metadata.deletionTimestamp;
+  if (!deleting) {
+    return isPodFinished(observePod(pod))
+      ? { action: 'none' }
+      : { action: 'delete', recheckMs: FORCE_DELETE_AFTER_MS };
+  }
+  // deletionTimestamp is when the grace period ends, which is about when the delete was asked for.
+  const pendingMs = now.getTime() - new Date(deleting).getTime();
+  if (pendingMs < FORCE_DELETE_AFTER_MS)
+    return { action: 'wait', recheckMs: FORCE_DELETE_AFTER_MS - pendingMs };
+  return { action: 'force', recheckMs: FORCE_DELETE_AFTER_MS };
+}

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { FORCE_DELETE_AFTER_MS, podStopStep } from '../../../src/controller/pod-stop.js';
+import { RUN } from './fixtures.js';
+
+const NOW = new Date('2026-11-29T12:00:00Z');
+
+function pod(options: { phase?: string; deletedAgoMs?: number; owner?: string } = {}): V1Pod {
+  return {
+    metadata: {
+      name: 'hello-abc',
+      uid: 'pod-uid',
+      ownerReferences: [
+        {
+          apiVersion: 'sandpit.dev/v1alpha1',
+          kind: 'SandboxRun',
+          name: RUN.name,
+          uid: options.owner ?? RUN.uid,
+          controller: true,
+        },
+      ],
+      ...(options.deletedAgoMs === undefined
+        ? {}
+        : { deletionTimestamp: new Date(NOW.getTime() - options.deletedAgoMs) }),
+    },
+    status: { phase: options.phase ?? 'Running' },
+  };
+}
+
+describe('podStopStep', () => {
+  test('no pod, or a pod the run does not control: nothing to do', () => {
+    assert.deepEqual(podStopStep(undefined, RUN.uid, NOW), { action: 'none' });
+    assert.deepEqual(podStopStep(pod({ owner: 'someone-else' }), RUN.uid, NOW), { action: 'none' });
+  });
+
+  test('a running pod is deleted gracefully, and looked at again later', () => {
+    assert.deepEqual(podStopStep(pod(), RUN.uid, NOW), {
+      action: 'delete',
+      recheckMs: FORCE_DELETE_AFTER_MS,
+    });
+    assert.equal(podStopStep(pod({ phase: 'Pending' }), RUN.uid, NOW).action, 'delete');
+  });
+
+  test('a finished pod is kept (its log is the output)', () => {
+    assert.deepEqual(podStopStep(pod({ phase: 'Succeeded' }), RUN.uid, NOW), { action: 'none' });
+    assert.deepEqual(podStopStep(pod({ phase: 'Failed' }), RUN.uid, NOW), { action: 'none' });
+  });
+
+  test('a deletion the kubelet has not confirmed yet is waited for, then forced', () => {
+    assert.deepEqual(podStopStep(pod({ deletedAgoMs: 3000 }), RUN.uid, NOW), {
+      action: 'wait',
+      recheckMs: FORCE_DELETE_AFTER_MS - 3000,
+    });
+    assert.deepEqual(podStopStep(pod({ deletedAgoMs: FORCE_DELETE_AFTER_MS }), RUN.uid, NOW), {
+      action: 'force',
+      recheckMs: FORCE_DELETE_AFTER_MS,
+    });
+    assert.equal(podStopStep(pod({ phase: 'Failed', deletedAgoMs: 60_000 }), RUN.uid, NOW).action, 'force');
+  });
+});
