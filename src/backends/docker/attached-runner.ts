@@ -18,6 +18,8 @@ import { engineError } from './engine-errors.js';
 /** How long after the runner's own deadline the engine kills the container from outside. */
 export const OUTER_DEADLINE_GRACE_MS = 1000;
 const DIAGNOSTICS_BYTES = 4096;
+/** How long `remove()` waits for a removal the engine already has in progress. */
+const REMOVAL_WAIT_MS = 10_000;
 
 export interface JobResult {
   outcome: RunnerOutcome;
@@ -163,10 +165,33 @@ export class AttachedRunner {
   remove(): Promise<void> {
     this.removal ??= (async () => {
       this.stream?.destroy();
-      await this.container.remove({ force: true, v: true }).catch((e: { statusCode?: number }) => {
-        if (e.statusCode !== 404 && e.statusCode !== 409) throw e;
-      });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.container.remove({ force: true, v: true });
+          return;
+        } catch (e) {
+          const status = (e as { statusCode?: number }).statusCode;
+          if (status === 404) return;
+          // 409: the engine is already removing it. Resolve only once it is really gone.
+          if (status === 409) return this.gone(REMOVAL_WAIT_MS);
+          // Anything else (e.g. a busy mount) is retried briefly; the reaper gets what is left.
+          if (attempt >= 3) throw e;
+          await new Promise((r) => setTimeout(r, 200 * attempt));
+        }
+      }
     })().catch(() => {});
     return this.removal;
+  }
+
+  private async gone(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const exists = await this.container.inspect().then(
+        () => true,
+        (e: { statusCode?: number }) => e.statusCode !== 404,
+      );
+      if (!exists) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 }
