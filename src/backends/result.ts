@@ -2,7 +2,7 @@
  * How a run's facts become the shared phase and reason (DESIGN.md §4a). Pure, and used by every
  * backend so that the same program reports the same outcome everywhere.
  */
-import type { Phase, Reason, RunResult } from '../api/run.js';
+import type { EffectiveLimitsView, Phase, Reason, RunResult } from '../api/run.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
 import { formatCpu } from '../shared/quantity.js';
 import type { CapturedStream } from './output.js';
@@ -32,6 +32,19 @@ export function classify(f: RunFacts): { phase: Phase; reason: Reason; message?:
 }
 
 const EMPTY: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };
+
+/** The limits a run had, as results show them. */
+export function limitsView(limits: EffectiveSpec['limits']): EffectiveLimitsView {
+  return {
+    cpu: formatCpu(limits.cpuMilli),
+    memoryBytes: limits.memoryBytes,
+    pids: limits.pids,
+    workspaceBytes: limits.workspaceBytes,
+    tmpBytes: limits.tmpBytes,
+    timeoutSeconds: limits.timeoutSeconds,
+    outputBytes: limits.outputBytes,
+  };
+}
 
 export function buildResult(input: {
   runId: string;
@@ -67,15 +80,7 @@ export function buildResult(input: {
     ...(spec.runtime ? { runtime: spec.runtime } : {}),
     backend: input.backend,
     ...(input.served ? { served: input.served } : {}),
-    limits: {
-      cpu: formatCpu(spec.limits.cpuMilli),
-      memoryBytes: spec.limits.memoryBytes,
-      pids: spec.limits.pids,
-      workspaceBytes: spec.limits.workspaceBytes,
-      tmpBytes: spec.limits.tmpBytes,
-      timeoutSeconds: spec.limits.timeoutSeconds,
-      outputBytes: spec.limits.outputBytes,
-    },
+    limits: limitsView(spec.limits),
     createdAt: new Date(input.startedAt).toISOString(),
     finishedAt: new Date(input.finishedAt).toISOString(),
   };

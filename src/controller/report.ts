@@ -9,7 +9,7 @@ import type { SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
 import { auditRecord, writeAudit } from '../observability/audit.js';
 import type { Logger } from '../observability/logger.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
-import { formatCpu } from '../shared/quantity.js';
+import { limitsView } from '../backends/result.js';
 import type { RunRef } from './children.js';
 import type { EventRecorder } from './events.js';
 import type { OperatorMetrics } from './metrics.js';
@@ -57,19 +57,7 @@ export function toRunResult(t: Transition): RunResult {
     ...(spec ? { image: spec.image } : {}),
     ...(spec?.runtime ? { runtime: spec.runtime } : {}),
     backend: BACKEND,
-    ...(spec
-      ? {
-          limits: {
-            cpu: formatCpu(spec.limits.cpuMilli),
-            memoryBytes: spec.limits.memoryBytes,
-            pids: spec.limits.pids,
-            workspaceBytes: spec.limits.workspaceBytes,
-            tmpBytes: spec.limits.tmpBytes,
-            timeoutSeconds: spec.limits.timeoutSeconds,
-            outputBytes: spec.limits.outputBytes,
-          },
-        }
-      : {}),
+    ...(spec ? { limits: limitsView(spec.limits) } : {}),
     createdAt: t.createdAt,
     ...(s.completionTime ? { finishedAt: s.completionTime } : {}),
   };

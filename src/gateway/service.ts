@@ -142,25 +142,22 @@ export class SandpitService {
       }
       output.end();
     })();
+    // The record of a run whose sandbox failed: readable by get_run like any other outcome.
+    const failed = (err: AppError): RunResult =>
+      buildResult({
+        runId,
+        spec,
+        facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: false, failure: err.message },
+        startedAt,
+        finishedAt: Date.now(),
+        backend: backend.name,
+      });
     const result = execution.result
       .catch((e: unknown) => {
         const err = toAppError(e, 'BACKEND_ERROR');
         logger.warn({ runId, errorCode: err.code, err: err.message }, 'run failed in the backend');
         if (err.code !== 'BACKEND_ERROR') throw err;
-        return buildResult({
-          runId,
-          spec,
-          facts: {
-            exitCode: null,
-            timedOut: false,
-            oomKilled: false,
-            cancelled: false,
-            failure: err.message,
-          },
-          startedAt,
-          finishedAt: Date.now(),
-          backend: backend.name,
-        });
+        return failed(err);
       })
       .then(
         (res) => {
@@ -175,22 +172,7 @@ export class SandpitService {
         },
         (e: unknown) => {
           const err = toAppError(e);
-          this.runs.finish(record, {
-            ...buildResult({
-              runId,
-              spec,
-              facts: {
-                exitCode: null,
-                timedOut: false,
-                oomKilled: false,
-                cancelled: false,
-                failure: err.message,
-              },
-              startedAt,
-              finishedAt: Date.now(),
-              backend: backend.name,
-            }),
-          });
+          this.runs.finish(record, failed(err));
           throw err;
         },
       )

@@ -7,12 +7,13 @@ import Docker from 'dockerode';
 import type { RunResult } from '../../api/run.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
-import { AsyncQueue } from '../../shared/async-queue.js';
+import type { AsyncQueue } from '../../shared/async-queue.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { AppError } from '../../shared/errors.js';
 import type { OutputChunk } from '../output.js';
 import { buildResult } from '../result.js';
+import { Executions } from '../executions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
 import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
@@ -45,7 +46,7 @@ export class DockerBackend implements SandboxBackend {
   /** The warm pools, when enabled. */
   readonly pool: PoolManager | undefined;
   private readonly cleanups = new Set<Promise<void>>();
-  private readonly active = new Set<Promise<void>>();
+  private readonly executions = new Executions({ untilCleanedUp: true });
   private closed = false;
 
   constructor(options: DockerBackendOptions = {}) {
@@ -73,17 +74,9 @@ export class DockerBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    const output = new AsyncQueue<OutputChunk>();
-    let cleanedUpResolve!: () => void;
-    const cleanedUp = new Promise<void>((r) => (cleanedUpResolve = r));
-    const result = this.execute(spec, options, output, cleanedUpResolve).finally(() => output.end());
-    const settled = result.then(
-      () => cleanedUp,
-      () => cleanedUp,
+    return this.executions.start(options.runId, (output, cleanedUp) =>
+      this.execute(spec, options, output, cleanedUp),
     );
-    this.active.add(settled);
-    void settled.finally(() => this.active.delete(settled));
-    return { runId: options.runId, output, result, cleanedUp };
   }
 
   private async execute(
@@ -212,7 +205,7 @@ export class DockerBackend implements SandboxBackend {
   async close(): Promise<void> {
     this.closed = true;
     await this.pool?.close();
-    await Promise.all(this.active);
+    await this.executions.settled();
     await Promise.all(this.cleanups);
   }
 }

@@ -10,11 +10,12 @@ import type { RunResult } from '../../api/run.js';
 import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { onAbort } from '../../shared/abort.js';
-import { AsyncQueue } from '../../shared/async-queue.js';
+import type { AsyncQueue } from '../../shared/async-queue.js';
 import { AppError } from '../../shared/errors.js';
 import type { OutputChunk } from '../output.js';
 import { buildResult } from '../result.js';
 import { outputWindow } from '../runner/protocol.js';
+import { Executions } from '../executions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
 import { buildSandboxRun } from './build-sandbox-run.js';
 import { checkHealth } from './health.js';
@@ -60,7 +61,8 @@ export class KubernetesBackend implements SandboxBackend {
   private readonly timing: typeof DEFAULT_TIMING;
   /** Live runs: aborting one cancels it. */
   private readonly live = new Set<AbortController>();
-  private readonly active = new Set<Promise<void>>();
+  // close() waits for results, not for pods to go: deleting them is the operator's job.
+  private readonly executions = new Executions({ untilCleanedUp: false });
   private closed = false;
   private healthCache: { at: number; value: Promise<BackendHealth> } | undefined;
 
@@ -72,18 +74,9 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    const output = new AsyncQueue<OutputChunk>();
-    let cleanedUpResolve!: () => void;
-    const cleanedUp = new Promise<void>((r) => (cleanedUpResolve = r));
-    const result = this.execute(spec, options, output, cleanedUpResolve).finally(() => output.end());
-    // close() waits for results, not for pods to go: deleting them is the operator's job.
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
+    return this.executions.start(options.runId, (output, cleanedUp) =>
+      this.execute(spec, options, output, cleanedUp),
     );
-    this.active.add(settled);
-    void settled.finally(() => this.active.delete(settled));
-    return { runId: options.runId, output, result, cleanedUp };
   }
 
   private async execute(
@@ -206,6 +199,6 @@ export class KubernetesBackend implements SandboxBackend {
   async close(): Promise<void> {
     this.closed = true;
     for (const run of this.live) run.abort();
-    await Promise.all(this.active);
+    await this.executions.settled();
   }
 }
