@@ -396,11 +396,12 @@ FORCE=0
 NO_CACHE=0
 
 main() {
-  if [[ ${1:-} == __chroot-setup ]]; then
-    shift
-    chroot_setup "$@"
-    return
-  fi
+  case ${1:-} in
+    __chroot-setup) shift; chroot_setup "$@"; return ;;
+    # For images/build-app.sh, which holds $CACHE_DIR/.lock while it calls __base.
+    __base-key) base_key; return ;;
+    __base) mkdir -p "$CACHE_DIR/logs" "$CACHE_DIR/base" "$CACHE_DIR/debs"; build_base; return ;;
+  esac
   local -a wanted=()
   local arg
   for arg in "$@"; do
