@@ -1,0 +1,188 @@
+{{/* Names ------------------------------------------------------------------------------ */}}
+
+{{- define "sandpit.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "sandpit.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "sandpit.operator.fullname" -}}
+{{- printf "%s-operator" (include "sandpit.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "sandpit.gateway.fullname" -}}
+{{- printf "%s-gateway" (include "sandpit.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The namespace the gateway creates SandboxRuns in. */}}
+{{- define "sandpit.gateway.runNamespace" -}}
+{{- default .Release.Namespace .Values.gateway.runNamespace }}
+{{- end }}
+
+{{- define "sandpit.gateway.secretName" -}}
+{{- default (include "sandpit.gateway.fullname" .) .Values.gateway.auth.existingSecret }}
+{{- end }}
+
+{{- define "sandpit.gateway.secretKey" -}}
+{{- if .Values.gateway.auth.existingSecret }}{{ .Values.gateway.auth.existingSecretKey }}{{ else }}token{{ end }}
+{{- end }}
+
+{{/* Labels ----------------------------------------------------------------------------- */}}
+
+{{- define "sandpit.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "sandpit.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: sandpit
+{{- end }}
+
+{{/* Selector labels of one component: (dict "root" $ "component" "operator") */}}
+{{- define "sandpit.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sandpit.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "sandpit.componentLabels" -}}
+{{ include "sandpit.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Pods ------------------------------------------------------------------------------- */}}
+
+{{- define "sandpit.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The address the processes bind: all interfaces in the pod's own network namespace; loopback
+     only when the pod shares the node's (hostNetwork). */}}
+{{- define "sandpit.bindHost" -}}
+{{- if .Values.hostNetwork }}127.0.0.1{{ else }}0.0.0.0{{ end }}
+{{- end }}
+
+{{/* The restricted Pod Security profile (less hostNetwork, which only the test-cluster value sets). */}}
+{{- define "sandpit.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 1000
+runAsGroup: 1000
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "sandpit.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+{{- end }}
+
+{{/* Pod-level settings shared by the operator and the gateway. */}}
+{{- define "sandpit.podSpecCommon" -}}
+{{- with .Values.image.pullSecrets }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+enableServiceLinks: false
+{{- if .Values.hostNetwork }}
+hostNetwork: true
+{{- end }}
+securityContext:
+  {{- include "sandpit.podSecurityContext" . | nindent 2 }}
+{{- end }}
+
+{{/* KUBERNETES_SERVICE_HOST/PORT when the API server is reached some other way than the Service. */}}
+{{- define "sandpit.apiServerEnv" -}}
+{{- if .Values.apiServer.host }}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.apiServer.host | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ default "443" .Values.apiServer.port | toString | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Config files ------------------------------------------------------------------------ */}}
+
+{{/* The sandbox policy, as both config files hold it. */}}
+{{- define "sandpit.sandboxPolicy" -}}
+{{- $s := .Values.sandbox }}
+{{- $k := dict "imagePullPolicy" $s.imagePullPolicy "pendingTimeoutSeconds" $s.pendingTimeoutSeconds }}
+{{- with $s.runtimeClassName }}{{ $_ := set $k "runtimeClassName" . }}{{ end }}
+{{- with $s.allowedRuntimeClasses }}{{ $_ := set $k "allowedRuntimeClasses" . }}{{ end }}
+{{- $sandbox := dict "maxCpu" (toString $s.maxCpu) "maxMemory" (toString $s.maxMemory) "timeoutSeconds" $s.timeoutSeconds }}
+{{- with $s.imageAllowlist }}{{ $_ := set $sandbox "imageAllowlist" . }}{{ end }}
+{{- toJson (dict "sandbox" $sandbox "kubernetes" $k) }}
+{{- end }}
+
+{{- define "sandpit.operator.config" -}}
+{{- $c := include "sandpit.sandboxPolicy" . | fromJson }}
+{{- $o := .Values.operator }}
+{{- $_ := set $c.kubernetes "namespaces" $o.watchNamespaces }}
+{{- $_ := set $c.kubernetes "ttlSecondsAfterFinished" .Values.sandbox.ttlSecondsAfterFinished }}
+{{- $_ := set $c.kubernetes "leaderElection" true }}
+{{- $_ := set $c.kubernetes "leaseName" (include "sandpit.operator.fullname" .) }}
+{{- $_ := set $c.kubernetes "leaseNamespace" .Release.Namespace }}
+{{- $_ := set $c.kubernetes "probeHost" (include "sandpit.bindHost" .) }}
+{{- $_ := set $c.kubernetes "probePort" $o.probePort }}
+{{- $_ := set $c "logging" (dict "level" $o.logLevel) }}
+{{- toYaml (mustMergeOverwrite $c (deepCopy $o.extraConfig)) }}
+{{- end }}
+
+{{- define "sandpit.gateway.config" -}}
+{{- $c := include "sandpit.sandboxPolicy" . | fromJson }}
+{{- $g := .Values.gateway }}
+{{- $_ := set $c.sandbox "backend" "kubernetes" }}
+{{- $_ := set $c.sandbox "maxConcurrentRuns" $g.maxConcurrentRuns }}
+{{- $server := dict "host" (include "sandpit.bindHost" .) "port" $g.port }}
+{{- with $g.allowedHosts }}{{ $_ := set $server "allowedHosts" (concat . (list "localhost")) }}{{ end }}
+{{- $_ := set $c "server" $server }}
+{{- $_ := set $c.kubernetes "gatewayNamespace" (include "sandpit.gateway.runNamespace" .) }}
+{{- $_ := set $c.kubernetes "gatewayTtlSecondsAfterFinished" $g.ttlSecondsAfterFinished }}
+{{- $_ := set $c.kubernetes "gatewayAdmitTimeoutSeconds" $g.admitTimeoutSeconds }}
+{{- $_ := set $c.kubernetes "leaderElection" true }}
+{{- $_ := set $c.kubernetes "leaseName" (include "sandpit.operator.fullname" .) }}
+{{- $_ := set $c.kubernetes "leaseNamespace" .Release.Namespace }}
+{{- $_ := set $c "logging" (dict "level" $g.logLevel) }}
+{{- toYaml (mustMergeOverwrite $c (deepCopy $g.extraConfig)) }}
+{{- end }}
+
+{{/* Probes of a component on its named port: (dict "root" $ "port" "probes" "path" "/readyz") */}}
+{{- define "sandpit.httpProbe" -}}
+httpGet:
+  path: {{ .path }}
+  port: {{ .port }}
+  {{- if .root.Values.hostNetwork }}
+  host: 127.0.0.1
+  {{- end }}
+  {{- if and (eq .port "http") .root.Values.gateway.allowedHosts }}
+  httpHeaders:
+    - name: Host
+      value: localhost
+  {{- end }}
+{{- end }}
+
+{{/* Checks that fail the render with a message. */}}
+{{- define "sandpit.validate" -}}
+{{- $watch := .Values.operator.watchNamespaces }}
+{{- if and .Values.gateway.enabled .Values.operator.enabled $watch (not (has (include "sandpit.gateway.runNamespace" .) $watch)) }}
+{{- fail (printf "gateway.runNamespace %q is not in operator.watchNamespaces %v: the operator would never run the gateway's SandboxRuns" (include "sandpit.gateway.runNamespace" .) $watch) }}
+{{- end }}
+{{- if and .Values.apiServer.port (not .Values.apiServer.host) }}
+{{- fail "apiServer.port needs apiServer.host" }}
+{{- end }}
+{{- end }}
