@@ -266,12 +266,27 @@ remove_if_unused() {
 }
 
 smoke_test() {
-  local ref=$1 out
+  local ref=$1 out name t0 code
   # No network, read-only root, the pod's user: what the chart runs.
   out=$(docker run --rm --network none --read-only --user "$APP_UID:$APP_UID" --cap-drop ALL \
     --security-opt no-new-privileges "$ref" operator --help 2>&1) ||
     die "$ref does not run \`sandpit operator --help\`: $out"
   grep -q 'usage: sandpit operator' <<<"$out" || die "unexpected output of $ref operator --help: $out"
+  # SIGTERM reaches node through tini: `sandpit serve` shuts down cleanly at once, not after a kill.
+  name=sandpit-app-smoke-$$
+  docker run -d --name "$name" --network none --read-only --user "$APP_UID:$APP_UID" --cap-drop ALL \
+    "$ref" serve >/dev/null
+  for _ in $(seq 100); do
+    docker logs "$name" 2>&1 | grep -q 'MCP server listening' && break
+    sleep 0.2
+  done
+  t0=$(now)
+  docker stop -t 20 "$name" >/dev/null
+  code=$(docker inspect --format '{{.State.ExitCode}}' "$name")
+  out=$(docker logs "$name" 2>&1 | tail -n 5)
+  docker rm "$name" >/dev/null
+  [[ $code == 0 && $(($(now) - t0)) -lt 10000000 ]] ||
+    die "$ref: \`sandpit serve\` did not stop cleanly on SIGTERM (exit $code after $(since "$t0")): $out"
 }
 
 # --- main ---------------------------------------------------------------------------------
@@ -346,6 +361,7 @@ main() {
   fi
   build_final "$hash" "$ref"
   smoke_test "$ref"
+  note "app: smoke test passed (operator --help; serve stops on SIGTERM)"
   [[ -z $old_final || $old_final == "$(image_id "$ref")" ]] || remove_if_unused "$old_final" "$ref"
   [[ -z $old_rootfs || $old_rootfs == "$(image_id "$ROOTFS_TAG")" ]] || remove_if_unused "$old_rootfs" "$ROOTFS_TAG"
   log "app: built $ref ($(image_field "$ref" '{{.Size}}' | numfmt --to=si)B) in $(since "$t0")"

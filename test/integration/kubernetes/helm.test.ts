@@ -1,0 +1,224 @@
+// charts/sandpit installed with helm into the real v1.20 cluster, running the app image built
+// offline (images/build-app.sh): a SandboxRun applied with kubectl reaches Succeeded through the
+// operator running as a pod, the gateway pod answers MCP with its bearer token, and helm uninstall
+// removes every object the release made.
+//
+// This cluster has no kube-proxy and no CNI: a pod cannot reach the API server through the
+// `kubernetes` Service. The chart's documented override for that case is used here only:
+// hostNetwork plus apiServer.host/port = the loopback API server (its certificate names
+// 127.0.0.1). The pods then bind 127.0.0.1 on ports this test picks, and the test talks to the
+// gateway on loopback only.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { callTool, connectHttp, ensureBuilt, freePort, textOf } from '../../e2e/helpers.js';
+import { REPO_ROOT } from '../../support/kube/env.js';
+import { type KubeCluster, kubeTest, runOk } from '../../support/kube/index.js';
+import { waitForFinished } from './operator-harness.js';
+
+const CHART = path.join(REPO_ROOT, 'charts/sandpit');
+const BUILD_APP = path.join(REPO_ROOT, 'images/build-app.sh');
+const INSTANCE_LABEL = 'app.kubernetes.io/instance';
+const NAMESPACED_KINDS =
+  'deployments,replicasets,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets';
+const CLUSTER_KINDS = 'clusterroles,clusterrolebindings';
+
+/** The app image for this checkout: dist/ built, then images/build-app.sh (a no-op when current). */
+async function buildAppImage(t: { diagnostic(msg: string): void }): Promise<string> {
+  ensureBuilt();
+  const started = Date.now();
+  const build = await runOk('bash', [BUILD_APP], { cwd: REPO_ROOT, timeoutMs: 20 * 60_000 });
+  t.diagnostic(`images/build-app.sh: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.diagnostic(build.stderr.trim().split('\n').at(-1) ?? '');
+  return (await runOk('bash', [BUILD_APP, '--tag'])).stdout.trim();
+}
+
+async function namesOf(
+  cluster: KubeCluster,
+  kinds: string,
+  selector: string,
+  ns?: string,
+): Promise<string[]> {
+  const res = await cluster.kubectl(['get', kinds, ...(ns ? ['-n', ns] : []), '-l', selector, '-o', 'name']);
+  assert.equal(res.code, 0, res.stderr);
+  return res.stdout.split('\n').filter(Boolean);
+}
+
+describe('charts/sandpit on the real cluster', () => {
+  test(
+    'helm install runs the operator and the gateway as pods; a kubectl-applied SandboxRun succeeds; helm uninstall removes the release',
+    { timeout: 25 * 60_000 },
+    kubeTest(async ({ t, cluster, ns }) => {
+      const image = await buildAppImage(t);
+      const [repository, tag] = image.split(':') as [string, string];
+      const api = new URL(cluster.env.apiServer);
+      const release = `sp-${randomBytes(3).toString('hex')}`;
+      const token = randomBytes(24).toString('hex');
+      const [probePort, gatewayPort] = [await freePort(), await freePort()];
+      const values = {
+        image: { repository, tag, pullPolicy: 'Never' },
+        // the test-cluster override (charts/sandpit/README.md)
+        hostNetwork: true,
+        apiServer: { host: api.hostname, port: Number(api.port) },
+        // host networking on one node: one replica (two would share the probe port)
+        'operator.replicas': 1,
+        'operator.probePort': probePort,
+        'operator.watchNamespaces': [ns],
+        'gateway.port': gatewayPort,
+        'gateway.auth.token': token,
+        // images are local to this cluster's engine: never ask a registry
+        'sandbox.imagePullPolicy': 'Never',
+      };
+      const setArgs = Object.entries(values).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
+      const selector = `${INSTANCE_LABEL}=${release}`;
+      let uninstalled = false;
+      try {
+        // The API server decides the PodDisruptionBudget's version: v1.20 serves policy/v1beta1 only.
+        const dry = await cluster.helm(
+          [
+            'install',
+            release,
+            CHART,
+            '-n',
+            ns,
+            ...setArgs,
+            '--set-json',
+            'operator.replicas=2',
+            '--dry-run=server',
+          ],
+          { timeoutMs: 60_000 },
+        );
+        assert.equal(dry.code, 0, dry.stderr);
+        assert.match(dry.stdout, /apiVersion: policy\/v1beta1\nkind: PodDisruptionBudget/);
+
+        let started = Date.now();
+        const install = await cluster.helm(
+          ['install', release, CHART, '-n', ns, ...setArgs, '--wait', '--timeout', '180s'],
+          { timeoutMs: 240_000 },
+        );
+        assert.equal(install.code, 0, `helm install: ${install.stderr}`);
+        t.diagnostic(`helm install --wait: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        const list = await cluster.helm(['list', '-n', ns, '--output', 'json']);
+        assert.deepEqual(
+          (JSON.parse(list.stdout) as { name: string; status: string }[]).map((r) => [r.name, r.status]),
+          [[release, 'deployed']],
+        );
+
+        // Both pods run the app image, ready (their readiness probes passed on loopback).
+        const pods = (await cluster.core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
+        const byComponent = (c: string): V1Pod => {
+          const p = pods.find((x) => x.metadata?.labels?.['app.kubernetes.io/component'] === c);
+          assert.ok(p, `a ${c} pod`);
+          return p;
+        };
+        for (const c of ['operator', 'gateway']) {
+          const pod = byComponent(c);
+          assert.equal(pod.spec?.containers[0]?.image, image);
+          assert.equal(pod.spec?.securityContext?.runAsUser, 1000);
+          assert.equal(pod.spec?.containers[0]?.securityContext?.readOnlyRootFilesystem, true);
+          assert.ok(
+            pod.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'),
+            `${c} Ready`,
+          );
+        }
+        const operatorPod = byComponent('operator').metadata!.name!;
+
+        // A SandboxRun applied with kubectl, reconciled by the operator pod.
+        const applied = await cluster.kubectl([
+          'apply',
+          '-n',
+          ns,
+          '-f',
+          path.join(REPO_ROOT, 'deploy/samples/python-hello.yaml'),
+        ]);
+        assert.equal(applied.code, 0, applied.stderr);
+        const run = await waitForFinished(cluster, ns, 'python-hello', 90_000);
+        assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+        assert.equal(run.status?.reason, 'Completed');
+        assert.equal(run.status?.exitCode, 0);
+        assert.match(run.status?.output?.tail ?? '', /hello from python 3\.11\.\d+ in a sandpit\n$/);
+        // Its log says so (the line follows the status write by a moment).
+        const finished = new RegExp(
+          `"run":"${ns}/python-hello".*"phase":"Succeeded".*"msg":"Finished SandboxRun"`,
+        );
+        let opLog = '';
+        for (const deadline = Date.now() + 15_000; Date.now() < deadline;) {
+          opLog = await cluster.podLog(ns, operatorPod);
+          if (finished.test(opLog)) break;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        assert.match(opLog, finished);
+        assert.match(opLog, /"msg":"Acquired Lease"/);
+
+        // The gateway pod: /health on loopback, MCP with the token, 401 without it.
+        const base = `http://127.0.0.1:${gatewayPort}`;
+        const health = (await (await fetch(`${base}/health`)).json()) as { status: string; detail: string };
+        assert.equal(health.status, 'ok', health.detail);
+        const anonymous = await fetch(`${base}/metrics`);
+        assert.equal(anonymous.status, 401);
+        await anonymous.body?.cancel();
+        const conn = await connectHttp(`${base}/mcp`, token);
+        try {
+          const result: CallToolResult = await callTool(conn.client, 'run_code', {
+            language: 'python',
+            code: 'print(6 * 7)',
+          });
+          assert.ok(!result.isError, textOf(result));
+          const r = result.structuredContent as { exitCode: number; stdout: string; phase: string };
+          assert.equal(r.phase, 'Succeeded');
+          assert.equal(r.exitCode, 0);
+          assert.equal(r.stdout, '42\n');
+        } finally {
+          await conn.close();
+        }
+
+        // helm uninstall: every object of the release goes, cluster-wide ones included.
+        started = Date.now();
+        const uninstall = await cluster.helm(
+          ['uninstall', release, '-n', ns, '--wait', '--timeout', '120s'],
+          {
+            timeoutMs: 180_000,
+          },
+        );
+        assert.equal(uninstall.code, 0, uninstall.stderr);
+        uninstalled = true;
+        // Pods go with their ReplicaSets (garbage collection, then the kubelet stops them).
+        let left: string[] = [];
+        for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+          left = await namesOf(cluster, NAMESPACED_KINDS, selector, ns);
+          if (left.length === 0) break;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        assert.deepEqual(left, [], 'objects of the release left in the namespace');
+        const stopped = (Date.now() - started) / 1000;
+        t.diagnostic(`helm uninstall until every object was gone: ${stopped.toFixed(1)} s`);
+        assert.deepEqual(await namesOf(cluster, CLUSTER_KINDS, selector), [], 'cluster-wide objects left');
+        const status = await cluster.helm(['status', release, '-n', ns]);
+        assert.notEqual(status.code, 0, 'the release record is gone');
+        assert.match(status.stderr, /release: not found/);
+      } catch (e) {
+        for (const c of ['operator', 'gateway']) {
+          const logs = await cluster.kubectl([
+            'logs',
+            '-n',
+            ns,
+            '-l',
+            `${selector},app.kubernetes.io/component=${c}`,
+            '--tail=40',
+          ]);
+          for (const line of (logs.stdout + logs.stderr).split('\n')) t.diagnostic(`${c}: ${line}`);
+        }
+        throw e;
+      } finally {
+        if (!uninstalled) {
+          // Best effort after a failure: the release, and what it made cluster-wide.
+          await cluster.helm(['uninstall', release, '-n', ns, '--timeout', '60s'], { timeoutMs: 90_000 });
+          await cluster.kubectl(['delete', CLUSTER_KINDS, '-l', selector, '--ignore-not-found']);
+        }
+      }
+    }),
+  );
+});
