@@ -11,7 +11,7 @@
 #
 # Each stage is keyed by a hash of its inputs (labels sandpit.dev/rootfs-hash, sandpit.dev/build-hash),
 # so a no-op run returns in about a second and a code change redoes only the last stage.
-# `npm run build` must have run first. See --help and images/README.md.
+# `npm run build` must have run first. See --help and charts/sandpit/README.md.
 set -euo pipefail
 
 IMAGES_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -35,6 +35,11 @@ describe('charts/sandpit files', () => {
     assert.equal(chart.dependencies, undefined, 'no dependencies: rendering needs no network');
   });
 
+  test('deploy/operator.yaml runs the image the chart defaults to', () => {
+    const manifest = readFileSync(path.join(ROOT, 'deploy/operator.yaml'), 'utf8');
+    assert.match(manifest, new RegExp(`image: sandpit/sandpit:${pkg.version.replace(/\./g, '\\.')}\\n`));
+  });
+
   test('the npm package ships the chart', () => {
     assert.ok(pkg.files.includes('charts/'), 'package.json files lists charts/');
   });
