@@ -35,7 +35,10 @@ export function helmBinary(): Promise<string> {
   helmPath ??= (async () => {
     if (process.env.HELM) return process.env.HELM;
     try {
-      await run('bash', [CLUSTER_SCRIPT, 'tools'], { timeout: 300_000 });
+      // One fetch at a time: the unit tier runs test files in parallel processes.
+      await run('flock', [path.join(tmpdir(), 'sandpit-helm-tools.lock'), 'bash', CLUSTER_SCRIPT, 'tools'], {
+        timeout: 300_000,
+      });
       const { stdout } = await run('bash', [CLUSTER_SCRIPT, 'env'], { timeout: 30_000 });
       const line = stdout.split('\n').find((l) => l.startsWith('HELM='));
       if (!line) throw new Error('no HELM= line in `kube-cluster.sh env`');
