@@ -106,6 +106,17 @@ securityContext:
   {{- include "sandpit.podSecurityContext" . | nindent 2 }}
 {{- end }}
 
+{{/* With host networking a new pod cannot start beside the old one (same node ports): replace, then start. */}}
+{{- define "sandpit.strategy" -}}
+{{- if .Values.hostNetwork }}
+strategy:
+  type: RollingUpdate
+  rollingUpdate:
+    maxSurge: 0
+    maxUnavailable: 1
+{{- end }}
+{{- end }}
+
 {{/* KUBERNETES_SERVICE_HOST/PORT when the API server is reached some other way than the Service. */}}
 {{- define "sandpit.apiServerEnv" -}}
 {{- if .Values.apiServer.host }}

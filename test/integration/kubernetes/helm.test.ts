@@ -175,6 +175,54 @@ describe('charts/sandpit on the real cluster', () => {
           await conn.close();
         }
 
+        // helm upgrade without the token in the values: the Secret keeps it (lookup), the pods are
+        // replaced (new config), and the new gateway takes the same token.
+        const secretBefore = await cluster.core.readNamespacedSecret({
+          namespace: ns,
+          name: `${release}-sandpit-gateway`,
+        });
+        started = Date.now();
+        const upgrade = await cluster.helm(
+          [
+            'upgrade',
+            release,
+            CHART,
+            '-n',
+            ns,
+            ...setArgs,
+            '--set-json',
+            'gateway.auth.token=""',
+            '--set',
+            'gateway.logLevel=debug,operator.logLevel=debug',
+            '--wait',
+            '--timeout',
+            '180s',
+          ],
+          { timeoutMs: 240_000 },
+        );
+        assert.equal(upgrade.code, 0, `helm upgrade: ${upgrade.stderr}`);
+        t.diagnostic(`helm upgrade --wait: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        const secretAfter = await cluster.core.readNamespacedSecret({
+          namespace: ns,
+          name: `${release}-sandpit-gateway`,
+        });
+        assert.equal(secretAfter.data?.token, secretBefore.data?.token);
+        assert.equal(Buffer.from(secretAfter.data?.token ?? '', 'base64').toString(), token);
+        const newPods = (await cluster.core.listNamespacedPod({ namespace: ns, labelSelector: selector }))
+          .items;
+        assert.ok(
+          newPods.some(
+            (p) =>
+              p.metadata?.labels?.['app.kubernetes.io/component'] === 'operator' &&
+              p.metadata.name !== operatorPod &&
+              p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'),
+          ),
+          'a new operator pod, ready',
+        );
+        const authed = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${token}` } });
+        assert.equal(authed.status, 200);
+        await authed.body?.cancel();
+
         // helm uninstall: every object of the release goes, cluster-wide ones included.
         started = Date.now();
         const uninstall = await cluster.helm(

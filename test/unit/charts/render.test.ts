@@ -400,6 +400,12 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
       for (const p of probes)
         assert.equal((p.httpGet ?? p.tcpSocket)?.host, '127.0.0.1', `${name}: probe host`);
     }
+    // A new pod cannot start beside the old one on the node's ports: upgrades replace, then start.
+    for (const name of ['sandpit-operator', 'sandpit-gateway'])
+      assert.deepEqual((deployment(docs, name).spec as unknown as { strategy: unknown }).strategy, {
+        type: 'RollingUpdate',
+        rollingUpdate: { maxSurge: 0, maxUnavailable: 1 },
+      });
     assert.equal(loadPodConfig(docs, 'sandpit-operator').kubernetes.probeHost, '127.0.0.1');
     assert.equal(
       loadPodConfig(docs, 'sandpit-gateway', { SANDPIT_AUTH_TOKEN: 'x'.repeat(8) }).server.host,
@@ -407,8 +413,10 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     );
     // Without the override, nothing of it.
     const plain = await render();
-    for (const name of ['sandpit-operator', 'sandpit-gateway'])
+    for (const name of ['sandpit-operator', 'sandpit-gateway']) {
       assert.ok(!(containerOf(plain, name).env ?? []).some((e) => e.name.startsWith('KUBERNETES_')));
+      assert.equal((deployment(plain, name).spec as unknown as { strategy?: unknown }).strategy, undefined);
+    }
   });
 
   test('NetworkPolicies: ingress only on the gateway port and the operator probe port; peers from values', async () => {
