@@ -126,8 +126,9 @@ export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<Re
     after: status,
     effective: decision.allowed ? decision.effective : undefined,
   });
-  if (status.phase && isTerminal(status.phase)) await stopUnfinishedPod(deps, run);
-  return { requeueAfterMs: requeueAfterMs(status, timing) };
+  const after = requeueAfterMs(status, timing);
+  if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };
+  return { requeueAfterMs: earliest(after, await stopUnfinishedPod(deps, run)) };
 }
 
 /** Cancelling: the pod's result if it already finished (the program won the race), else nothing. */
@@ -159,7 +160,7 @@ async function finishedRun(
   const recheckPodMs = await stopUnfinishedPod(deps, run);
   const ttlAfter =
     timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);
-  const after = recheckPodMs === undefined ? ttlAfter : Math.min(ttlAfter ?? Infinity, recheckPodMs);
+  const after = earliest(ttlAfter, recheckPodMs);
   if (after === 0) {
     await deps.kube.deleteRun(run.ref.namespace, run.ref.name, run.ref.uid);
     deps.logger.info(
@@ -173,6 +174,11 @@ async function finishedRun(
     await writeStatus(deps, key, run, { ...run.status, observedGeneration: run.generation });
   }
   return { requeueAfterMs: after };
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  return b === undefined ? a : Math.min(a, b);
 }
 
 /** Stops the pod of a finished run; returns when to look again if its deletion is still pending. */

@@ -130,14 +130,16 @@ export function createKubeClient(kc: KubeConfig) {
       kubeCall(`create Pod ${namespace}/${body.metadata?.name}`, async () =>
         plain<V1Pod>(await core.createNamespacedPod({ namespace, body })),
       ),
-    /** Deletes the pod only if it is still the one with `uid` (never a namesake); grace 0 forces it. */
+    /**
+     * Deletes the pod only if it is still the one with `uid` (never a namesake); grace 0 forces it.
+     * Options go in the body: with a body, the apiserver ignores DeleteOptions query parameters.
+     */
     deletePod: (namespace: string, name: string, uid: string, gracePeriodSeconds = 1): Promise<void> =>
       kubeCall(`delete Pod ${namespace}/${name}`, async () => {
         await core.deleteNamespacedPod({
           namespace,
           name,
-          gracePeriodSeconds,
-          body: { preconditions: { uid } },
+          body: { preconditions: { uid }, gracePeriodSeconds },
         });
       }),
     readPodLog: (
@@ -181,8 +183,7 @@ export function createKubeClient(kc: KubeConfig) {
           ...run,
           namespace,
           name,
-          propagationPolicy: 'Background',
-          body: { preconditions: { uid } },
+          body: { preconditions: { uid }, propagationPolicy: 'Background' },
         });
       }),
 
