@@ -97,6 +97,24 @@ export async function sandpitContainers(docker: Docker, runIdFilter?: string): P
     .map((c) => c.Names[0] ?? c.Id);
 }
 
+/**
+ * The run's containers, once there are `count` of them (or the time is up): a warm claim renames
+ * its pool container after the run without waiting, so the name can land after the run has begun.
+ */
+export async function runContainers(
+  docker: Docker,
+  id: string,
+  count: number,
+  timeoutMs = 3000,
+): Promise<string[]> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const found = await sandpitContainers(docker, id);
+    if (found.length >= count || performance.now() > deadline) return found;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 export function hostRss(): number {
   return process.memoryUsage().rss;
 }

@@ -15,7 +15,14 @@ import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
-import { makeBackend, requireDocker, runId, sandpitContainers, spec } from '../../support/docker.js';
+import {
+  makeBackend,
+  requireDocker,
+  runContainers,
+  runId,
+  sandpitContainers,
+  spec,
+} from '../../support/docker.js';
 
 let docker: Docker;
 let backend: DockerBackend;
@@ -49,7 +56,7 @@ test('an abort mid-run cancels it and leaves no container behind', async () => {
   for await (const chunk of execution.output) {
     if (chunk.data.toString().includes('started')) break;
   }
-  assert.equal((await sandpitContainers(docker, id)).length, 1, 'the sandbox runs before the abort');
+  assert.equal((await runContainers(docker, id, 1)).length, 1, 'the sandbox runs before the abort');
   const t0 = performance.now();
   controller.abort();
   const r = await execution.result;
