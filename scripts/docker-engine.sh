@@ -173,6 +173,16 @@ check_runsc_registered() {
   log "warning: the engine does not list runtime runsc (is $DAEMON_JSON the file it reads?)"
 }
 
+# dockerd outlives this script: it must not keep a caller's locks or pipes open (a held flock
+# blocks every later `kube-cluster.sh up`; a held pipe keeps a CI log from ending).
+close_inherited_fds() {
+  local fd
+  for fd in /proc/"$BASHPID"/fd/*; do
+    fd=${fd##*/}
+    if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 start_dockerd() {
   mkdir -p "$STATE_DIR"
   if ! command -v dockerd >/dev/null 2>&1; then
@@ -185,7 +195,10 @@ start_dockerd() {
     log "starting dockerd (log: $LOG_FILE)"
     printf '\n--- %s: started by %s up\n' "$(date -u +%FT%TZ)" "$0" >>"$LOG_FILE"
     # setsid: own session, so that the caller's process group ending does not take it along.
-    setsid dockerd --host "unix://$SOCK" </dev/null >>"$LOG_FILE" 2>&1 &
+    (
+      close_inherited_fds
+      exec setsid dockerd --host "unix://$SOCK" </dev/null >>"$LOG_FILE" 2>&1
+    ) &
     pid=$!
     echo "$pid" >"$PID_FILE"
   fi

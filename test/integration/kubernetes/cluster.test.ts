@@ -3,6 +3,7 @@
 // into the same dockerd (images/build.sh). Traffic: the API server and kubelet on loopback only.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { AuthenticationV1Api, AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -86,6 +87,20 @@ function restrictedPod(
       ...spec,
     },
   };
+}
+
+const CLUSTER_LOCK = '/run/sandpit-kube-cluster.lock';
+
+/** The processes (pid and name) with `file` open. */
+async function holdersOf(file: string): Promise<string[]> {
+  const holders: string[] = [];
+  for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+    const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
+    const links = await Promise.all(fds.map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')));
+    if (links.includes(file))
+      holders.push(`${pid} ${(await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '?')).trim()}`);
+  }
+  return holders;
 }
 
 const PROBE = `
@@ -315,6 +330,8 @@ describe('kubernetes test cluster', () => {
     const pids = async (): Promise<string> =>
       (await runCommand('bash', ['-c', `cat ${cluster.env.stateDir}/run/*.pid`])).stdout;
     const before = await pids();
+    // A daemon that inherited the script's lock would block every later up and down.
+    assert.deepEqual(await holdersOf(CLUSTER_LOCK), [], `long-lived processes hold ${CLUSTER_LOCK}`);
     const up = await cluster.script(['up'], { timeoutMs: 60_000 });
     assert.equal(up.code, 0, up.stderr);
     assert.ok(up.durationMs < 10_000, `second up took ${Math.round(up.durationMs)} ms`);
