@@ -8,8 +8,10 @@
  * the pools' refills of the previous calls are not measured as overhead of this one: on a 2-core
  * machine a container start competes for the CPU with everything else. Three tables: end-to-end,
  * the time outside the run (end-to-end minus the run's durationMs), and a get_run right after the
- * run (the transport's round trip alone, while the pool replaces the container just used).
- * Target: at most 10 ms of p50 overhead.
+ * run (the transport's round trip alone, while the pool replaces the container just used). A
+ * fourth table times a bare echo process (no MCP) after the same pause: on a VM, waking a second
+ * process after an idle pause costs milliseconds by itself, and the MCP paths pay it, the
+ * in-process raw path does not. Target: at most 10 ms of p50 overhead.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -18,6 +20,7 @@ import { LOCAL_PRINCIPAL } from '../src/gateway/principal.js';
 import { cleanEnv, connectHttp, connectStdio, ensureBuilt, startServe } from '../test/e2e/helpers.js';
 import { requireDocker } from '../test/support/docker.js';
 import { interleaved, report, target } from './stats.js';
+import { startEcho } from './support/echo.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const WARMUP = 5;
@@ -28,6 +31,8 @@ const RAW = 'raw service.run()';
 const STDIO = 'MCP stdio (sandpit mcp)';
 const STATEFUL = 'MCP HTTP stateful (sandpit serve)';
 const STATELESS = 'MCP HTTP stateless (sandpit serve)';
+const BARE_STDIO = 'bare stdio echo (no MCP)';
+const BARE_HTTP = 'bare HTTP echo on 127.0.0.1 (no MCP)';
 
 function check(stdout: unknown): void {
   if (stdout !== '1\n') throw new Error(`unexpected output ${JSON.stringify(stdout)}`);
@@ -41,6 +46,15 @@ function check(stdout: unknown): void {
 const endToEnd: Record<string, number[]> = {};
 const outside: Record<string, number[]> = {};
 const roundTrip: Record<string, number[]> = {};
+/** A bare round trip to a second process after the same pause: the machine's wake-up cost. */
+const bare: Record<string, number[]> = {};
+
+const bareTimed = (name: string, roundTripOnce: () => Promise<void>) => async (): Promise<void> => {
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const t0 = performance.now();
+  await roundTripOnce();
+  (bare[name] ??= []).push(performance.now() - t0);
+};
 
 interface Path {
   run(): Promise<{ runId: string; durationMs: number }>;
@@ -80,6 +94,7 @@ export default async function bench(): Promise<void> {
   const statelessServer = await startServe(QUIET, ['--stateless']);
   const stateful = await connectHttp(`${statefulServer.url}/mcp`);
   const stateless = await connectHttp(`${statelessServer.url}/mcp`);
+  const echo = await startEcho();
   try {
     await interleaved(
       ROUNDS,
@@ -95,6 +110,8 @@ export default async function bench(): Promise<void> {
         [STDIO]: timed(STDIO, viaMcp(stdio.client)),
         [STATEFUL]: timed(STATEFUL, viaMcp(stateful.client)),
         [STATELESS]: timed(STATELESS, viaMcp(stateless.client)),
+        [BARE_STDIO]: bareTimed(BARE_STDIO, echo.stdio),
+        [BARE_HTTP]: bareTimed(BARE_HTTP, echo.http),
       },
       WARMUP,
     );
@@ -105,6 +122,12 @@ export default async function bench(): Promise<void> {
       RAW,
     );
     report('get_run right after: the round trip alone, processes awake', measured(roundTrip), RAW);
+    const wake = report(
+      `no MCP at all: a bare round trip to a second process after the same ${SETTLE_MS} ms pause`,
+      measured(bare),
+      BARE_STDIO,
+    );
+    const wakeOf = (name: string) => wake.find((w) => w.name === (name === STDIO ? BARE_STDIO : BARE_HTTP))!;
     for (let i = 1; i < rows.length; i++) {
       const row = rows[i]!;
       const overhead = row.p50 - rows[0]!.p50;
@@ -113,11 +136,12 @@ export default async function bench(): Promise<void> {
         `${row.name}: p50 overhead <= 10 ms`,
         overhead <= 10,
         `${overhead.toFixed(1)} ms end-to-end (${row.p50.toFixed(1)} vs ${rows[0]!.p50.toFixed(1)} ms, ` +
-          `${(row.p50 / rows[0]!.p50).toFixed(2)}x); outside the run ${outsideDelta.toFixed(1)} ms more than raw`,
+          `${(row.p50 / rows[0]!.p50).toFixed(2)}x); outside the run ${outsideDelta.toFixed(1)} ms more than raw; ` +
+          `a ${wakeOf(row.name).name} after the same pause takes ${wakeOf(row.name).p50.toFixed(1)} ms by itself`,
       );
     }
   } finally {
-    await Promise.all([stdio.close(), stateful.close(), stateless.close()]);
+    await Promise.all([stdio.close(), stateful.close(), stateless.close(), echo.close()]);
     await Promise.all([statefulServer.stop(), statelessServer.stop()]);
     await service.shutdown();
   }
