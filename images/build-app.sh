@@ -18,6 +18,9 @@ IMAGES_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$IMAGES_DIR/.." && pwd)
 SELF=$IMAGES_DIR/build-app.sh
 BUILD_SH=$IMAGES_DIR/build.sh
+SCRIPT=images/build-app.sh
+# shellcheck source=images/lib.sh
+source "$IMAGES_DIR/lib.sh"
 CACHE_DIR=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/sandpit/images
 LABEL_MANAGED=sandpit.dev/managed-by
 LABEL_BUILD_HASH=sandpit.dev/build-hash
@@ -59,19 +62,6 @@ cache: $CACHE_DIR (shared with images/build.sh; npm cache in npm/)
 EOF
 }
 
-log() { printf '==> %s\n' "$*" >&2; }
-note() { printf '    %s\n' "$*" >&2; }
-die() { printf 'images/build-app.sh: error: %s\n' "$*" >&2; exit 1; }
-
-now() { echo "${EPOCHREALTIME/./}"; } # microseconds
-since() { local us=$(($(now) - $1)); printf '%d.%01ds' $((us / 1000000)) $((us % 1000000 / 100000)); }
-sha() { sha256sum | cut -c1-64; }
-file_sha() { if [[ -f $1 ]]; then sha256sum <"$1" | cut -c1-64; else echo absent; fi; }
-
-image_field() { docker image inspect --format "$2" "$1" 2>/dev/null || true; }
-image_id() { image_field "$1" '{{.Id}}'; }
-label_of() { image_field "$1" "{{index .Config.Labels \"$2\"}}"; }
-
 package_version() { node -p 'require(process.argv[1]).version' "$REPO_ROOT/package.json"; }
 image_ref() { echo "$REPOSITORY:$(package_version)"; }
 
@@ -92,13 +82,6 @@ require_node() {
   v=$("$NODE_BIN" -p process.versions.node) || die "$NODE_BIN does not run"
   [[ $v =~ ^20\.([0-9]+)\. && ${BASH_REMATCH[1]} -ge 19 ]] ||
     die "$NODE_BIN is Node.js $v; the image needs Node.js 20 (>= 20.19, package.json engines). Point SANDPIT_APP_NODE at one"
-}
-
-require_engine() {
-  command -v docker >/dev/null 2>&1 ||
-    die "no docker CLI on PATH; start an engine first: scripts/docker-engine.sh up"
-  timeout 15 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
-    die "the Docker engine is not answering; start it with: scripts/docker-engine.sh up"
 }
 
 # --- keys ---------------------------------------------------------------------------------
@@ -250,19 +233,6 @@ EOF
   fi
   note "app: package + production dependencies ($(du -sh "$ctx/node_modules" | cut -f1) node_modules) in $(since "$t0")"
   rm -rf "$ctx"
-}
-
-remove_if_unused() {
-  local id=$1 what=$2
-  [[ -n $id ]] || return 0
-  docker image inspect "$id" >/dev/null 2>&1 || return 0
-  [[ $(label_of "$id" "$LABEL_MANAGED") == sandpit ]] || return 0
-  [[ $(image_field "$id" '{{len .RepoTags}}') == 0 ]] || return 0
-  if docker image rm "$id" >/dev/null 2>&1; then
-    note "removed the replaced $what image ${id:7:12}"
-  else
-    note "kept the replaced $what image ${id:7:12} (still in use)"
-  fi
 }
 
 smoke_test() {

@@ -17,7 +17,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { callTool, connectHttp, ensureBuilt, freePort, textOf } from '../../e2e/helpers.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
 import { type KubeCluster, kubeTest, runOk } from '../../support/kube/index.js';
-import { waitForFinished } from './operator-harness.js';
+import { applyHelloSample } from './operator-harness.js';
 
 const CHART = path.join(REPO_ROOT, 'charts/sandpit');
 const BUILD_APP = path.join(REPO_ROOT, 'images/build-app.sh');
@@ -127,19 +127,7 @@ describe('charts/sandpit on the real cluster', () => {
         const operatorPod = byComponent('operator').metadata!.name!;
 
         // A SandboxRun applied with kubectl, reconciled by the operator pod.
-        const applied = await cluster.kubectl([
-          'apply',
-          '-n',
-          ns,
-          '-f',
-          path.join(REPO_ROOT, 'deploy/samples/python-hello.yaml'),
-        ]);
-        assert.equal(applied.code, 0, applied.stderr);
-        const run = await waitForFinished(cluster, ns, 'python-hello', 90_000);
-        assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
-        assert.equal(run.status?.reason, 'Completed');
-        assert.equal(run.status?.exitCode, 0);
-        assert.match(run.status?.output?.tail ?? '', /hello from python 3\.11\.\d+ in a sandpit\n$/);
+        await applyHelloSample(cluster, ns, 90_000);
         // Its log says so (the line follows the status write by a moment).
         const finished = new RegExp(
           `"run":"${ns}/python-hello".*"phase":"Succeeded".*"msg":"Finished SandboxRun"`,

@@ -134,6 +134,26 @@ export function waitForFinished(
   });
 }
 
+/**
+ * `kubectl apply` of deploy/samples/python-hello.yaml in `namespace`; waits for the run and checks
+ * it succeeded with the sample's greeting. Returns the finished run.
+ */
+export async function applyHelloSample(
+  cluster: KubeCluster,
+  namespace: string,
+  timeoutMs: number,
+): Promise<SandboxRunObject> {
+  const sample = path.join(REPO_ROOT, 'deploy/samples/python-hello.yaml');
+  const applied = await cluster.kubectl(['apply', '-n', namespace, '-f', sample]);
+  assert.equal(applied.code, 0, applied.stderr);
+  const run = await waitForFinished(cluster, namespace, 'python-hello', timeoutMs);
+  assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+  assert.equal(run.status?.reason, 'Completed');
+  assert.equal(run.status?.exitCode, 0);
+  assert.match(run.status?.output?.tail ?? '', /hello from python 3\.11\.\d+ in a sandpit\n$/);
+  return run;
+}
+
 export function waitForPhase(
   cluster: KubeCluster,
   namespace: string,

@@ -1,12 +1,11 @@
 // SandboxRuns on the real cluster, reconciled by the real operator (the static operator identity,
 // bound to deploy/rbac.yaml's roles): every outcome the shared run model names.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1NetworkPolicy, V1Pod } from '@kubernetes/client-node';
-import { REPO_ROOT } from '../../support/kube/env.js';
 import { withCluster } from '../../support/kube/index.js';
 import {
+  applyHelloSample,
   cancelRun,
   createRun,
   getRun,
@@ -52,19 +51,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
 
   it('kubectl apply of deploy/samples/python-hello.yaml succeeds; kubectl get sbr shows the columns', async () => {
     const { cluster, ns } = suite;
-    const applied = await cluster.kubectl([
-      'apply',
-      '-n',
-      ns,
-      '-f',
-      path.join(REPO_ROOT, 'deploy/samples/python-hello.yaml'),
-    ]);
-    assert.equal(applied.code, 0, applied.stderr);
-    const run = await waitForFinished(cluster, ns, 'python-hello', 60_000);
-    assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
-    assert.equal(run.status?.reason, 'Completed');
-    assert.equal(run.status?.exitCode, 0);
-    assert.match(run.status?.output?.tail ?? '', /hello from python 3\.11\.\d+ in a sandpit\n$/);
+    const run = await applyHelloSample(cluster, ns, 60_000);
     assert.equal(run.status?.output?.truncated, false);
     assert.ok(run.status?.startTime && run.status.completionTime && run.status.podName);
     for (const c of run.status?.conditions ?? [])
