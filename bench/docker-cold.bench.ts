@@ -3,48 +3,22 @@
  * create+start+wait+logs+remove of the same code with the same hardening, in one interleaved run.
  * Target: sandpit's p50 at most 1.15x raw.
  */
-import type Docker from 'dockerode';
 import { DockerBackend } from '../src/backends/docker/docker-backend.js';
 import { requireDocker, runId, spec } from '../test/support/docker.js';
 import { interleaved, report, target } from './stats.js';
+import { rawRun } from './support/raw-engine.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 // Plain runc on both paths: the test cluster makes a wrapper the engine's default runtime.
 const RUNTIME = process.env.BENCH_RUNTIME ?? 'runc';
 const CODE = 'print(1)';
 
-async function rawRun(docker: Docker): Promise<void> {
-  const container = await docker.createContainer({
-    Image: 'sandpit/python:3.11',
-    Cmd: ['python3', '-c', CODE],
-    User: '1000:1000',
-    Labels: { 'sandpit.dev/managed-by': 'sandpit', 'sandpit.dev/kind': 'bench' },
-    HostConfig: {
-      NetworkMode: 'none',
-      Memory: 512 * 1024 ** 2,
-      MemorySwap: 512 * 1024 ** 2,
-      NanoCpus: 1e9,
-      PidsLimit: 128,
-      ReadonlyRootfs: true,
-      Tmpfs: { '/tmp': 'rw,size=64m', '/workspace': 'rw,size=64m,uid=1000,gid=1000' },
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      Runtime: RUNTIME,
-    },
-  });
-  await container.start();
-  await container.wait();
-  const logs = await container.logs({ stdout: true, stderr: true });
-  await container.remove({ force: true });
-  if (!logs.includes('1')) throw new Error('raw run printed nothing');
-}
-
 export default async function bench(): Promise<void> {
   const docker = await requireDocker();
   const backend = new DockerBackend({ docker });
   const s = spec({ template: 'python', code: CODE, runtime: RUNTIME }, { allowedRuntimes: [RUNTIME] });
   const series = await interleaved(ROUNDS, {
-    'raw engine create+start+wait+logs+rm': () => rawRun(docker),
+    'raw engine create+start+wait+logs+rm': () => rawRun(docker, RUNTIME, CODE),
     'sandpit cold run (result)': async () => {
       const r = await backend.start(s, { runId: runId('bench') }).result;
       if (r.stdout !== '1\n') throw new Error(`unexpected output ${r.stdout}`);
