@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createKubeClient } from '../../../src/kube/client.js';
-import { isNotFound as isKubeNotFound } from '../../../src/kube/errors.js';
+import { KubeApiError } from '../../../src/kube/errors.js';
 import { isNotFound, kubeTest } from '../../support/kube/index.js';
 
 /** A pod bound to a node that does not exist: no kubelet will ever confirm its deletion. */
@@ -52,10 +52,11 @@ describe('kube client deletes', () => {
     kubeTest(async ({ cluster, ns }) => {
       const kube = createKubeClient(cluster.kc);
       await cluster.core.createNamespacedPod({ namespace: ns, body: orphanPod('namesake') });
-      await assert.rejects(kube.deletePod(ns, 'namesake', '00000000-0000-0000-0000-000000000000', 0), (e) => {
-        assert.equal(isKubeNotFound(e), false);
-        return true;
-      });
+      await assert.rejects(
+        kube.deletePod(ns, 'namesake', '00000000-0000-0000-0000-000000000000', 0),
+        (e: unknown) => e instanceof KubeApiError && e.status === 409,
+        'a uid precondition that does not hold is a Conflict',
+      );
       const still = await cluster.core.readNamespacedPod({ namespace: ns, name: 'namesake' });
       assert.equal(still.metadata?.deletionTimestamp, undefined, 'the other pod is untouched');
       await kube.deletePod(ns, 'namesake', still.metadata?.uid ?? '', 0);
