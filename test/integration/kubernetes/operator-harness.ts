@@ -4,12 +4,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { after, before, test } from 'node:test';
 import { parseAllDocuments, stringify } from 'yaml';
 import { CustomObjectsApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { isTerminal, type Phase } from '../../../src/api/run.js';
 import type { SandboxRunSpecInput, SandboxRunStatus } from '../../../src/api/v1alpha1/index.js';
 import { CRD_FILE, CRD_NAME } from '../../../src/api/v1alpha1/crd.js';
-import { isNotFound, type KubeCluster } from '../../support/kube/index.js';
+import { isNotFound, withCluster, type KubeCluster } from '../../support/kube/index.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
 import { OperatorProcess, type OperatorConfig } from './operator-process.js';
 
@@ -219,6 +220,49 @@ export async function stopSuite(
   }
   if (!(failed && process.env.SANDPIT_KEEP_TEST_NAMESPACES === '1'))
     await suite.cluster.deleteNamespace(suite.ns);
+}
+
+export interface SuiteHandle {
+  /** The running suite (set by the before hook). */
+  readonly suite: Suite;
+  /** A test of this suite (120 s); a failure makes the suite write its diagnostics at the end. */
+  it: (name: string, body: () => Promise<void>) => void;
+}
+
+/** Call inside describe(): starts the suite before its tests and stops it after them. */
+export function operatorSuite(hint: string, config: Omit<OperatorConfig, 'namespace'> = {}): SuiteHandle {
+  let current: Suite | undefined;
+  let failed = false;
+  before(async () => {
+    current = await startSuite(await withCluster(), hint, config);
+  });
+  after(async () => {
+    await stopSuite(current, failed, (l) => process.stderr.write(`# ${l}\n`));
+  });
+  return {
+    get suite(): Suite {
+      if (!current) throw new Error(`the ${hint} suite did not start`);
+      return current;
+    },
+    it: (name, body) => {
+      test(name, { timeout: 120_000 }, async () => {
+        try {
+          await body();
+        } catch (e) {
+          failed = true;
+          throw e;
+        }
+      });
+    },
+  };
+}
+
+/** The pods of a run, found by its run-uid label. */
+export async function podsOf(s: Suite, run: SandboxRunObject): Promise<V1Pod[]> {
+  const uid = run.metadata?.uid ?? '';
+  return (
+    await s.cluster.core.listNamespacedPod({ namespace: s.ns, labelSelector: `sandpit.dev/run-uid=${uid}` })
+  ).items;
 }
 
 /** Readies a test's namespace for operators it runs itself: the API installed, the Lease role bound. */

@@ -2,24 +2,19 @@
 // by the real kube-controller-manager), TTL deletes finished runs, and the operator restores what
 // is taken from a running run (level-triggered: it reconciles state, not events).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe } from 'node:test';
 import type { KubernetesObject, V1NetworkPolicy } from '@kubernetes/client-node';
-import { withCluster } from '../../support/kube/index.js';
 import {
   createRun,
   customApi,
   getRun,
   sandboxRun,
-  startSuite,
-  stopSuite,
+  operatorSuite,
   waitForFinished,
   waitForPhase,
   type SandboxRunObject,
   type Suite,
 } from './operator-harness.js';
-
-let suite: Suite;
-let failed = false;
 
 const KINDS = [
   { path: 'pods', apiVersion: 'v1', kind: 'Pod' },
@@ -56,29 +51,15 @@ async function waitUntil(what: string, timeoutMs: number, check: () => Promise<b
 }
 
 describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeout: 300_000 }, () => {
-  before(async () => {
-    suite = await startSuite(await withCluster(), 'operator-lifecycle');
-  });
-  after(async () => {
-    await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
-  });
-  const it = (name: string, body: () => Promise<void>): void => {
-    test(name, { timeout: 120_000 }, async () => {
-      try {
-        await body();
-      } catch (e) {
-        failed = true;
-        throw e;
-      }
-    });
-  };
+  const ops = operatorSuite('operator-lifecycle');
+  const { it } = ops;
 
   it('deleting a finished run garbage-collects its Pod, ConfigMap and NetworkPolicy', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(cluster, ns, sandboxRun('gc-finished', { template: 'python', code: 'print(1)' }));
     const run = await waitForFinished(cluster, ns, 'gc-finished', 60_000);
     assert.equal(run.status?.phase, 'Succeeded');
-    assert.deepEqual((await children(suite, run)).map((c) => c.split('/')[0]).sort(), [
+    assert.deepEqual((await children(ops.suite, run)).map((c) => c.split('/')[0]).sort(), [
       'ConfigMap',
       'NetworkPolicy',
       'Pod',
@@ -93,12 +74,12 @@ describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeou
     await waitUntil(
       'children of gc-finished to be collected',
       60_000,
-      async () => (await children(suite, run)).length === 0,
+      async () => (await children(ops.suite, run)).length === 0,
     );
   });
 
   it('deleting a running run stops it: its pod is collected too', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -119,12 +100,12 @@ describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeou
     await waitUntil(
       'children of gc-running to be collected',
       60_000,
-      async () => (await children(suite, run)).length === 0,
+      async () => (await children(ops.suite, run)).length === 0,
     );
   });
 
   it('ttlSecondsAfterFinished deletes the finished run (and so its children)', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const ttl = 3;
     await createRun(
       cluster,
@@ -144,12 +125,12 @@ describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeou
     await waitUntil(
       'children of ttl to be collected',
       60_000,
-      async () => (await children(suite, run)).length === 0,
+      async () => (await children(ops.suite, run)).length === 0,
     );
   });
 
   it('a NetworkPolicy deleted from a running run is put back', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -188,7 +169,7 @@ describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeou
   });
 
   it('a pod deleted under a running run: the run fails (BackendError), it is not silently re-run', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,

@@ -2,14 +2,13 @@
 // (Unschedulable) and a pod the namespace's ResourceQuota refuses (QuotaExceeded). Each ends
 // Failed with its reason within pendingTimeoutSeconds + 5 s, and leaves no pod behind.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe } from 'node:test';
 import type { V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
-import { withCluster } from '../../support/kube/index.js';
 import {
   createRun,
   sandboxRun,
-  startSuite,
-  stopSuite,
+  operatorSuite,
+  podsOf,
   waitForFinished,
   type SandboxRunObject,
   type Suite,
@@ -19,23 +18,14 @@ const PENDING_TIMEOUT_SECONDS = 8;
 /** More CPU than the single test node has: the scheduler can place the pod nowhere. */
 const TOO_MANY_CPUS = '64';
 
-let suite: Suite;
-let failed = false;
-
-async function podsOf(s: Suite, run: SandboxRunObject): Promise<V1Pod[]> {
-  const uid = run.metadata?.uid ?? '';
-  return (
-    await s.cluster.core.listNamespacedPod({ namespace: s.ns, labelSelector: `sandpit.dev/run-uid=${uid}` })
-  ).items;
-}
-
 /** Creates the run, checks the Started condition names `reason` while pending, and returns the finished run. */
 async function pendsThenFails(
+  s: Suite,
   name: string,
   reason: string,
   spec: Parameters<typeof sandboxRun>[1],
 ): Promise<{ run: SandboxRunObject; elapsed: number }> {
-  const { cluster, ns } = suite;
+  const { cluster, ns } = s;
   const created = Date.now();
   await createRun(cluster, ns, sandboxRun(name, { ...spec, pendingTimeoutSeconds: PENDING_TIMEOUT_SECONDS }));
   const pending = await cluster.waitFor<SandboxRunObject>(
@@ -58,46 +48,32 @@ async function pendsThenFails(
 }
 
 describe('SandboxRuns that cannot start, on the real cluster', { timeout: 300_000 }, () => {
-  before(async () => {
-    suite = await startSuite(await withCluster(), 'operator-pending', {
-      sandbox: { maxCpu: TOO_MANY_CPUS },
-      kubernetes: { cpuRequest: TOO_MANY_CPUS },
-    });
+  const ops = operatorSuite('operator-pending', {
+    sandbox: { maxCpu: TOO_MANY_CPUS },
+    kubernetes: { cpuRequest: TOO_MANY_CPUS },
   });
-  after(async () => {
-    await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
-  });
-  const it = (name: string, body: () => Promise<void>): void => {
-    test(name, { timeout: 120_000 }, async () => {
-      try {
-        await body();
-      } catch (e) {
-        failed = true;
-        throw e;
-      }
-    });
-  };
+  const { it } = ops;
 
   it('a pod no node can take: Failed/Unschedulable, and its pod deleted', async () => {
-    const { run } = await pendsThenFails('unschedulable', 'Unschedulable', {
+    const { run } = await pendsThenFails(ops.suite, 'unschedulable', 'Unschedulable', {
       template: 'python',
       code: 'print(1)',
       resources: { cpu: TOO_MANY_CPUS },
     });
-    await suite.cluster
+    await ops.suite.cluster
       .waitFor<V1Pod>(
-        { path: `/api/v1/namespaces/${suite.ns}/pods`, name: run.status?.podName },
+        { path: `/api/v1/namespaces/${ops.suite.ns}/pods`, name: run.status?.podName },
         (_p, type) => type === 'DELETED',
         { timeoutMs: 30_000, description: 'the unschedulable pod to be deleted' },
       )
       .catch(async (e: unknown) => {
-        if ((await podsOf(suite, run)).length > 0) throw e; // already gone is fine too
+        if ((await podsOf(ops.suite, run)).length > 0) throw e; // already gone is fine too
       });
   });
 
   // Runs after the test above: from here on, the namespace admits no pod at all.
   it('a pod the ResourceQuota refuses: Failed/QuotaExceeded, and no pod', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const quota: V1ResourceQuota = {
       metadata: { name: 'no-pods' },
       spec: { hard: { pods: '0' } },
@@ -109,11 +85,11 @@ describe('SandboxRuns that cannot start, on the real cluster', { timeout: 300_00
       (q) => q.status?.hard?.pods === '0',
       { timeoutMs: 30_000, description: 'the ResourceQuota to be counted' },
     );
-    const { run } = await pendsThenFails('over-quota', 'QuotaExceeded', {
+    const { run } = await pendsThenFails(ops.suite, 'over-quota', 'QuotaExceeded', {
       template: 'python',
       code: 'print(1)',
     });
     assert.match(run.status?.message ?? '', /exceeded quota/);
-    assert.deepEqual(await podsOf(suite, run), []);
+    assert.deepEqual(await podsOf(ops.suite, run), []);
   });
 });

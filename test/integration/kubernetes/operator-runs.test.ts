@@ -1,56 +1,30 @@
 // SandboxRuns on the real cluster, reconciled by the real operator (the static operator identity,
 // bound to deploy/rbac.yaml's roles): every outcome the shared run model names.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe } from 'node:test';
 import type { CoreV1Event, V1NetworkPolicy, V1Pod } from '@kubernetes/client-node';
-import { withCluster } from '../../support/kube/index.js';
 import {
   applyHelloSample,
   cancelRun,
   createRun,
   getRun,
   sandboxRun,
-  startSuite,
-  stopSuite,
+  operatorSuite,
+  podsOf,
   waitForFinished,
   waitForPhase,
-  type SandboxRunObject,
-  type Suite,
 } from './operator-harness.js';
 
 const MISSING_RUNTIME_CLASS = 'sandpit-test-absent';
-let suite: Suite;
-let failed = false;
-
-async function podsOf(s: Suite, run: SandboxRunObject): Promise<V1Pod[]> {
-  const uid = run.metadata?.uid ?? '';
-  return (
-    await s.cluster.core.listNamespacedPod({ namespace: s.ns, labelSelector: `sandpit.dev/run-uid=${uid}` })
-  ).items;
-}
 
 describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout: 300_000 }, () => {
-  before(async () => {
-    suite = await startSuite(await withCluster(), 'operator-runs', {
-      kubernetes: { allowedRuntimeClasses: [MISSING_RUNTIME_CLASS] },
-    });
+  const ops = operatorSuite('operator-runs', {
+    kubernetes: { allowedRuntimeClasses: [MISSING_RUNTIME_CLASS] },
   });
-  after(async () => {
-    await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
-  });
-  const it = (name: string, body: () => Promise<void>): void => {
-    test(name, { timeout: 120_000 }, async () => {
-      try {
-        await body();
-      } catch (e) {
-        failed = true;
-        throw e;
-      }
-    });
-  };
+  const { it } = ops;
 
   it('kubectl apply of deploy/samples/python-hello.yaml succeeds; kubectl get sbr shows the columns', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const run = await applyHelloSample(cluster, ns, 60_000);
     assert.equal(run.status?.output?.truncated, false);
     assert.ok(run.status?.startTime && run.status.completionTime && run.status.podName);
@@ -66,7 +40,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
   });
 
   it('a failing program: Failed/Error with its exit code and output', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -80,7 +54,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
   });
 
   it('an endless loop: TimedOut/DeadlineExceeded within the deadline + 5 s', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const timeoutSeconds = 5;
     await createRun(
       cluster,
@@ -99,7 +73,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
   });
 
   it('a memory hog: Failed/OOMKilled', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -116,7 +90,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
   });
 
   it('an image outside the allowlist: Rejected/PolicyDenied, and no Pod, ConfigMap or NetworkPolicy', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -130,7 +104,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
       /image "docker\.io\/library\/alpine:3\.19" is not in the allowlist/,
     );
     assert.equal(run.status?.podName, undefined);
-    assert.deepEqual(await podsOf(suite, run), []);
+    assert.deepEqual(await podsOf(ops.suite, run), []);
     const selector = `sandpit.dev/run-uid=${run.metadata?.uid}`;
     assert.deepEqual(
       (await cluster.core.listNamespacedConfigMap({ namespace: ns, labelSelector: selector })).items,
@@ -141,7 +115,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
   });
 
   it('a missing image: Failed/ImageNotFound within pendingTimeoutSeconds + 5 s', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const pendingTimeoutSeconds = 10;
     const created = Date.now();
     await createRun(
@@ -166,12 +140,12 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
         { timeoutMs: 15_000, description: 'the stuck pod to be deleted' },
       )
       .catch(async (e: unknown) => {
-        if ((await podsOf(suite, run)).length > 0) throw e; // already gone is fine too
+        if ((await podsOf(ops.suite, run)).length > 0) throw e; // already gone is fine too
       });
   });
 
   it('an unknown RuntimeClass: Failed/RuntimeClassNotFound within pendingTimeoutSeconds + 5 s, no pod', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const pendingTimeoutSeconds = 8;
     const created = Date.now();
     await createRun(
@@ -195,11 +169,11 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
       elapsed >= pendingTimeoutSeconds - 1 && elapsed <= pendingTimeoutSeconds + 5,
       `took ${elapsed.toFixed(1)} s`,
     );
-    assert.deepEqual(await podsOf(suite, run), []);
+    assert.deepEqual(await podsOf(ops.suite, run), []);
   });
 
   it('cancel: Cancelled, the pod deleted, the record kept', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -225,15 +199,15 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
         },
       )
       .catch(async (e: unknown) => {
-        if ((await podsOf(suite, run)).length > 0) throw e;
+        if ((await podsOf(ops.suite, run)).length > 0) throw e;
       });
-    assert.deepEqual(await podsOf(suite, run), []);
+    assert.deepEqual(await podsOf(ops.suite, run), []);
     const kept = await getRun(cluster, ns, 'cancelled');
     assert.equal(kept?.status?.phase, 'Cancelled');
   });
 
   it('the pod as stored by the apiserver is hardened; the NetworkPolicy selects exactly it, deny-all', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     await createRun(
       cluster,
       ns,
@@ -245,7 +219,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     const run = await waitForFinished(cluster, ns, 'inspect', 60_000);
     assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
     assert.match(run.status?.output?.tail ?? '', /^uid=1000 gid=1000\n/);
-    const pods = await podsOf(suite, run);
+    const pods = await podsOf(ops.suite, run);
     assert.equal(pods.length, 1);
     const pod = pods[0]!;
     const c = pod.spec!.containers[0]!;
@@ -285,7 +259,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
   });
 
   it('Events on the run tell the story', async () => {
-    const { cluster, ns } = suite;
+    const { cluster, ns } = ops.suite;
     const run = await waitForFinished(cluster, ns, 'fails', 60_000);
     // The Event follows the status write: wait for it, then read them all.
     await cluster.waitFor<CoreV1Event>(
@@ -304,11 +278,11 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     assert.ok(reasons.includes('Failed'), reasons.join(','));
     assert.ok(
       events.every(
-        (e) => e.involvedObject.kind === 'SandboxRun' && e.reportingInstance === suite.operator.identity,
+        (e) => e.involvedObject.kind === 'SandboxRun' && e.reportingInstance === ops.suite.operator.identity,
       ),
     );
     // The audit line is written to the operator's stderr, which may reach us after the Event.
-    await suite.operator.waitForLog(
+    await ops.suite.operator.waitForLog(
       (l) => l.audit === 'run' && l.runId === `${ns}/fails` && l.exitCode === 3,
       10_000,
       'the audit record of the failed run',
