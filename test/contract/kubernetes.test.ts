@@ -3,7 +3,7 @@
 // backend as the static gateway identity bound to deploy/gateway-rbac.yaml (never admin). Then what
 // only this backend has: the SandboxRun record, health, and its typed errors.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { RunRequestSchema } from '../../src/api/run.js';
 import { principalLabelValue } from '../../src/backends/kubernetes/build-sandbox-run.js';
@@ -11,7 +11,13 @@ import type { KubernetesBackend } from '../../src/backends/kubernetes/index.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { isAppError } from '../../src/shared/errors.js';
 import { withCluster, type KubeCluster } from '../support/kube/index.js';
-import { getRun, startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
+import {
+  failureMarkingTest,
+  getRun,
+  startSuite,
+  stopSuite,
+  type Suite,
+} from '../integration/kubernetes/operator-harness.js';
 import { contractCases } from './cases.js';
 import { bindGatewayRbac, gatewayBackend } from './kube-gateway.js';
 import {
@@ -85,16 +91,7 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
   });
 
   describe('kubernetes only', () => {
-    const it = (name: string, body: () => Promise<void>): void => {
-      test(name, { timeout: 180_000 }, async () => {
-        try {
-          await body();
-        } catch (e) {
-          failed = true;
-          throw e;
-        }
-      });
-    };
+    const it = failureMarkingTest(180_000, () => (failed = true));
 
     it('the SandboxRun record: labels, the principal, the TTL, and the operator’s status', async () => {
       const { cluster, ns } = suite;

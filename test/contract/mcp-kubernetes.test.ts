@@ -3,7 +3,7 @@
 // Streamable HTTP; a real operator process runs the pods. Output arrives as notifications while
 // the program runs; a client's cancellation cancels the SandboxRun and its pod goes.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
   callTool,
@@ -16,7 +16,13 @@ import {
   type Connected,
   type Served,
 } from '../e2e/helpers.js';
-import { getRun, startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
+import {
+  failureMarkingTest,
+  getRun,
+  startSuite,
+  stopSuite,
+  type Suite,
+} from '../integration/kubernetes/operator-harness.js';
 import { withCluster } from '../support/kube/index.js';
 import { bindGatewayRbac } from './kube-gateway.js';
 import { CONTRACT_SANDBOX_CONFIG } from './target.js';
@@ -56,16 +62,7 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
     await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
     assert.equal(code, 0, 'serve exits cleanly on SIGTERM');
   });
-  const it = (name: string, body: () => Promise<void>): void => {
-    test(name, { timeout: 180_000 }, async () => {
-      try {
-        await body();
-      } catch (e) {
-        failed = true;
-        throw e;
-      }
-    });
-  };
+  const it = failureMarkingTest(180_000, () => (failed = true));
 
   it('sandbox_health: ok, kubernetes, the operator leading', async () => {
     const h = structured(await callTool(conn.client, 'sandbox_health'));

@@ -229,6 +229,23 @@ export interface SuiteHandle {
   it: (name: string, body: () => Promise<void>) => void;
 }
 
+/** A test() with a timeout that calls `onFailure` when it fails (to write diagnostics at the end). */
+export function failureMarkingTest(
+  timeoutMs: number,
+  onFailure: () => void,
+): (name: string, body: () => Promise<void>) => void {
+  return (name, body) => {
+    test(name, { timeout: timeoutMs }, async () => {
+      try {
+        await body();
+      } catch (e) {
+        onFailure();
+        throw e;
+      }
+    });
+  };
+}
+
 /** Call inside describe(): starts the suite before its tests and stops it after them. */
 export function operatorSuite(hint: string, config: Omit<OperatorConfig, 'namespace'> = {}): SuiteHandle {
   let current: Suite | undefined;
@@ -244,16 +261,7 @@ export function operatorSuite(hint: string, config: Omit<OperatorConfig, 'namesp
       if (!current) throw new Error(`the ${hint} suite did not start`);
       return current;
     },
-    it: (name, body) => {
-      test(name, { timeout: 120_000 }, async () => {
-        try {
-          await body();
-        } catch (e) {
-          failed = true;
-          throw e;
-        }
-      });
-    },
+    it: failureMarkingTest(120_000, () => (failed = true)),
   };
 }
 
