@@ -106,8 +106,13 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
       assert.equal(run.spec.template, 'python');
       assert.equal(run.status?.phase, 'Succeeded');
       assert.equal(run.status?.output?.tail, 'kept\n');
-      const audit = suite.operator.find((l) => l.audit === 'run' && l.runId === `${ns}/${o.result.runId}`);
-      assert.equal(audit?.principal, PRINCIPAL.name, 'the operator audits the gateway’s principal');
+      // The operator writes the audit line just after the status the backend saw.
+      const audit = await suite.operator.waitForLog(
+        (l) => l.audit === 'run' && l.runId === `${ns}/${o.result.runId}`,
+        10_000,
+        'the audit line of the run',
+      );
+      assert.equal(audit.principal, PRINCIPAL.name, 'the operator audits the gateway’s principal');
     });
 
     it('health: the apiserver, the CRD, the operator’s Lease and every permission', async () => {
