@@ -1,33 +1,87 @@
 /**
  * What every backend's `start()` shares: a queue for the live output, the signal that the sandbox
- * is gone, and the set of runs `close()` waits for.
+ * is gone, the set of runs `close()` waits for, and the gate in front of each run: no new run once
+ * the backend is closing, and a run whose caller already gave up ends Cancelled without a sandbox.
  */
 import type { RunResult } from '../api/run.js';
+import type { EffectiveSpec } from '../policy/evaluate.js';
 import { AsyncQueue } from '../shared/async-queue.js';
+import { AppError } from '../shared/errors.js';
 import type { OutputChunk } from './output.js';
-import type { RunExecution } from './types.js';
+import { buildResult, CANCELLED_FACTS } from './result.js';
+import type { RunExecution, StartOptions } from './types.js';
 
-export type Execute = (output: AsyncQueue<OutputChunk>, cleanedUp: () => void) => Promise<RunResult>;
+export type Execute = (
+  output: AsyncQueue<OutputChunk>,
+  cleanedUp: () => void,
+  startedAt: number,
+) => Promise<RunResult>;
 
 export class Executions {
   private readonly active = new Set<Promise<void>>();
+  private readonly backend: string;
   private readonly untilCleanedUp: boolean;
+  private closing = false;
 
-  /** `untilCleanedUp`: whether `settled()` also waits for each sandbox to be removed. */
-  constructor(options: { untilCleanedUp: boolean }) {
+  /**
+   * `backend`: the name results carry (and errors say). `untilCleanedUp`: whether `settled()` also
+   * waits for each sandbox to be removed.
+   */
+  constructor(options: { backend: string; untilCleanedUp: boolean }) {
+    this.backend = options.backend;
     this.untilCleanedUp = options.untilCleanedUp;
   }
 
-  start(runId: string, execute: Execute): RunExecution {
+  start(spec: EffectiveSpec, { runId, signal }: StartOptions, execute: Execute): RunExecution {
     const output = new AsyncQueue<OutputChunk>();
     let markCleanedUp!: () => void;
     const cleanedUp = new Promise<void>((r) => (markCleanedUp = r));
-    const result = execute(output, markCleanedUp).finally(() => output.end());
+    const result = this.gate(spec, runId, signal, output, markCleanedUp, execute).finally(() => output.end());
     const done = (): Promise<void> | undefined => (this.untilCleanedUp ? cleanedUp : undefined);
     const settled = result.then(done, done);
     this.active.add(settled);
     void settled.finally(() => this.active.delete(settled));
     return { runId, output, result, cleanedUp };
+  }
+
+  private async gate(
+    spec: EffectiveSpec,
+    runId: string,
+    signal: AbortSignal | undefined,
+    output: AsyncQueue<OutputChunk>,
+    cleanedUp: () => void,
+    execute: Execute,
+  ): Promise<RunResult> {
+    const startedAt = Date.now();
+    if (this.closing) {
+      cleanedUp();
+      throw new AppError('BACKEND_ERROR', `the ${this.backend} backend is shutting down`, {
+        hint: 'retry on another instance',
+      });
+    }
+    if (signal?.aborted) {
+      cleanedUp();
+      return this.cancelled(spec, runId, startedAt);
+    }
+    return execute(output, cleanedUp, startedAt);
+  }
+
+  /** The result of a run its caller cancelled before a sandbox ran it. */
+  cancelled(spec: EffectiveSpec, runId: string, startedAt: number): RunResult {
+    return buildResult({
+      runId,
+      spec,
+      facts: CANCELLED_FACTS,
+      startedAt,
+      finishedAt: Date.now(),
+      backend: this.backend,
+      served: 'cold',
+    });
+  }
+
+  /** Refuses new runs from now on; `settled()` still waits for the ones already started. */
+  close(): void {
+    this.closing = true;
   }
 
   /** Resolves once every run started so far has settled. */

@@ -16,6 +16,14 @@ export interface RunFacts {
   failure?: string;
 }
 
+/** A run stopped by its caller: no exit code, nothing else to report. */
+export const CANCELLED_FACTS: RunFacts = {
+  exitCode: null,
+  timedOut: false,
+  oomKilled: false,
+  cancelled: true,
+};
+
 export function classify(f: RunFacts): { phase: Phase; reason: Reason; message?: string } {
   if (f.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: 'the run was cancelled' };
   if (f.timedOut)

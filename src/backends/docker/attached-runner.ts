@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { onAbort } from '../../shared/abort.js';
 import type { OutputChunk } from '../output.js';
-import type { RunFacts } from '../result.js';
+import { CANCELLED_FACTS, type RunFacts } from '../result.js';
 import { encodeJob, outputWindow } from '../runner/protocol.js';
 import type { RunnerOutcome } from '../runner/reader.js';
 import { RunnerReader } from '../runner/reader.js';
@@ -114,7 +114,7 @@ export class AttachedRunner {
     }
     const outcome = this.reader.outcome();
     if (killedBy === 'cancel') {
-      return { outcome, facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: true } };
+      return { outcome, facts: CANCELLED_FACTS };
     }
     if (outcome.exit) {
       const { exitCode, timedOut, oomKilled } = outcome.exit;

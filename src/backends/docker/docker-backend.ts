@@ -10,7 +10,6 @@ import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { AsyncQueue } from '../../shared/async-queue.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
-import { AppError } from '../../shared/errors.js';
 import type { OutputChunk } from '../output.js';
 import { buildResult } from '../result.js';
 import { Executions } from '../executions.js';
@@ -46,8 +45,7 @@ export class DockerBackend implements SandboxBackend {
   /** The warm pools, when enabled. */
   readonly pool: PoolManager | undefined;
   private readonly cleanups = new Set<Promise<void>>();
-  private readonly executions = new Executions({ untilCleanedUp: true });
-  private closed = false;
+  private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
 
   constructor(options: DockerBackendOptions = {}) {
     this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
@@ -74,8 +72,8 @@ export class DockerBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    return this.executions.start(options.runId, (output, cleanedUp) =>
-      this.execute(spec, options, output, cleanedUp),
+    return this.executions.start(spec, options, (output, cleanedUp, startedAt) =>
+      this.execute(spec, options, output, cleanedUp, startedAt),
     );
   }
 
@@ -84,28 +82,8 @@ export class DockerBackend implements SandboxBackend {
     { runId, signal }: StartOptions,
     output: AsyncQueue<OutputChunk>,
     cleanedUp: () => void,
+    startedAt: number,
   ): Promise<RunResult> {
-    const startedAt = Date.now();
-    const cancelledResult = (): RunResult =>
-      buildResult({
-        runId,
-        spec,
-        facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: true },
-        startedAt,
-        finishedAt: Date.now(),
-        backend: this.name,
-        served: 'cold',
-      });
-    if (this.closed) {
-      cleanedUp();
-      throw new AppError('BACKEND_ERROR', 'the Docker backend is shutting down', {
-        hint: 'retry on another instance',
-      });
-    }
-    if (signal?.aborted) {
-      cleanedUp();
-      return cancelledResult();
-    }
     const acquiring = performance.now();
     let runner = this.claimWarm(spec, runId);
     const served = runner ? 'warm' : 'cold';
@@ -126,7 +104,7 @@ export class DockerBackend implements SandboxBackend {
     }
     this.metrics?.sandboxAcquire.observe({ served }, (performance.now() - acquiring) / 1000);
     try {
-      if (signal?.aborted) return cancelledResult();
+      if (signal?.aborted) return this.executions.cancelled(spec, runId, startedAt);
       const { outcome, facts } = await runner.run(spec, (c) => output.push(c), signal);
       return buildResult({
         runId,
@@ -203,7 +181,7 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.executions.close();
     await this.pool?.close();
     await this.executions.settled();
     await Promise.all(this.cleanups);

@@ -11,9 +11,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { onAbort } from '../../shared/abort.js';
 import type { AsyncQueue } from '../../shared/async-queue.js';
-import { AppError } from '../../shared/errors.js';
 import type { OutputChunk } from '../output.js';
-import { buildResult } from '../result.js';
 import { outputWindow } from '../runner/protocol.js';
 import { Executions } from '../executions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
@@ -62,8 +60,7 @@ export class KubernetesBackend implements SandboxBackend {
   /** Live runs: aborting one cancels it. */
   private readonly live = new Set<AbortController>();
   // close() waits for results, not for pods to go: deleting them is the operator's job.
-  private readonly executions = new Executions({ untilCleanedUp: false });
-  private closed = false;
+  private readonly executions = new Executions({ backend: this.name, untilCleanedUp: false });
   private healthCache: { at: number; value: Promise<BackendHealth> } | undefined;
 
   constructor(options: KubernetesBackendOptions) {
@@ -74,8 +71,8 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    return this.executions.start(options.runId, (output, cleanedUp) =>
-      this.execute(spec, options, output, cleanedUp),
+    return this.executions.start(spec, options, (output, cleanedUp, startedAt) =>
+      this.execute(spec, options, output, cleanedUp, startedAt),
     );
   }
 
@@ -84,26 +81,8 @@ export class KubernetesBackend implements SandboxBackend {
     { runId, signal, principal }: StartOptions,
     output: AsyncQueue<OutputChunk>,
     cleanedUp: () => void,
+    startedAt: number,
   ): Promise<RunResult> {
-    const startedAt = Date.now();
-    if (this.closed) {
-      cleanedUp();
-      throw new AppError('BACKEND_ERROR', 'the Kubernetes backend is shutting down', {
-        hint: 'retry on another instance',
-      });
-    }
-    if (signal?.aborted) {
-      cleanedUp();
-      return buildResult({
-        runId,
-        spec,
-        facts: { exitCode: null, timedOut: false, oomKilled: false, cancelled: true },
-        startedAt,
-        finishedAt: Date.now(),
-        backend: this.name,
-        served: 'cold',
-      });
-    }
     const o = this.options;
     let created;
     try {
@@ -197,7 +176,7 @@ export class KubernetesBackend implements SandboxBackend {
 
   /** Stops accepting runs, cancels the live ones and waits for their results (the operator removes their pods). */
   async close(): Promise<void> {
-    this.closed = true;
+    this.executions.close();
     for (const run of this.live) run.abort();
     await this.executions.settled();
   }
