@@ -24,6 +24,7 @@ import {
   type Suite,
 } from '../integration/kubernetes/operator-harness.js';
 import { withCluster } from '../support/kube/index.js';
+import { outputStreamsBeforeResult } from '../e2e/scenarios.js';
 import { bindGatewayRbac } from './kube-gateway.js';
 import { CONTRACT_SANDBOX_CONFIG } from './target.js';
 
@@ -74,36 +75,12 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
   // Live output starts once the kubelet reports the container running (one to three seconds after it
   // started on this loaded 2-core cluster): the gap between the lines is longer than that.
   it('run_code: output streamed as notifications while the program runs, before the result', async () => {
-    const { notices, mark } = recordNotifications(conn.client);
-    const progress: string[] = [];
-    const result = (await conn.client.callTool(
-      {
-        name: 'run_code',
-        arguments: {
-          code: "import time\nprint('first', flush=True)\ntime.sleep(4)\nprint('second', flush=True)",
-        },
-      },
-      undefined,
-      { timeout: 120_000, onprogress: (p) => void progress.push(p.message ?? '') },
-    )) as CallToolResult;
-    const resultSeq = mark();
-    const out = structured(result);
-    assert.equal(out.stdout, 'first\nsecond\n');
+    const out = await outputStreamsBeforeResult(conn.client, {
+      sleepSeconds: 4,
+      minGapMs: 1000,
+      timeoutMs: 120_000,
+    });
     assert.equal(out.backend, 'kubernetes');
-    const started = notices.find((n) => n.logger === 'sandpit');
-    assert.deepEqual(started?.data, { event: 'run_started', runId: out.runId });
-    const first = notices.find((n) => n.logger === 'stdout' && String(n.data).includes('first'));
-    const second = notices.find((n) => n.logger === 'stdout' && String(n.data).includes('second'));
-    assert.ok(first && second, `stdout notifications missing: ${JSON.stringify(notices)}`);
-    assert.ok(first.seq < second.seq && second.seq < resultSeq, 'notifications arrive before the result');
-    assert.ok(
-      second.at - first.at >= 1000,
-      `the lines were streamed, not batched (${Math.round(second.at - first.at)} ms apart)`,
-    );
-    assert.ok(
-      progress.some((p) => p.includes('first')),
-      `progress: ${JSON.stringify(progress)}`,
-    );
   });
 
   it('run_code: the result is the operator’s, and the SandboxRun is there for kubectl', async () => {

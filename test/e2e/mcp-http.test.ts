@@ -105,7 +105,9 @@ for (const mode of ['stateful', 'stateless'] as const) {
     test('binds 127.0.0.1', () => assert.match(served.url, /^http:\/\/127\.0\.0\.1:\d+$/));
     test('every tool answers its happy path', () => withClient(MAIN, (c) => everyToolWorks(c.client)));
     test('output streams as notifications before the final result', () =>
-      withClient(MAIN, (c) => outputStreamsBeforeResult(c.client)));
+      withClient(MAIN, async (c) => {
+        await outputStreamsBeforeResult(c.client);
+      }));
     test('a client cancellation stops the run and removes its container', () =>
       withClient(MAIN, (c) => clientCancellationStopsTheRun(c.client, docker, served.pid)));
     test('cancel_run stops a live run; the record stays readable', () =>

@@ -30,8 +30,9 @@ describe('sandpit mcp (stdio, built CLI)', () => {
   });
 
   test('every tool answers its happy path', () => everyToolWorks(server.client));
-  test('output streams as notifications before the final result', () =>
-    outputStreamsBeforeResult(server.client));
+  test('output streams as notifications before the final result', async () => {
+    await outputStreamsBeforeResult(server.client);
+  });
   test('a client cancellation stops the run and removes its container', () =>
     clientCancellationStopsTheRun(server.client, docker, server.pid!));
   test('cancel_run stops a live run; the record stays readable', () =>

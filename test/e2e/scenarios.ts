@@ -101,19 +101,25 @@ export async function everyToolWorks(client: Client): Promise<void> {
   assert.deepEqual(seedHealth.missing_images, []);
 }
 
-/** print, sleep 1 s, print: both lines arrive as notifications about a second apart, and before the result. */
-export async function outputStreamsBeforeResult(client: Client): Promise<void> {
+/**
+ * print, sleep, print: both lines arrive as notifications at least `minGapMs` apart, and before the
+ * result. Returns the structured result.
+ */
+export async function outputStreamsBeforeResult(
+  client: Client,
+  { sleepSeconds = 1, minGapMs = 700, timeoutMs = 60_000 } = {},
+): Promise<Record<string, unknown>> {
   const { notices, mark } = recordNotifications(client);
   const progress: string[] = [];
   const result = (await client.callTool(
     {
       name: 'run_code',
       arguments: {
-        code: "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)",
+        code: `import time\nprint('first', flush=True)\ntime.sleep(${sleepSeconds})\nprint('second', flush=True)`,
       },
     },
     undefined,
-    { timeout: 60_000, onprogress: (p) => void progress.push(p.message ?? '') },
+    { timeout: timeoutMs, onprogress: (p) => void progress.push(p.message ?? '') },
   )) as CallToolResult;
   const resultSeq = mark();
   const resultAt = performance.now();
@@ -127,7 +133,7 @@ export async function outputStreamsBeforeResult(client: Client): Promise<void> {
   assert.ok(first && second, `stdout notifications missing: ${JSON.stringify(notices)}`);
   assert.ok(first.seq < second.seq && second.seq < resultSeq, 'notifications arrive before the result');
   assert.ok(
-    second.at - first.at >= 700,
+    second.at - first.at >= minGapMs,
     `the lines were streamed, not batched (${Math.round(second.at - first.at)} ms apart)`,
   );
   assert.ok(resultAt >= second.at);
@@ -138,6 +144,7 @@ export async function outputStreamsBeforeResult(client: Client): Promise<void> {
     progress.some((p) => p.includes('first')),
     `progress: ${JSON.stringify(progress)}`,
   );
+  return out;
 }
 
 /** A client's cancellation aborts the run, removes its container, and get_run then says Cancelled. */
