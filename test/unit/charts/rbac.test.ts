@@ -5,37 +5,21 @@ import { describe, test } from 'node:test';
 import { GATEWAY_PERMISSIONS } from '../../../src/backends/kubernetes/permissions.js';
 import { OPERATOR_PERMISSIONS } from '../../../src/controller/permissions.js';
 import { find, type K8sObject, render } from './helm.js';
+import { grantsFor, grantsOf, type RbacRule } from '../../support/rbac.js';
 
-interface Rule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-  resourceNames?: string[];
-  nonResourceURLs?: string[];
-}
-type Role = K8sObject & { rules: Rule[] };
+type Role = K8sObject & { rules: RbacRule[] };
 type Binding = K8sObject & {
   roleRef: { apiGroup: string; kind: string; name: string };
   subjects: { kind: string; name: string; namespace?: string }[];
 };
-
-const flatten = (rules: Rule[]): string[] =>
-  rules
-    .flatMap((r) =>
-      r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}:${v}`))),
-    )
-    .sort();
-const wanted = (
-  perms: readonly { apiGroup: string; resource: string; verbs: readonly string[] }[],
-): string[] => perms.flatMap((p) => p.verbs.map((v) => `${p.apiGroup}/${p.resource}:${v}`)).sort();
 
 describe('chart RBAC = the permissions the code declares', () => {
   test('operator: the ClusterRole (cluster-wide) and the leader-election Role (release namespace)', async () => {
     const docs = await render({ namespace: 'sandpit-system' });
     const cluster = find(docs, 'ClusterRole', 'sandpit-operator') as Role;
     assert.deepEqual(
-      flatten(cluster.rules),
-      wanted(OPERATOR_PERMISSIONS.filter((p) => p.scope === 'cluster')),
+      grantsOf(cluster.rules),
+      grantsFor(OPERATOR_PERMISSIONS.filter((p) => p.scope === 'cluster')),
     );
     const crb = find(docs, 'ClusterRoleBinding', 'sandpit-operator') as Binding;
     assert.deepEqual(crb.roleRef, {
@@ -50,8 +34,8 @@ describe('chart RBAC = the permissions the code declares', () => {
     const lease = find(docs, 'Role', 'sandpit-operator-leader-election') as Role;
     assert.equal(lease.metadata.namespace, 'sandpit-system');
     assert.deepEqual(
-      flatten(lease.rules),
-      wanted(OPERATOR_PERMISSIONS.filter((p) => p.scope === 'lease-namespace')),
+      grantsOf(lease.rules),
+      grantsFor(OPERATOR_PERMISSIONS.filter((p) => p.scope === 'lease-namespace')),
     );
     const rb = find(docs, 'RoleBinding', 'sandpit-operator-leader-election') as Binding;
     assert.equal(rb.metadata.namespace, 'sandpit-system');
@@ -68,14 +52,14 @@ describe('chart RBAC = the permissions the code declares', () => {
     const run = find(docs, 'Role', 'sandpit-gateway') as Role;
     assert.equal(run.metadata.namespace, 'agents');
     assert.deepEqual(
-      flatten(run.rules),
-      wanted(GATEWAY_PERMISSIONS.filter((p) => p.scope === 'run-namespace')),
+      grantsOf(run.rules),
+      grantsFor(GATEWAY_PERMISSIONS.filter((p) => p.scope === 'run-namespace')),
     );
     const health = find(docs, 'Role', 'sandpit-gateway-operator-health') as Role;
     assert.equal(health.metadata.namespace, 'sandpit-system');
     assert.deepEqual(
-      flatten(health.rules),
-      wanted(GATEWAY_PERMISSIONS.filter((p) => p.scope === 'lease-namespace')),
+      grantsOf(health.rules),
+      grantsFor(GATEWAY_PERMISSIONS.filter((p) => p.scope === 'lease-namespace')),
     );
     for (const role of [run, health]) {
       const rb = find(docs, 'RoleBinding', role.metadata.name) as Binding;

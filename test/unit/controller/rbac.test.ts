@@ -4,48 +4,38 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { grantsFor, grantsOf, type RbacRule } from '../../support/rbac.js';
 import { OPERATOR_PERMISSIONS } from '../../../src/controller/permissions.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
-interface Rule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 interface Doc {
   kind: string;
   metadata: { name: string };
-  rules?: Rule[];
+  rules?: RbacRule[];
 }
 
 const docs = parseAllDocuments(readFileSync(path.join(ROOT, 'deploy/rbac.yaml'), 'utf8')).map(
   (d) => d.toJS() as Doc,
 );
-const flatten = (rules: Rule[]): string[] =>
-  rules
-    .flatMap((r) =>
-      r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}:${v}`))),
-    )
-    .sort();
 
 describe('deploy/rbac.yaml grants exactly the verbs the operator uses', () => {
   test('the cluster role', () => {
     const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === 'sandpit-operator');
-    const want = OPERATOR_PERMISSIONS.filter((p) => p.scope === 'cluster').flatMap((p) =>
-      p.verbs.map((v) => `${p.apiGroup}/${p.resource}:${v}`),
+    assert.deepEqual(
+      grantsOf(role?.rules ?? []),
+      grantsFor(OPERATOR_PERMISSIONS.filter((p) => p.scope === 'cluster')),
     );
-    assert.deepEqual(flatten(role?.rules ?? []), want.sort());
   });
 
   test('the leader election role (bound in the lease namespace only)', () => {
     const role = docs.find(
       (d) => d.kind === 'ClusterRole' && d.metadata.name === 'sandpit-operator-leader-election',
     );
-    const want = OPERATOR_PERMISSIONS.filter((p) => p.scope === 'lease-namespace').flatMap((p) =>
-      p.verbs.map((v) => `${p.apiGroup}/${p.resource}:${v}`),
+    assert.deepEqual(
+      grantsOf(role?.rules ?? []),
+      grantsFor(OPERATOR_PERMISSIONS.filter((p) => p.scope === 'lease-namespace')),
     );
-    assert.deepEqual(flatten(role?.rules ?? []), want.sort());
     assert.ok(
       docs.some((d) => d.kind === 'RoleBinding' && d.metadata.name === 'sandpit-operator-leader-election'),
     );

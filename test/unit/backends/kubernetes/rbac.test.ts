@@ -9,44 +9,32 @@ import {
   GATEWAY_PERMISSIONS,
   GATEWAY_ROLE,
 } from '../../../../src/backends/kubernetes/permissions.js';
+import { grantsFor, grantsOf, type RbacRule } from '../../../support/rbac.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-interface Rule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 interface Doc {
   kind: string;
   metadata: { name: string; namespace?: string };
-  rules?: Rule[];
+  rules?: RbacRule[];
   roleRef?: { kind: string; name: string };
 }
 
 const docs = parseAllDocuments(readFileSync(path.join(ROOT, 'deploy/gateway-rbac.yaml'), 'utf8')).map(
   (d) => d.toJS() as Doc,
 );
-const flatten = (rules: Rule[]): string[] =>
-  rules
-    .flatMap((r) =>
-      r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}:${v}`))),
-    )
-    .sort();
 const wanted = (scope: 'run-namespace' | 'lease-namespace'): string[] =>
-  GATEWAY_PERMISSIONS.filter((p) => p.scope === scope)
-    .flatMap((p) => p.verbs.map((v) => `${p.apiGroup}/${p.resource}:${v}`))
-    .sort();
+  grantsFor(GATEWAY_PERMISSIONS.filter((p) => p.scope === scope));
 const role = (name: string): Doc | undefined =>
   docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === name);
 
 describe('deploy/gateway-rbac.yaml grants exactly the verbs the gateway uses', () => {
   test('the run-namespace role', () => {
-    assert.deepEqual(flatten(role(GATEWAY_ROLE)?.rules ?? []), wanted('run-namespace'));
+    assert.deepEqual(grantsOf(role(GATEWAY_ROLE)?.rules ?? []), wanted('run-namespace'));
   });
 
   test('the operator-health role (the Lease)', () => {
-    assert.deepEqual(flatten(role(GATEWAY_LEASE_ROLE)?.rules ?? []), wanted('lease-namespace'));
+    assert.deepEqual(grantsOf(role(GATEWAY_LEASE_ROLE)?.rules ?? []), wanted('lease-namespace'));
   });
 
   test('both are bound per namespace (RoleBindings), never cluster-wide', () => {
