@@ -101,11 +101,11 @@ export default async function bench(): Promise<void> {
       {
         [RAW]: timed(RAW, {
           async run() {
-            const r = await service.run(REQUEST, LOCAL_PRINCIPAL);
+            const r = await service.runs.run(REQUEST, LOCAL_PRINCIPAL);
             check(r.stdout);
             return r;
           },
-          get: (runId) => Promise.resolve(service.getRun(runId, LOCAL_PRINCIPAL)),
+          get: (runId) => Promise.resolve(service.runs.get(runId, LOCAL_PRINCIPAL)),
         }),
         [STDIO]: timed(STDIO, viaMcp(stdio.client)),
         [STATEFUL]: timed(STATEFUL, viaMcp(stateful.client)),

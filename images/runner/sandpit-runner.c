@@ -14,7 +14,8 @@
  *   'i' stdin content (else /dev/null)            't' u32be deadline in ms (from job receipt)
  *   'w' working directory (default /workspace)    'o' u32be head u32be tail: output bytes kept per stream
  * Frames (stdout): u8:type u32be:len bytes
- *   'R' ready (no payload)   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + last bytes kept
+ *   'R' ready: u32be protocol version (PROTOCOL_VERSION; src/runner/protocol.ts must accept it)
+ *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + last bytes kept
  *   'X' exit: JSON {exitCode, signal, timedOut, oomKilled, stdoutBytes, stderrBytes, durationMs}
  *   'F' failure of the runner itself: text (the job never ran)
  *
@@ -47,6 +48,8 @@
 #define MAX_ARGS 1024
 #define MAX_ENV 512
 #define CODE_FD 3
+/* Bump with every change to the job or frame format, together with src/runner/protocol.ts. */
+#define PROTOCOL_VERSION 2u
 
 struct ring {
 	char *buf;
@@ -432,7 +435,9 @@ int main(int argc, char **argv)
 	}
 	prctl(PR_SET_DUMPABLE, 0);
 	signal(SIGPIPE, SIG_IGN);
-	frame('R', NULL, 0);
+	const unsigned char version[4] = {PROTOCOL_VERSION >> 24, PROTOCOL_VERSION >> 16 & 0xff,
+					  PROTOCOL_VERSION >> 8 & 0xff, PROTOCOL_VERSION & 0xff};
+	frame('R', version, sizeof version);
 
 	int job_fd = 0;
 	if (job_file && (job_fd = open(job_file, O_RDONLY | O_CLOEXEC)) < 0)

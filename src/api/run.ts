@@ -167,6 +167,20 @@ export const EffectiveLimitsSchema = z.object({
 });
 export type EffectiveLimitsView = z.infer<typeof EffectiveLimitsSchema>;
 
+/** The limits a run gets after policy (what every backend renders). */
+export interface EffectiveLimits {
+  cpuMilli: number;
+  memoryBytes: number;
+  pids: number;
+  workspaceBytes: number;
+  tmpBytes: number;
+  timeoutSeconds: number;
+  outputBytes: number;
+  /** Largest file any process may write (ulimit fsize). */
+  fileSizeBytes: number;
+  openFiles: number;
+}
+
 export const RunResultSchema = z.object({
   runId: z.string().describe('Identifier of the run; get_run and cancel_run take it'),
   phase: PhaseSchema,

@@ -3,12 +3,13 @@
  * is gone, the set of runs `close()` waits for, and the gate in front of each run: no new run once
  * the backend is closing, and a run whose caller already gave up ends Cancelled without a sandbox.
  */
+import { CANCELLED_FACTS, classify } from '../api/outcome.js';
+import { buildResult } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
+import type { OutputChunk } from '../runner/capture.js';
 import { AsyncQueue } from '../shared/async-queue.js';
 import { AppError } from '../shared/errors.js';
-import type { OutputChunk } from './output.js';
-import { buildResult, CANCELLED_FACTS } from './result.js';
 import type { RunExecution, StartOptions } from './types.js';
 
 export type Execute = (
@@ -70,8 +71,8 @@ export class Executions {
   cancelled(spec: EffectiveSpec, runId: string, startedAt: number): RunResult {
     return buildResult({
       runId,
-      spec,
-      facts: CANCELLED_FACTS,
+      subject: spec,
+      outcome: classify(CANCELLED_FACTS),
       startedAt,
       finishedAt: Date.now(),
       backend: this.backend,

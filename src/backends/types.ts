@@ -4,7 +4,7 @@
  */
 import type { RunResult } from '../api/run.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
-import type { OutputChunk } from './output.js';
+import type { OutputChunk } from '../runner/capture.js';
 
 export interface StartOptions {
   runId: string;

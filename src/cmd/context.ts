@@ -94,7 +94,7 @@ export async function wireDocker(
     policy,
     logger,
     metrics,
-    admission: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+    slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
   });
   return { service, backend, metrics };
 }
@@ -152,7 +152,7 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
     policy: operatorPolicy(config),
     logger,
     metrics,
-    admission: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+    slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
   });
   return { service, backend, metrics };
 }

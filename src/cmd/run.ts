@@ -78,15 +78,15 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const handle = await service.startRun(request, LOCAL_PRINCIPAL, controller.signal);
     const shown = { stdout: 0, stderr: 0 };
-    if (!values.json) {
-      for await (const chunk of handle.output) {
+    const result = await service.runs.run(request, LOCAL_PRINCIPAL, {
+      signal: controller.signal,
+      onOutput: (chunk) => {
+        if (values.json) return;
         (chunk.stream === 'stdout' ? process.stdout : process.stderr).write(chunk.data);
         shown[chunk.stream] += chunk.data.length;
-      }
-    }
-    const result = await handle.result;
+      },
+    });
     if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else printEnding(result, shown);
     return exitCodeOf(result);

@@ -5,7 +5,7 @@
 import { RunRequestSchema } from '../api/run.js';
 import { issuesToViolations } from '../api/validate.js';
 import { SandboxRunSpecSchema, toRunRequestInput, type SandboxRunSpec } from '../api/v1alpha1/sandboxrun.js';
-import { encodeJob } from '../backends/runner/protocol.js';
+import { encodeJob } from '../runner/protocol.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import type { Policy } from '../policy/policy.js';
 import type { Violation } from '../shared/errors.js';

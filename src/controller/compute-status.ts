@@ -5,7 +5,7 @@
 import { isTerminal, type Phase, type Reason } from '../api/run.js';
 import { ConditionType, setCondition } from '../api/v1alpha1/conditions.js';
 import type { RunOutput, SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
-import { classify, type RunFacts } from '../backends/result.js';
+import { classify, type RunFacts } from '../api/outcome.js';
 import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } from './observe-pod.js';
 
 /** What keeps the pod from being created or from starting. */

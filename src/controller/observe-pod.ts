@@ -3,7 +3,7 @@
  * strings (watch events) or Dates (typed responses); they come out as RFC 3339 strings.
  */
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import type { ExitReport } from '../backends/runner/protocol.js';
+import { parseExitReport, type ExitReport } from '../runner/protocol.js';
 import { SANDBOX_CONTAINER } from './build-pod.js';
 
 /** Container waiting reasons that mean the image is not there. */
@@ -45,27 +45,14 @@ export function toTime(value: unknown): string | undefined {
   return undefined;
 }
 
-export function parseExitReport(text: string | undefined): ExitReport | undefined {
+/** The runner's exit report from a termination message; undefined when there is none (or it is not one). */
+export function terminationReport(text: string | undefined): ExitReport | undefined {
   if (!text) return undefined;
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return parseExitReport(text);
   } catch {
     return undefined;
   }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const r = raw as Record<string, unknown>;
-  if (typeof r.exitCode !== 'number') return undefined;
-  const num = (k: string): number => (typeof r[k] === 'number' ? r[k] : 0);
-  return {
-    exitCode: r.exitCode,
-    signal: num('signal'),
-    timedOut: r.timedOut === true,
-    oomKilled: r.oomKilled === true,
-    stdoutBytes: num('stdoutBytes'),
-    stderrBytes: num('stderrBytes'),
-    durationMs: num('durationMs'),
-  };
 }
 
 function sandboxStatus(pod: V1Pod): V1ContainerStatus | undefined {
@@ -102,7 +89,7 @@ export function observePod(pod: V1Pod): PodView {
           reason: term.reason || undefined,
           startedAt: toTime(term.startedAt),
           finishedAt: toTime(term.finishedAt),
-          report: parseExitReport(term.message),
+          report: terminationReport(term.message),
         }
       : undefined,
   };

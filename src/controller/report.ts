@@ -3,13 +3,12 @@
  * run is finished, one audit record in the gateway's format. Run only after the write succeeded
  * (the write carries the resourceVersion, so each transition is reported once).
  */
-import { isTerminal, type RunResult } from '../api/run.js';
+import { isTerminal } from '../api/run.js';
 import { ANNOTATION_PRINCIPAL } from '../api/v1alpha1/labels.js';
 import type { SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
-import { auditRecord, writeAudit } from '../observability/audit.js';
+import { auditRecord, writeAudit, type AuditOutcome } from '../observability/audit.js';
 import type { Logger } from '../observability/logger.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
-import { limitsView } from '../backends/result.js';
 import type { RunRef } from './children.js';
 import type { EventRecorder } from './events.js';
 import type { OperatorMetrics } from './metrics.js';
@@ -34,32 +33,18 @@ export interface ReportDeps {
 const seconds = (from: string, to: string | undefined): number =>
   Math.max(0, ((to ? Date.parse(to) : Date.now()) - Date.parse(from)) / 1000);
 
-/** The shared run result a finished status describes (the audit record is built from it). Pure. */
-export function toRunResult(t: Transition): RunResult {
+/** How a finished status says the run ended, as its audit record carries it. Pure. */
+export function auditOutcome(t: Transition): AuditOutcome {
   const s = t.after;
-  const spec = t.effective;
-  const started = s.startTime ?? t.createdAt;
   return {
     runId: `${t.run.namespace}/${t.run.name}`,
     phase: s.phase ?? 'Pending',
-    ...(s.reason ? { reason: s.reason } : {}),
-    ...(s.message ? { message: s.message } : {}),
+    reason: s.reason,
     exitCode: s.exitCode ?? null,
-    timedOut: s.phase === 'TimedOut',
-    stdout: s.output?.tail ?? '',
-    stderr: '',
-    truncated: s.output?.truncated ?? false,
+    durationMs: Math.round(seconds(s.startTime ?? t.createdAt, s.completionTime) * 1000),
+    // The pod log interleaves both streams (Kubernetes < 1.32): all of it counts as stdout.
     stdoutBytes: s.output?.bytes ?? 0,
     stderrBytes: 0,
-    binaryOutput: false,
-    durationMs: Math.round(seconds(started, s.completionTime) * 1000),
-    ...(spec?.template ? { template: spec.template } : {}),
-    ...(spec ? { image: spec.image } : {}),
-    ...(spec?.runtime ? { runtime: spec.runtime } : {}),
-    backend: BACKEND,
-    ...(spec ? { limits: limitsView(spec.limits) } : {}),
-    createdAt: t.createdAt,
-    ...(s.completionTime ? { finishedAt: s.completionTime } : {}),
   };
 }
 
@@ -86,6 +71,6 @@ export async function reportTransition(deps: ReportDeps, t: Transition): Promise
   );
   if (t.effective) {
     const principal = t.annotations?.[ANNOTATION_PRINCIPAL] ?? `namespace:${run.namespace}`;
-    writeAudit(deps.logger, auditRecord(t.effective, toRunResult(t), principal, BACKEND));
+    writeAudit(deps.logger, auditRecord(t.effective, auditOutcome(t), principal, BACKEND));
   }
 }

@@ -28,6 +28,12 @@ export interface AuditRecord {
   stderrBytes: number;
 }
 
+/** The few facts of how a run ended that its audit record carries (a RunResult has them all). */
+export type AuditOutcome = Pick<
+  RunResult,
+  'runId' | 'phase' | 'reason' | 'exitCode' | 'durationMs' | 'stdoutBytes' | 'stderrBytes'
+>;
+
 /** sha256 over argv, code, files and stdin: identifies what ran without revealing it. */
 export function commandDigest(spec: EffectiveSpec): string {
   const h = createHash('sha256');
@@ -40,7 +46,7 @@ export function commandDigest(spec: EffectiveSpec): string {
 
 export function auditRecord(
   spec: EffectiveSpec,
-  result: RunResult,
+  result: AuditOutcome,
   principal: string,
   backend: string,
 ): AuditRecord {

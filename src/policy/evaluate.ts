@@ -2,26 +2,13 @@
  * `evaluate(request, policy)`: the one decision every backend renders. Pure: no I/O, no clock.
  * It returns the effective spec, or every violation at once, each naming its field and limit.
  */
-import type { RunRequest } from '../api/run.js';
+import type { EffectiveLimits, RunRequest } from '../api/run.js';
 import type { Violation } from '../shared/errors.js';
 import { formatCpu, formatSize, parseCpu, parseSize } from '../shared/quantity.js';
 import { imageAllowed, normaliseImage } from './images.js';
 import type { Policy } from './policy.js';
 import type { Template } from './templates.js';
 import { CODE_DIR, findTemplate, WORKSPACE } from './templates.js';
-
-export interface EffectiveLimits {
-  cpuMilli: number;
-  memoryBytes: number;
-  pids: number;
-  workspaceBytes: number;
-  tmpBytes: number;
-  timeoutSeconds: number;
-  outputBytes: number;
-  /** Largest file any process may write (ulimit fsize). */
-  fileSizeBytes: number;
-  openFiles: number;
-}
 
 export interface EffectiveFile {
   path: string;

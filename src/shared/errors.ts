@@ -16,6 +16,7 @@ export const ErrorCodes = {
   ENGINE_UNAVAILABLE: { http: 503, exit: 69, retryable: true },
   IMAGE_NOT_FOUND: { http: 503, exit: 69, retryable: false },
   RUNTIME_NOT_FOUND: { http: 503, exit: 69, retryable: false },
+  IMAGE_OUTDATED: { http: 503, exit: 69, retryable: false },
   BACKEND_ERROR: { http: 502, exit: 70, retryable: true },
   INTERNAL: { http: 500, exit: 70, retryable: false },
 } as const;

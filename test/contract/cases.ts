@@ -54,7 +54,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     assert.equal(r.template, 'python');
     assert.equal(r.image, 'sandpit/python:3.11');
     assert.equal(liveText(o), 'hello\n');
-    assert.deepEqual(x.service.getRun(r.runId, PRINCIPAL), r, 'get_run answers with the same result');
+    assert.deepEqual(x.service.runs.get(r.runId, PRINCIPAL), r, 'get_run answers with the same result');
   });
 
   it('the exit code and stdin pass through: Failed/Error with the code', async (_t, x) => {
@@ -132,7 +132,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     const startsBefore = x.backend.starts;
     const before = await x.sandboxCount();
     await assert.rejects(
-      x.service.startRun(
+      x.service.runs.start(
         { image: 'docker.io/library/alpine:3', command: ['true'], timeoutSeconds: 3600 },
         PRINCIPAL,
       ),
@@ -151,7 +151,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     let runId = '';
     const started = new Promise<void>((resolve) => {
       const poll = setInterval(() => {
-        if (runId && x.service.getRun(runId, PRINCIPAL).stdout.includes('started')) {
+        if (runId && x.service.runs.get(runId, PRINCIPAL).stdout.includes('started')) {
           clearInterval(poll);
           resolve();
         }
@@ -169,7 +169,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     await started;
     assert.ok((await x.sandboxesOf(runId)).length > 0, 'a sandbox serves the run');
     const t0 = performance.now();
-    const cancelled = await x.service.cancelRun(runId, PRINCIPAL);
+    const cancelled = await x.service.runs.cancel(runId, PRINCIPAL);
     const o = await running;
     assert.equal(cancelled.phase, 'Cancelled', JSON.stringify(cancelled));
     assert.equal(o.result.phase, 'Cancelled');
@@ -178,7 +178,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     assert.ok(performance.now() - t0 < 10_000 + x.overheadMs, 'the cancel took effect promptly');
     await x.waitSandboxesGone(runId, 60_000);
     assert.deepEqual(await x.sandboxesOf(runId), []);
-    assert.equal(x.service.getRun(runId, PRINCIPAL).phase, 'Cancelled');
+    assert.equal(x.service.runs.get(runId, PRINCIPAL).phase, 'Cancelled');
     if (x.recordPhase) assert.equal(await x.recordPhase(runId), 'Cancelled', 'the record stays');
   });
 

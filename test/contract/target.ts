@@ -4,7 +4,7 @@
  * facts in which the backends are allowed to differ (stated here, so the cases say so too).
  */
 import type { RunRequestInput, RunResult } from '../../src/api/run.js';
-import type { OutputChunk } from '../../src/backends/output.js';
+import type { OutputChunk } from '../../src/runner/capture.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../../src/backends/types.js';
 import type { Principal } from '../../src/gateway/principal.js';
 import { SandpitService } from '../../src/gateway/service.js';
@@ -85,7 +85,7 @@ export function createService(backend: CountingBackend, policy: Policy): Sandpit
     policy,
     logger: silentLogger(),
     metrics: createMetrics(),
-    admission: { maxConcurrent: 4, maxQueued: 16 },
+    slots: { maxConcurrent: 4, maxQueued: 16 },
   });
 }
 
@@ -101,16 +101,13 @@ export async function observeRun(
   request: RunRequestInput,
   onStarted?: (runId: string) => void,
 ): Promise<Observed> {
-  const handle = await target.service.startRun(request, PRINCIPAL);
-  onStarted?.(handle.runId);
   const chunks: Observed['chunks'] = [];
-  const reading = (async () => {
-    for await (const chunk of handle.output) chunks.push({ at: performance.now(), chunk });
-  })();
+  const handle = await target.service.runs.start(request, PRINCIPAL, {
+    onOutput: (chunk) => chunks.push({ at: performance.now(), chunk }),
+  });
+  onStarted?.(handle.runId);
   const result = await handle.result;
-  const resultAt = performance.now();
-  await reading;
-  return { result, chunks, resultAt };
+  return { result, chunks, resultAt: performance.now() };
 }
 
 export function liveText(o: Observed): string {

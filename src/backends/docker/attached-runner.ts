@@ -5,13 +5,14 @@
  */
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
+import { CANCELLED_FACTS, failedFacts, type RunFacts } from '../../api/outcome.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import type { OutputChunk } from '../../runner/capture.js';
+import { encodeJob, outputWindow } from '../../runner/protocol.js';
+import { checkRunnerVersion, RunnerReader, type RunnerOutcome } from '../../runner/reader.js';
 import { onAbort } from '../../shared/abort.js';
-import type { OutputChunk } from '../output.js';
-import { CANCELLED_FACTS, type RunFacts } from '../result.js';
-import { encodeJob, outputWindow } from '../runner/protocol.js';
-import type { RunnerOutcome } from '../runner/reader.js';
-import { RunnerReader } from '../runner/reader.js';
+import { backoffDelay } from '../../shared/backoff.js';
+import { within } from '../../shared/time.js';
 import { DockerDemuxer } from './demux.js';
 import { engineError } from './engine-errors.js';
 
@@ -37,8 +38,11 @@ export class AttachedRunner {
   private removal: Promise<void> | undefined;
   private isEnded = false;
 
-  private constructor(container: Docker.Container) {
+  private readonly image: string;
+
+  private constructor(container: Docker.Container, image: string) {
     this.container = container;
+    this.image = image;
     void this.ended.then(() => (this.isEnded = true));
   }
 
@@ -56,7 +60,7 @@ export class AttachedRunner {
     } catch (e) {
       throw engineError(e, context);
     }
-    const runner = new AttachedRunner(container);
+    const runner = new AttachedRunner(container, config.Image ?? '?');
     try {
       await runner.attach();
       await container.start();
@@ -88,12 +92,24 @@ export class AttachedRunner {
     stream.on('error', () => this.endedResolve());
   }
 
+  /**
+   * True once the runner waits for its job, false when its container ended first; throws
+   * IMAGE_OUTDATED when the image's runner is older than this code's protocol.
+   */
+  async ready(): Promise<boolean> {
+    const version = await Promise.race([this.reader.ready, this.ended.then(() => undefined)]);
+    if (version === undefined) return false;
+    checkRunnerVersion(version, this.image);
+    return true;
+  }
+
   /** Runs the one job. Deadline: the runner's own, and the engine's kill OUTER_DEADLINE_GRACE_MS later. */
   async run(
     spec: EffectiveSpec,
     onChunk: (c: OutputChunk) => void,
     signal?: AbortSignal,
   ): Promise<JobResult> {
+    await this.ready();
     this.reader.begin(outputWindow(spec.limits.outputBytes), onChunk);
     let killedBy: 'deadline' | 'cancel' | undefined;
     const kill = (why: 'deadline' | 'cancel'): void => {
@@ -125,15 +141,7 @@ export class AttachedRunner {
 
   /** The runner never reported (it was killed with its sandbox, e.g. gVisor's whole-sandbox OOM): ask the engine. */
   private async factsWithoutReport(outcome: RunnerOutcome, deadline: boolean): Promise<RunFacts> {
-    if (outcome.failure !== undefined) {
-      return {
-        exitCode: null,
-        timedOut: false,
-        oomKilled: false,
-        cancelled: false,
-        failure: outcome.failure,
-      };
-    }
+    if (outcome.failure !== undefined) return failedFacts(outcome.failure);
     try {
       await this.container.wait();
       const info = await this.container.inspect();
@@ -173,25 +181,18 @@ export class AttachedRunner {
           const status = (e as { statusCode?: number }).statusCode;
           if (status === 404) return;
           // 409: the engine is already removing it. Resolve only once it is really gone.
-          if (status === 409) return this.gone(REMOVAL_WAIT_MS);
+          if (status === 409) return void (await within(this.removed(), REMOVAL_WAIT_MS));
           // Anything else (e.g. a busy mount) is retried briefly; the reaper gets what is left.
           if (attempt >= 3) throw e;
-          await new Promise((r) => setTimeout(r, 200 * attempt));
+          await new Promise((r) => setTimeout(r, backoffDelay(attempt, { initialMs: 200, maxMs: 1000 })));
         }
       }
     })().catch(() => {});
     return this.removal;
   }
 
-  private async gone(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const exists = await this.container.inspect().then(
-        () => true,
-        (e: { statusCode?: number }) => e.statusCode !== 404,
-      );
-      if (!exists) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  /** Resolves once the engine has removed the container (at once when it is already gone). */
+  private async removed(): Promise<void> {
+    await (this.container.wait({ condition: 'removed' }) as Promise<unknown>).catch(() => undefined);
   }
 }

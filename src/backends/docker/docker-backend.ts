@@ -4,14 +4,15 @@
  * at start-up.
  */
 import Docker from 'dockerode';
+import { classify } from '../../api/outcome.js';
+import { buildResult } from '../../api/result.js';
 import type { RunResult } from '../../api/run.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { AsyncQueue } from '../../shared/async-queue.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
-import type { OutputChunk } from '../output.js';
-import { buildResult } from '../result.js';
+import type { OutputChunk } from '../../runner/capture.js';
 import { Executions } from '../executions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
 import { AttachedRunner } from './attached-runner.js';
@@ -108,8 +109,8 @@ export class DockerBackend implements SandboxBackend {
       const { outcome, facts } = await runner.run(spec, (c) => output.push(c), signal);
       return buildResult({
         runId,
-        spec,
-        facts,
+        subject: spec,
+        outcome: classify(facts),
         stdout: outcome.stdout,
         stderr: outcome.stderr,
         startedAt,

@@ -3,11 +3,10 @@
  * code are the controller's (it is the authority on what happened); the output is what the gateway
  * read from the pod log, or the status's bounded tail when the log could not be read.
  */
-import type { Phase, Reason, RunResult } from '../../api/run.js';
+import { buildResult, EMPTY_STREAM, type CapturedStream } from '../../api/result.js';
+import type { RunResult } from '../../api/run.js';
 import type { RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
-import type { CapturedStream } from '../output.js';
-import { buildResult } from '../result.js';
 
 export const BACKEND_NAME = 'kubernetes';
 
@@ -15,11 +14,9 @@ export const BACKEND_NAME = 'kubernetes';
 export const INTERLEAVED_NOTE =
   'stdout holds stdout and stderr interleaved, as the pod log has them (stderr is empty on this backend)';
 
-const EMPTY: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };
-
 /** The status's output tail as a captured stream (a fallback: the tail only, the byte count exact up to the operator's read limit). */
 export function outputFromStatus(output: RunOutput | undefined): CapturedStream {
-  if (!output) return EMPTY;
+  if (!output) return EMPTY_STREAM;
   const tail = output.tail ?? '';
   const shown = Buffer.byteLength(tail, 'utf8');
   const text = output.truncated
@@ -52,19 +49,22 @@ export interface FinishedRun {
   finishedAt: number;
 }
 
+/** The operator is the authority on how the run ended: its status is the outcome, as it is. */
 export function resultFromStatus(run: FinishedRun): RunResult {
   const { status } = run;
-  const phase: Phase = status.phase ?? 'Failed';
-  const reason: Reason | undefined = status.reason;
-  const exitCode = status.exitCode ?? null;
-  const base = buildResult({
+  const notes = [
+    status.message,
+    run.outputNote,
+    run.output.bytes > 0 && !run.output.binary ? INTERLEAVED_NOTE : undefined,
+  ].filter((n): n is string => Boolean(n));
+  return buildResult({
     runId: run.runId,
-    spec: run.spec,
-    facts: {
-      exitCode,
-      timedOut: phase === 'TimedOut',
-      oomKilled: reason === 'OOMKilled',
-      cancelled: phase === 'Cancelled',
+    subject: run.spec,
+    outcome: {
+      phase: status.phase ?? 'Failed',
+      reason: status.reason,
+      message: notes.length ? notes.join('; ') : undefined,
+      exitCode: status.exitCode ?? null,
     },
     stdout: run.output,
     startedAt: run.startedAt,
@@ -72,18 +72,4 @@ export function resultFromStatus(run: FinishedRun): RunResult {
     backend: BACKEND_NAME,
     served: 'cold',
   });
-  const notes = [
-    status.message,
-    run.outputNote,
-    run.output.bytes > 0 && !run.output.binary ? INTERLEAVED_NOTE : undefined,
-  ].filter((n): n is string => Boolean(n));
-  const { message: _classified, ...rest } = base;
-  return {
-    ...rest,
-    phase,
-    ...(reason ? { reason } : {}),
-    ...(notes.length ? { message: notes.join('; ') } : {}),
-    exitCode,
-    timedOut: phase === 'TimedOut',
-  };
 }

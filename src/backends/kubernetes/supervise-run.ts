@@ -10,8 +10,9 @@ import { SandboxRunStatusSchema, type SandboxRunStatus } from '../../api/v1alpha
 import type { Logger } from '../../observability/logger.js';
 import { onAbort } from '../../shared/abort.js';
 import { AppError, toAppError } from '../../shared/errors.js';
-import { StreamCapture, type CapturedStream, type OutputChunk } from '../output.js';
-import type { OutputWindow } from '../runner/protocol.js';
+import type { CapturedStream } from '../../api/result.js';
+import { StreamCapture, type OutputChunk } from '../../runner/capture.js';
+import type { OutputWindow } from '../../runner/protocol.js';
 import { followObject, type FollowEnd } from './follow-object.js';
 import { readLog, type LogReader } from './read-log.js';
 import type { RunApi, StoredRun } from './run-api.js';

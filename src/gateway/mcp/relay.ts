@@ -7,61 +7,73 @@
  *
  * Chunks that arrive within a few milliseconds of each other (`print` writes text and newline
  * separately) go out as one notification, in their order; the end of the output flushes at once,
- * so coalescing never delays the result.
+ * so coalescing never delays the result. Nothing is sent before the `run_started` message.
  */
-import { StringDecoder } from 'node:string_decoder';
 import type { ServerNotification } from '@modelcontextprotocol/sdk/types.js';
-import type { StreamName } from '../../backends/output.js';
-import type { RunHandle } from '../service.js';
+import type { LiveChunk } from '../live-output.js';
+import type { StreamName } from '../../runner/capture.js';
 import type { ToolExtra } from './context.js';
 
 export const COALESCE_MS = 5;
 
-export async function relayOutput(
-  handle: RunHandle,
-  extra: ToolExtra,
-  options: { log: boolean },
-): Promise<void> {
-  const token = extra._meta?.progressToken;
-  let progress = 0;
-  // A client that went away must not fail the run: its result is still recorded for get_run.
-  const send = (n: ServerNotification): Promise<void> => extra.sendNotification(n).catch(() => undefined);
-  const emit = async (stream: StreamName | 'sandpit', data: unknown, message: string): Promise<void> => {
-    if (options.log)
-      await send({ method: 'notifications/message', params: { level: 'info', logger: stream, data } });
+export class OutputRelay {
+  private readonly extra: ToolExtra;
+  private readonly log: boolean;
+  private progress = 0;
+  private pending: { stream: StreamName; text: string }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private open!: () => void;
+  /** The notifications sent so far, in order; output waits for run_started. */
+  private sent = new Promise<void>((resolve) => (this.open = resolve));
+
+  constructor(extra: ToolExtra, options: { log: boolean }) {
+    this.extra = extra;
+    this.log = options.log;
+  }
+
+  /** The first notification: the run's id. */
+  started(runId: string): void {
+    void this.emit('sandpit', { event: 'run_started', runId }, `run ${runId} started`).then(this.open);
+  }
+
+  add(chunk: LiveChunk): void {
+    if (chunk.text === '') return;
+    const last = this.pending[this.pending.length - 1];
+    if (last?.stream === chunk.stream) last.text += chunk.text;
+    else this.pending.push({ stream: chunk.stream, text: chunk.text });
+    this.timer ??= setTimeout(() => this.flush(), COALESCE_MS);
+  }
+
+  /** Sends what is pending at once; resolves when every notification is out. */
+  async end(): Promise<void> {
+    this.flush();
+    await this.sent;
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    this.sent = this.sent.then(async () => {
+      for (const { stream, text } of batch) await this.emit(stream, text, text);
+    });
+  }
+
+  private async emit(stream: StreamName | 'sandpit', data: unknown, message: string): Promise<void> {
+    const token = this.extra._meta?.progressToken;
+    if (this.log)
+      await this.send({ method: 'notifications/message', params: { level: 'info', logger: stream, data } });
     if (token !== undefined) {
-      await send({
+      await this.send({
         method: 'notifications/progress',
-        params: { progressToken: token, progress: progress++, message },
+        params: { progressToken: token, progress: this.progress++, message },
       });
     }
-  };
+  }
 
-  let pending: { stream: StreamName; text: string }[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  let sent = Promise.resolve();
-  const flush = (): void => {
-    clearTimeout(timer);
-    timer = undefined;
-    const batch = pending;
-    pending = [];
-    sent = sent.then(async () => {
-      for (const { stream, text } of batch) await emit(stream, text, text);
-    });
-  };
-  const add = (stream: StreamName, text: string): void => {
-    if (text === '') return;
-    const last = pending[pending.length - 1];
-    if (last?.stream === stream) last.text += text;
-    else pending.push({ stream, text });
-    timer ??= setTimeout(flush, COALESCE_MS);
-  };
-
-  await emit('sandpit', { event: 'run_started', runId: handle.runId }, `run ${handle.runId} started`);
-  const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
-  for await (const chunk of handle.output) add(chunk.stream, decoders[chunk.stream].write(chunk.data));
-  add('stdout', decoders.stdout.end());
-  add('stderr', decoders.stderr.end());
-  flush();
-  await sent;
+  /** A client that went away must not fail the run: its result is still recorded for get_run. */
+  private send(n: ServerNotification): Promise<void> {
+    return this.extra.sendNotification(n).catch(() => undefined);
+  }
 }

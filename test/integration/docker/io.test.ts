@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import type { OutputChunk } from '../../../src/backends/output.js';
+import type { OutputChunk } from '../../../src/runner/capture.js';
 import { makeBackend, runId, runToEnd, spec } from '../../support/docker.js';
 
 let backend: DockerBackend;

@@ -128,7 +128,7 @@ test('an image outside the allowlist, or a limit over a ceiling, is refused befo
     policy: createPolicy(),
     logger: silentLogger(),
     metrics: createMetrics(),
-    admission: { maxConcurrent: 2, maxQueued: 2 },
+    slots: { maxConcurrent: 2, maxQueued: 2 },
   });
   for (const request of [
     { image: 'alpine:3', command: ['true'] },
@@ -137,7 +137,7 @@ test('an image outside the allowlist, or a limit over a ceiling, is refused befo
   ]) {
     let error: unknown;
     const events = await createsDuring(() =>
-      service.run(request, LOCAL_PRINCIPAL).catch((e: unknown) => (error = e)),
+      service.runs.run(request, LOCAL_PRINCIPAL).catch((e: unknown) => (error = e)),
     );
     assert.ok(error instanceof AppError && error.code === 'POLICY_DENIED', `refused: ${String(error)}`);
     assert.deepEqual(events, [], `no container was created for ${JSON.stringify(request)}`);

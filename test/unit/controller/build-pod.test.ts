@@ -5,7 +5,7 @@ import { buildConfigMap } from '../../../src/controller/build-config-map.js';
 import { buildNetworkPolicy, sameNetworkPolicySpec } from '../../../src/controller/build-network-policy.js';
 import { buildPod, JOB_KEY, LOOPBACK_NAMESERVER } from '../../../src/controller/build-pod.js';
 import { isControlledBy, ownerKey } from '../../../src/controller/children.js';
-import { encodeJob } from '../../../src/backends/runner/protocol.js';
+import { encodeJob } from '../../../src/runner/protocol.js';
 import { effective, RUN, SETTINGS } from './fixtures.js';
 
 const spec = effective({

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseExitReport } from '../../../src/controller/observe-pod.js';
+import { terminationReport } from '../../../src/controller/observe-pod.js';
 import { lastBytes, printable, toRunOutput } from '../../../src/controller/read-output.js';
 
 describe('the output tail', () => {
@@ -38,10 +38,10 @@ describe('the output tail', () => {
   });
 });
 
-describe('parseExitReport (the runner’s termination log)', () => {
+describe('terminationReport (the runner’s termination log)', () => {
   test('reads the runner’s JSON', () => {
     assert.deepEqual(
-      parseExitReport(
+      terminationReport(
         '{"exitCode":137,"signal":9,"timedOut":true,"oomKilled":false,"stdoutBytes":0,"stderrBytes":0,"durationMs":2000}',
       ),
       {
@@ -57,7 +57,7 @@ describe('parseExitReport (the runner’s termination log)', () => {
   });
   test('anything else is no report', () => {
     for (const t of [undefined, '', 'not json', '[]', '{"exitCode":"0"}', 'null'])
-      assert.equal(parseExitReport(t), undefined, String(t));
+      assert.equal(terminationReport(t), undefined, String(t));
   });
 });
 

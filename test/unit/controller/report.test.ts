@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { RunResultSchema } from '../../../src/api/run.js';
 import { buildEvent, type EventRecorder } from '../../../src/controller/events.js';
 import { createOperatorMetrics } from '../../../src/controller/metrics.js';
-import { reportTransition, toRunResult, type Transition } from '../../../src/controller/report.js';
+import { auditOutcome, reportTransition, type Transition } from '../../../src/controller/report.js';
 import { auditRecord } from '../../../src/observability/audit.js';
 import type { Logger } from '../../../src/observability/logger.js';
 import { effective, RUN } from './fixtures.js';
@@ -57,14 +56,16 @@ function recorder(): EventRecorder & { seen: string[] } {
 }
 
 describe('reporting a finished run', () => {
-  test('toRunResult is a valid shared RunResult', () => {
-    const r = toRunResult(finished);
-    assert.equal(RunResultSchema.safeParse(r).success, true);
-    assert.equal(r.runId, 'agents/hello');
-    assert.equal(r.exitCode, 3);
-    assert.equal(r.durationMs, 1500);
-    assert.equal(r.backend, 'kubernetes');
-    assert.equal(r.stdoutBytes, 5);
+  test('auditOutcome: how the status says the run ended', () => {
+    assert.deepEqual(auditOutcome(finished), {
+      runId: 'agents/hello',
+      phase: 'Failed',
+      reason: 'Error',
+      exitCode: 3,
+      durationMs: 1500,
+      stdoutBytes: 5,
+      stderrBytes: 0,
+    });
   });
 
   test('one audit record in the gateway’s format, one Warning event, metrics', async () => {
@@ -78,7 +79,7 @@ describe('reporting a finished run', () => {
     assert.equal(msg, 'audit');
     assert.deepEqual(
       record,
-      JSON.parse(JSON.stringify(auditRecord(spec, toRunResult(finished), 'ci-bot', 'kubernetes'))),
+      JSON.parse(JSON.stringify(auditRecord(spec, auditOutcome(finished), 'ci-bot', 'kubernetes'))),
     );
     assert.deepEqual(events.seen, ['Warning Failed: Error: the program exited with code 3']);
     const text = await metrics.registry.metrics();

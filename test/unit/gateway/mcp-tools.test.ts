@@ -34,7 +34,7 @@ before(async () => {
     policy: createPolicy(),
     logger: silentLogger(),
     metrics,
-    admission: { maxConcurrent: 1, maxQueued: 0 },
+    slots: { maxConcurrent: 1, maxQueued: 0 },
   });
   const server = createMcpServer({
     service,

@@ -1,17 +1,31 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RunResult } from '../../../src/api/run.js';
+import { LiveOutput } from '../../../src/gateway/live-output.js';
 import { RunStore, type RunRecord } from '../../../src/gateway/run-store.js';
+
+const limits = {
+  cpuMilli: 1000,
+  memoryBytes: 1,
+  pids: 1,
+  workspaceBytes: 1,
+  tmpBytes: 1,
+  timeoutSeconds: 1,
+  outputBytes: 1,
+  fileSizeBytes: 1,
+  openFiles: 1,
+};
 
 function record(runId: string): RunRecord {
   return {
     runId,
     principal: 'p',
     createdAt: 0,
+    subject: { template: 'python', image: 'sandpit/python:3.11', runtime: undefined, limits },
     controller: new AbortController(),
     result: undefined,
     settled: Promise.resolve(),
-    live: { stdout: '', stderr: '' },
+    live: new LiveOutput(),
   };
 }
 
@@ -52,25 +66,15 @@ test('active lists the runs without a result', () => {
   );
 });
 
-test('appendLive collects each stream separately', () => {
-  const s = new RunStore();
-  const r = record('a');
-  s.add(r);
-  s.appendLive(r, { stream: 'stdout', data: Buffer.from('he') });
-  s.appendLive(r, { stream: 'stderr', data: Buffer.from('warn') });
-  s.appendLive(r, { stream: 'stdout', data: Buffer.from('llo') });
-  assert.deepEqual(r.live, { stdout: 'hello', stderr: 'warn' });
-});
-
 test('finish stores the result, drops the live output, and the run stays readable', () => {
   const s = new RunStore();
   const r = record('a');
   s.add(r);
-  s.appendLive(r, { stream: 'stdout', data: Buffer.from('x') });
+  r.live?.add({ stream: 'stdout', data: Buffer.from('x') });
   const res = result('a');
   s.finish(r, res);
   assert.equal(s.get('a')?.result, res);
-  assert.deepEqual(s.get('a')?.live, { stdout: '', stderr: '' });
+  assert.equal(s.get('a')?.live, undefined);
 });
 
 test('finished history is bounded: the oldest finished runs go, live runs never do', () => {

@@ -23,6 +23,7 @@ describe('ErrorCodes', () => {
     ENGINE_UNAVAILABLE: [503, 69, true],
     IMAGE_NOT_FOUND: [503, 69, false],
     RUNTIME_NOT_FOUND: [503, 69, false],
+    IMAGE_OUTDATED: [503, 69, false],
     BACKEND_ERROR: [502, 70, true],
     INTERNAL: [500, 70, false],
   };

@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Logger } from '../../../observability/logger.js';
 import type { Metrics } from '../../../observability/metrics.js';
+import { backoffDelay } from '../../../shared/backoff.js';
+import { pollUntil, withTimeout } from '../../../shared/time.js';
 import { AttachedRunner } from '../attached-runner.js';
 import { buildContainerConfig, type ContainerShape } from '../container-config.js';
 import type { PoolOptions } from './pool-options.js';
@@ -15,7 +17,8 @@ import { poolKey, shapeOf } from './pool-key.js';
 import { WarmPool } from './warm-pool.js';
 
 const READY_TIMEOUT_MS = 30_000;
-const MAX_BACKOFF_MS = 30_000;
+/** Failed starts back off from this, doubling, so an engine that is down is not hammered. */
+const START_BACKOFF = { initialMs: 1000, maxMs: 30_000 };
 
 export interface PoolStats {
   template: string;
@@ -35,7 +38,7 @@ export class PoolManager {
   private readonly deps: PoolManagerDeps;
   private readonly pools = new Map<string, WarmPool>();
   private starting = 0;
-  /** Consecutive failed starts: the retry delay doubles with each, up to MAX_BACKOFF_MS. */
+  /** Consecutive failed starts: the retry delay doubles with each (START_BACKOFF). */
   private failures = 0;
   /** Moving average of how long a pool container takes to start and report ready. */
   private startSeconds = 0.4;
@@ -75,14 +78,12 @@ export class PoolManager {
   }
 
   /** Resolves once every pool holds at least `minIdle` ready containers (or the timeout passes). */
-  async filled(timeoutMs = 30_000): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+  filled(timeoutMs = 30_000): Promise<boolean> {
     const { minIdle } = this.deps.options;
-    while (Date.now() < deadline) {
-      if ([...this.pools.values()].every((p) => p.idleCount >= minIdle)) return true;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return false;
+    return pollUntil(() => [...this.pools.values()].every((p) => p.idleCount >= minIdle), {
+      intervalMs: 50,
+      timeoutMs,
+    });
   }
 
   stats(): PoolStats[] {
@@ -151,7 +152,12 @@ export class PoolManager {
       let runner: AttachedRunner | undefined;
       try {
         runner = await AttachedRunner.start(this.deps.docker, config);
-        await withTimeout(runner.reader.ready, READY_TIMEOUT_MS, 'the pool container did not report ready');
+        const ready = await withTimeout(
+          runner.ready(),
+          READY_TIMEOUT_MS,
+          'the pool container did not report ready',
+        );
+        if (!ready) throw new Error('the pool container exited before it was ready');
         const seconds = (Date.now() - started) / 1000;
         this.startSeconds = this.startSeconds * 0.8 + seconds * 0.2;
         this.deps.metrics?.poolRefill.observe({ template: pool.label }, seconds);
@@ -164,7 +170,7 @@ export class PoolManager {
         this.failures = 0;
       } catch (e) {
         this.failures++;
-        const retryInMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** this.failures);
+        const retryInMs = backoffDelay(this.failures, START_BACKOFF);
         // Warn once per streak: an engine that is down would otherwise be reported every second.
         const fields = { template: pool.label, err: (e as Error).message, retryInMs };
         if (this.failures === 1) this.deps.logger?.warn(fields, 'a pool container failed to start');
@@ -223,10 +229,3 @@ export class PoolManager {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms))),
-  ]);
-}

@@ -20,7 +20,7 @@ export function registerCancelRun(server: McpServer, deps: ToolDeps): void {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     instrument('cancel_run', deps, async ({ runId }: z.infer<typeof RunIdInput>, extra) => {
-      const result = await deps.service.cancelRun(runId, principalOf(extra, deps));
+      const result = await deps.service.runs.cancel(runId, principalOf(extra, deps));
       return toolResult(RunResultOutput, result, renderRun(result));
     }),
   );

@@ -19,7 +19,7 @@ export function registerGetRun(server: McpServer, deps: ToolDeps): void {
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     instrument('get_run', deps, async ({ runId }: z.infer<typeof RunIdInput>, extra) => {
-      const result = deps.service.getRun(runId, principalOf(extra, deps));
+      const result = deps.service.runs.get(runId, principalOf(extra, deps));
       return Promise.resolve(toolResult(RunResultOutput, result, renderRun(result)));
     }),
   );

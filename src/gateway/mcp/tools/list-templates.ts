@@ -17,7 +17,7 @@ export function registerListTemplates(server: McpServer, deps: ToolDeps): void {
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     instrument('list_templates', deps, async (_args: unknown, extra) => {
-      const templates = deps.service.listTemplates(principalOf(extra, deps));
+      const templates = deps.service.templates(principalOf(extra, deps));
       const text = templates
         .map(
           (t) =>

@@ -9,7 +9,7 @@ import {
   resultFromStatus,
   type FinishedRun,
 } from '../../../../src/backends/kubernetes/run-result.js';
-import { StreamCapture } from '../../../../src/backends/output.js';
+import { StreamCapture } from '../../../../src/runner/capture.js';
 import { evaluate, type EffectiveSpec } from '../../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
 

@@ -2,10 +2,10 @@
  * Turns the runner's frames into live chunks and a final outcome. One reader lives as long as the
  * container's attach stream; `begin()` starts the (single) job's capture.
  */
-import type { CapturedStream, OutputChunk, StreamName } from '../output.js';
-import { StreamCapture } from '../output.js';
-import type { ExitReport, OutputWindow } from './protocol.js';
-import { FrameDecoder } from './protocol.js';
+import type { CapturedStream } from '../api/result.js';
+import { AppError } from '../shared/errors.js';
+import { StreamCapture, type OutputChunk, type StreamName } from './capture.js';
+import { FrameDecoder, MIN_PROTOCOL_VERSION, type ExitReport, type OutputWindow } from './protocol.js';
 
 export interface RunnerOutcome {
   exit: ExitReport | undefined;
@@ -25,10 +25,10 @@ export class RunnerReader {
   private onChunk: (chunk: OutputChunk) => void = () => {};
   private exit: ExitReport | undefined;
   private failure: string | undefined;
-  private readyResolve!: () => void;
+  private readyResolve!: (version: number) => void;
   private doneResolve!: () => void;
-  /** Resolves when the runner says it waits for a job. */
-  readonly ready = new Promise<void>((r) => (this.readyResolve = r));
+  /** Resolves with the runner's protocol version when it says it waits for a job. */
+  readonly ready = new Promise<number>((r) => (this.readyResolve = r));
   /** Resolves on the exit frame, a failure frame or a malformed stream. */
   readonly done = new Promise<void>((r) => (this.doneResolve = r));
 
@@ -54,7 +54,7 @@ export class RunnerReader {
     for (const frame of frames) {
       switch (frame.type) {
         case 'ready':
-          this.readyResolve();
+          this.readyResolve(frame.version);
           break;
         case 'stdout':
         case 'stderr': {
@@ -90,4 +90,14 @@ export class RunnerReader {
       stderr: this.capture.stderr.finish(this.exit?.stderrBytes),
     };
   }
+}
+
+/** Refuses a runner older than this code speaks: its image predates the protocol. */
+export function checkRunnerVersion(version: number, image: string): void {
+  if (version >= MIN_PROTOCOL_VERSION) return;
+  throw new AppError(
+    'IMAGE_OUTDATED',
+    `the runner in image ${image} speaks protocol ${version}; this sandpit needs ${MIN_PROTOCOL_VERSION} or later`,
+    { hint: 'rebuild the sandbox images: `sandpit images build`' },
+  );
 }

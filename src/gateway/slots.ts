@@ -1,11 +1,11 @@
 /**
- * Concurrency limits: a global cap with a bounded wait queue, and per-principal caps. Over a limit
+ * Concurrency slots: a global cap with a bounded wait queue, and per-principal caps. Over a limit
  * the caller gets BUSY at once; the queue never grows past its bound.
  */
 import { AppError } from '../shared/errors.js';
 import { cancelled } from '../shared/abort.js';
 
-export interface AdmissionOptions {
+export interface SlotOptions {
   maxConcurrent: number;
   maxQueued: number;
   /** Longest a queued run waits for a slot before it gets BUSY. */
@@ -20,13 +20,13 @@ interface Waiter {
 const busy = (message: string): AppError =>
   new AppError('BUSY', `busy, retry later: ${message}`, { hint: 'wait a moment and send the request again' });
 
-export class Admission {
+export class Slots {
   private running = 0;
   private readonly queue: Waiter[] = [];
   private readonly perPrincipal = new Map<string, number>();
-  private readonly options: Required<AdmissionOptions>;
+  private readonly options: Required<SlotOptions>;
 
-  constructor(options: AdmissionOptions) {
+  constructor(options: SlotOptions) {
     this.options = { maxWaitMs: 30_000, ...options };
   }
 

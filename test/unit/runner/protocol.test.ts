@@ -4,9 +4,10 @@ import {
   encodeJob,
   FrameDecoder,
   outputWindow,
+  PROTOCOL_VERSION,
   type Frame,
-} from '../../../../src/backends/runner/protocol.js';
-import type { EffectiveSpec } from '../../../../src/policy/evaluate.js';
+} from '../../../src/runner/protocol.js';
+import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
 
 function spec(
   overrides: Partial<EffectiveSpec> = {},
@@ -170,7 +171,7 @@ describe('FrameDecoder', () => {
     frame('X', JSON.stringify(exit)),
   ]);
   const want: Frame[] = [
-    { type: 'ready' },
+    { type: 'ready', version: 1 },
     { type: 'stdout', data: Buffer.from('hello') },
     { type: 'stderr', data: Buffer.from('err') },
     { type: 'stdout', data: Buffer.alloc(0) },
@@ -213,13 +214,13 @@ describe('FrameDecoder', () => {
     assert.equal(d.pendingBytes, 0);
   });
 
-  test('an exit report with missing or mistyped fields reads as zeros and false', () => {
+  test('an exit report without its optional fields reads them as zeros and false', () => {
     const d = new FrameDecoder();
-    assert.deepEqual(d.push(frame('X', '{"exitCode":"1","timedOut":"true","oomKilled":1,"signal":9}')), [
+    assert.deepEqual(d.push(frame('X', '{"exitCode":1,"signal":9}')), [
       {
         type: 'exit',
         report: {
-          exitCode: 0,
+          exitCode: 1,
           signal: 9,
           timedOut: false,
           oomKilled: false,
@@ -229,6 +230,24 @@ describe('FrameDecoder', () => {
         },
       },
     ]);
+  });
+
+  test('an exit report with a missing or mistyped field throws: it is never read as a success', () => {
+    for (const bad of [
+      '{}',
+      '{"exitCode":"0"}',
+      '{"exitCode":0,"timedOut":"true"}',
+      '{"exitCode":0,"oomKilled":1}',
+      'null',
+    ])
+      assert.throws(() => new FrameDecoder().push(frame('X', bad)), Error, bad);
+  });
+
+  test('the ready frame carries the protocol version; a runner that sends none speaks version 1', () => {
+    const v = Buffer.alloc(4);
+    v.writeUInt32BE(PROTOCOL_VERSION);
+    assert.deepEqual(new FrameDecoder().push(frame('R', v)), [{ type: 'ready', version: PROTOCOL_VERSION }]);
+    assert.deepEqual(new FrameDecoder().push(frame('R')), [{ type: 'ready', version: 1 }]);
   });
 
   test('an unknown frame type throws, naming the byte', () => {

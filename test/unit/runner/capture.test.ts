@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { looksBinary, StreamCapture } from '../../../src/backends/output.js';
+import { looksBinary, StreamCapture } from '../../../src/runner/capture.js';
 
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
 const cap = (headBytes: number, tailBytes: number): StreamCapture =>

@@ -1,8 +1,19 @@
 /**
- * The wire protocol of `sandpit-runner` (images/runner/sandpit-runner.c): a job goes in as one frame,
- * output and the exit status come back as frames. Both backends and the warm pool speak it.
+ * The wire protocol of `sandpit-runner` (images/runner/sandpit-runner.c), its one contract: a job
+ * goes in as one frame, output and the exit status come back as frames (or, in --plain mode on
+ * Kubernetes, the exit report goes to the termination log). Both backends, the warm pool and the
+ * operator speak it.
  */
-import type { EffectiveSpec } from '../../policy/evaluate.js';
+import * as z from 'zod';
+import type { EffectiveSpec } from '../policy/evaluate.js';
+
+/**
+ * The protocol version this code speaks; the runner announces its own in the ready frame (a
+ * runner that announces none speaks version 1). Bump it, and the runner's, with every change.
+ */
+export const PROTOCOL_VERSION = 2;
+/** The oldest runner this code accepts. */
+export const MIN_PROTOCOL_VERSION = 2;
 
 const MAGIC = Buffer.from('SPJ1');
 
@@ -55,18 +66,27 @@ export function encodeJob(spec: EffectiveSpec): Buffer {
   return Buffer.concat([MAGIC, u32(body.length), body]);
 }
 
-export interface ExitReport {
-  exitCode: number;
-  signal: number;
-  timedOut: boolean;
-  oomKilled: boolean;
-  stdoutBytes: number;
-  stderrBytes: number;
-  durationMs: number;
+const count = z.number().int().min(0).default(0);
+
+/** The runner's exit report ('X' frame, or the termination log in --plain mode). */
+export const ExitReportSchema = z.object({
+  exitCode: z.number().int(),
+  signal: count,
+  timedOut: z.boolean().default(false),
+  oomKilled: z.boolean().default(false),
+  stdoutBytes: count,
+  stderrBytes: count,
+  durationMs: z.number().min(0).default(0),
+});
+export type ExitReport = z.infer<typeof ExitReportSchema>;
+
+/** Parses an exit report; throws on anything that is not one (the sandbox is never trusted). */
+export function parseExitReport(text: string): ExitReport {
+  return ExitReportSchema.parse(JSON.parse(text));
 }
 
 export type Frame =
-  | { type: 'ready' }
+  | { type: 'ready'; version: number }
   | { type: 'stdout' | 'stderr'; data: Buffer }
   | { type: 'tail'; stream: 'stdout' | 'stderr'; data: Buffer }
   | { type: 'exit'; report: ExitReport }
@@ -107,7 +127,7 @@ export class FrameDecoder {
 function decodeFrame(type: string, data: Buffer): Frame {
   switch (type) {
     case 'R':
-      return { type: 'ready' };
+      return { type: 'ready', version: data.length >= 4 ? data.readUInt32BE(0) : 1 };
     case 'O':
       return { type: 'stdout', data };
     case 'E':
@@ -115,24 +135,10 @@ function decodeFrame(type: string, data: Buffer): Frame {
     case 'T':
       return { type: 'tail', stream: data[0] === 2 ? 'stderr' : 'stdout', data: data.subarray(1) };
     case 'X':
-      return { type: 'exit', report: parseExit(data) };
+      return { type: 'exit', report: parseExitReport(data.toString('utf8')) };
     case 'F':
       return { type: 'failure', message: data.toString('utf8') };
     default:
       throw new Error(`unknown runner frame type 0x${type.charCodeAt(0).toString(16)}`);
   }
-}
-
-function parseExit(data: Buffer): ExitReport {
-  const raw = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
-  const num = (k: string): number => (typeof raw[k] === 'number' ? raw[k] : 0);
-  return {
-    exitCode: num('exitCode'),
-    signal: num('signal'),
-    timedOut: raw.timedOut === true,
-    oomKilled: raw.oomKilled === true,
-    stdoutBytes: num('stdoutBytes'),
-    stderrBytes: num('stderrBytes'),
-    durationMs: num('durationMs'),
-  };
 }

@@ -2,20 +2,14 @@
  * What a run's output becomes for a caller (an LLM, mostly): head and tail kept, byte counts exact,
  * binary output described instead of dumped. Memory held per stream is bounded by the window.
  */
-import type { OutputWindow } from './runner/protocol.js';
+import type { CapturedStream } from '../api/result.js';
+import type { OutputWindow } from './protocol.js';
 
 export type StreamName = 'stdout' | 'stderr';
 
 export interface OutputChunk {
   stream: StreamName;
   data: Buffer;
-}
-
-export interface CapturedStream {
-  text: string;
-  bytes: number;
-  truncated: boolean;
-  binary: boolean;
 }
 
 /** Collects one stream: keeps at most `headBytes` live bytes and the `tailBytes` the runner reports at the end. */

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { OutputChunk } from '../../../../src/backends/output.js';
-import { RunnerReader } from '../../../../src/backends/runner/reader.js';
+import type { OutputChunk } from '../../../src/runner/capture.js';
+import { MIN_PROTOCOL_VERSION } from '../../../src/runner/protocol.js';
+import { checkRunnerVersion, RunnerReader } from '../../../src/runner/reader.js';
+import { AppError } from '../../../src/shared/errors.js';
 
 function frame(type: string, data: Buffer | string = Buffer.alloc(0)): Buffer {
   const payload = typeof data === 'string' ? Buffer.from(data) : data;
@@ -22,12 +24,25 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
-test('ready resolves on the R frame, not before', async () => {
+test('ready resolves on the R frame, not before, with the runner’s protocol version', async () => {
   const r = new RunnerReader();
   assert.equal(await settled(r.ready), false);
-  r.push(frame('R'));
+  r.push(frame('R', Buffer.from([0, 0, 0, 7])));
   assert.equal(await settled(r.ready), true);
+  assert.equal(await r.ready, 7);
   assert.equal(r.finished, false);
+});
+
+test('checkRunnerVersion refuses a runner older than the protocol, naming the image and the fix', () => {
+  checkRunnerVersion(MIN_PROTOCOL_VERSION, 'sandpit/python:3.11');
+  assert.throws(
+    () => checkRunnerVersion(MIN_PROTOCOL_VERSION - 1, 'sandpit/python:3.11'),
+    (e: unknown) =>
+      e instanceof AppError &&
+      e.code === 'IMAGE_OUTDATED' &&
+      e.message.includes('sandpit/python:3.11') &&
+      (e.hint ?? '').includes('sandpit images build'),
+  );
 });
 
 test('a whole run: live chunks, tails, exit report, captured streams with exact counts', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
-import { Admission } from '../../../src/gateway/admission.js';
+import { Slots } from '../../../src/gateway/slots.js';
 import { AppError } from '../../../src/shared/errors.js';
 
 const isBusy = (e: unknown): boolean => e instanceof AppError && e.code === 'BUSY' && e.retryable;
@@ -38,14 +38,14 @@ function track<T>(p: Promise<T>): {
 
 describe('global cap and bounded queue', () => {
   test('runs up to maxConcurrent at once', async () => {
-    const a = new Admission({ maxConcurrent: 2, maxQueued: 0 });
+    const a = new Slots({ maxConcurrent: 2, maxQueued: 0 });
     await a.acquire('p', undefined);
     await a.acquire('q', undefined);
     assert.deepEqual(a.stats, { running: 2, queued: 0 });
   });
 
   test('past the cap, callers queue up to maxQueued; beyond that, BUSY at once', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 2 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 2 });
     await a.acquire('p', undefined);
     const w1 = track(a.acquire('p', undefined, leftover.signal));
     const w2 = track(a.acquire('p', undefined, leftover.signal));
@@ -66,13 +66,13 @@ describe('global cap and bounded queue', () => {
   });
 
   test('maxQueued 0: BUSY as soon as every slot is taken', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 0 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 0 });
     await a.acquire('p', undefined);
     await assert.rejects(a.acquire('q', undefined), isBusy);
   });
 
   test('release hands the slot to the next waiter, first come first served', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 5 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 5 });
     const release0 = await a.acquire('p', undefined);
     const order: number[] = [];
     const waiters = [1, 2, 3].map((i) =>
@@ -97,7 +97,7 @@ describe('global cap and bounded queue', () => {
   });
 
   test('releasing twice gives back one slot only', async () => {
-    const a = new Admission({ maxConcurrent: 2, maxQueued: 0 });
+    const a = new Slots({ maxConcurrent: 2, maxQueued: 0 });
     const r1 = await a.acquire('p', undefined);
     await a.acquire('p', undefined);
     r1();
@@ -108,7 +108,7 @@ describe('global cap and bounded queue', () => {
   });
 
   test('a double release does not hand out a second queued slot', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 2 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 2 });
     const r0 = await a.acquire('p', undefined);
     const w1 = track(a.acquire('p', undefined, leftover.signal));
     const w2 = track(a.acquire('p', undefined, leftover.signal));
@@ -123,7 +123,7 @@ describe('global cap and bounded queue', () => {
 
 describe('per-principal cap', () => {
   test('a principal at its limit gets BUSY even with free slots; others are not affected', async () => {
-    const a = new Admission({ maxConcurrent: 10, maxQueued: 10 });
+    const a = new Slots({ maxConcurrent: 10, maxQueued: 10 });
     const r = await a.acquire('alice', 1);
     await assert.rejects(a.acquire('alice', 1), (e: unknown) => {
       assert.ok(isBusy(e));
@@ -136,13 +136,13 @@ describe('per-principal cap', () => {
   });
 
   test('no principal limit: only the global cap applies', async () => {
-    const a = new Admission({ maxConcurrent: 3, maxQueued: 0 });
+    const a = new Slots({ maxConcurrent: 3, maxQueued: 0 });
     for (let i = 0; i < 3; i++) await a.acquire('alice', undefined);
     await assert.rejects(a.acquire('alice', undefined), /the server's limit/);
   });
 
   test('queued runs count against the principal', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 10 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 10 });
     await a.acquire('other', undefined);
     track(a.acquire('alice', 2, leftover.signal));
     track(a.acquire('alice', 2, leftover.signal));
@@ -151,7 +151,7 @@ describe('per-principal cap', () => {
   });
 
   test('the principal check comes before the queue check', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 0 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 0 });
     await a.acquire('alice', 1);
     await assert.rejects(a.acquire('alice', 1), /"alice" already has 1/);
   });
@@ -159,7 +159,7 @@ describe('per-principal cap', () => {
 
 describe('abort and timeouts while queued', () => {
   test('aborting a queued caller rejects it with CANCELLED and frees its queue place and principal count', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 1 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 1 });
     const r0 = await a.acquire('other', undefined);
     const c = new AbortController();
     const w = a.acquire('alice', 1, c.signal);
@@ -178,7 +178,7 @@ describe('abort and timeouts while queued', () => {
   });
 
   test('an AppError abort reason is what the caller gets', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 1 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 1 });
     await a.acquire('p', undefined);
     const c = new AbortController();
     const w = a.acquire('p', undefined, c.signal);
@@ -188,7 +188,7 @@ describe('abort and timeouts while queued', () => {
   });
 
   test('an aborted waiter is skipped: release goes to the next one', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 2 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 2 });
     const r0 = await a.acquire('p', undefined);
     const c = new AbortController();
     const w1 = a.acquire('p', undefined, c.signal);
@@ -202,7 +202,7 @@ describe('abort and timeouts while queued', () => {
   });
 
   test('aborting after the slot was granted changes nothing', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 1 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 1 });
     const r0 = await a.acquire('p', undefined);
     const c = new AbortController();
     const w = a.acquire('p', undefined, c.signal);
@@ -215,7 +215,7 @@ describe('abort and timeouts while queued', () => {
   });
 
   test('an already-aborted signal is refused at once, with or without a free slot, and holds nothing', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 60_000 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 60_000 });
     await assert.rejects(a.acquire('alice', 1, AbortSignal.abort()), isCancelled);
     assert.deepEqual(a.stats, { running: 0, queued: 0 });
     await a.acquire('other', undefined);
@@ -230,7 +230,7 @@ describe('abort and timeouts while queued', () => {
   });
 
   test('maxWaitMs: a caller that waits too long gets BUSY and leaves the queue', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 30 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 30 });
     await a.acquire('p', undefined);
     const t0 = performance.now();
     await assert.rejects(a.acquire('alice', 1), (e: unknown) => {
@@ -247,7 +247,7 @@ describe('abort and timeouts while queued', () => {
   });
 
   test('a waiter granted in time is not timed out later', async () => {
-    const a = new Admission({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 40 });
+    const a = new Slots({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 40 });
     const r0 = await a.acquire('p', undefined);
     const w = track(a.acquire('p', undefined));
     setTimeout(r0, 5);
@@ -259,7 +259,7 @@ describe('abort and timeouts while queued', () => {
 });
 
 test('many callers: never more than maxConcurrent at once, and everyone runs', async () => {
-  const a = new Admission({ maxConcurrent: 3, maxQueued: 100 });
+  const a = new Slots({ maxConcurrent: 3, maxQueued: 100 });
   let active = 0;
   let peak = 0;
   const work = async (i: number): Promise<number> => {

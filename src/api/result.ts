@@ -1,0 +1,82 @@
+/**
+ * The RunResult every transport returns, built one way for every backend: an outcome (classified
+ * from facts, or read from a SandboxRun's status), the captured output, and what ran. Pure.
+ */
+import { formatCpu } from '../shared/quantity.js';
+import type { Outcome } from './outcome.js';
+import type { EffectiveLimits, EffectiveLimitsView, RunResult } from './run.js';
+
+/** One output stream as a caller sees it: capped text, the exact byte count, and flags. */
+export interface CapturedStream {
+  text: string;
+  bytes: number;
+  truncated: boolean;
+  binary: boolean;
+}
+
+export const EMPTY_STREAM: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };
+
+/** What ran: the parts of the effective spec a result names. */
+export interface RunSubject {
+  template: string | undefined;
+  image: string;
+  runtime: string | undefined;
+  limits: EffectiveLimits;
+}
+
+/** The limits a run had, as results show them. */
+export function limitsView(limits: EffectiveLimits): EffectiveLimitsView {
+  return {
+    cpu: formatCpu(limits.cpuMilli),
+    memoryBytes: limits.memoryBytes,
+    pids: limits.pids,
+    workspaceBytes: limits.workspaceBytes,
+    tmpBytes: limits.tmpBytes,
+    timeoutSeconds: limits.timeoutSeconds,
+    outputBytes: limits.outputBytes,
+  };
+}
+
+export interface ResultInput {
+  runId: string;
+  subject: RunSubject;
+  outcome: Outcome;
+  stdout?: CapturedStream | undefined;
+  stderr?: CapturedStream | undefined;
+  startedAt: number;
+  /** Undefined while the run is still going: no finishedAt, and the duration so far is `now - startedAt`. */
+  finishedAt: number | undefined;
+  now?: number;
+  backend: string;
+  served?: 'cold' | 'warm' | undefined;
+}
+
+export function buildResult(input: ResultInput): RunResult {
+  const { subject, outcome } = input;
+  const stdout = input.stdout ?? EMPTY_STREAM;
+  const stderr = input.stderr ?? EMPTY_STREAM;
+  const end = input.finishedAt ?? input.now ?? Date.now();
+  return {
+    runId: input.runId,
+    phase: outcome.phase,
+    ...(outcome.reason ? { reason: outcome.reason } : {}),
+    ...(outcome.message ? { message: outcome.message } : {}),
+    exitCode: outcome.exitCode,
+    timedOut: outcome.phase === 'TimedOut',
+    stdout: stdout.text,
+    stderr: stderr.text,
+    truncated: stdout.truncated || stderr.truncated,
+    stdoutBytes: stdout.bytes,
+    stderrBytes: stderr.bytes,
+    binaryOutput: stdout.binary || stderr.binary,
+    durationMs: end - input.startedAt,
+    ...(subject.template ? { template: subject.template } : {}),
+    image: subject.image,
+    ...(subject.runtime ? { runtime: subject.runtime } : {}),
+    backend: input.backend,
+    ...(input.served ? { served: input.served } : {}),
+    limits: limitsView(subject.limits),
+    createdAt: new Date(input.startedAt).toISOString(),
+    ...(input.finishedAt !== undefined ? { finishedAt: new Date(input.finishedAt).toISOString() } : {}),
+  };
+}

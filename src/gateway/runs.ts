@@ -1,0 +1,244 @@
+/**
+ * The run use cases: plan, start, get and cancel one-shot runs. Every transport (CLI, MCP, HTTP)
+ * calls these, so behaviour cannot drift between them.
+ */
+import { randomBytes } from 'node:crypto';
+import { classify, failedFacts } from '../api/outcome.js';
+import { buildResult } from '../api/result.js';
+import { RunRequestSchema, type RunResult } from '../api/run.js';
+import { parseInput } from '../api/validate.js';
+import type { RunExecution } from '../backends/types.js';
+import { auditRecord, writeAudit } from '../observability/audit.js';
+import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
+import { onAbort } from '../shared/abort.js';
+import { AppError, policyDenied, toAppError } from '../shared/errors.js';
+import type { GatewayDeps } from './deps.js';
+import { LiveOutput, type LiveChunk } from './live-output.js';
+import type { Principal } from './principal.js';
+import { RunStore, type RunRecord } from './run-store.js';
+
+export interface RunHandle {
+  runId: string;
+  /** Resolves for every program outcome; rejects only when the run could not be carried out. */
+  result: Promise<RunResult>;
+}
+
+export interface StartRunOptions {
+  /** Aborting cancels the run. */
+  signal?: AbortSignal | undefined;
+  /** Each piece of output as the program writes it (the head of each stream). */
+  onOutput?: ((chunk: LiveChunk) => void) | undefined;
+}
+
+interface LaunchedRun {
+  execution: RunExecution;
+  /** Settles once every chunk of output has been handed on. */
+  relayed: Promise<void>;
+  record: RunRecord;
+  spec: EffectiveSpec;
+}
+
+export function newRunId(): string {
+  return `run-${randomBytes(6).toString('hex')}`;
+}
+
+export class RunUseCases {
+  private readonly deps: GatewayDeps;
+  private readonly store = new RunStore();
+
+  constructor(deps: GatewayDeps) {
+    this.deps = deps;
+  }
+
+  /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
+  plan(input: unknown, principal: Principal): EffectiveSpec {
+    const request = parseInput(RunRequestSchema, input, 'run request');
+    const evaluation = evaluate(request, this.deps.policy, principal.scope);
+    if (!evaluation.ok) throw policyDenied(evaluation.violations);
+    return evaluation.spec;
+  }
+
+  /**
+   * Starts a run once a slot is free. Rejects (before any sandbox exists) with INVALID_REQUEST,
+   * POLICY_DENIED or BUSY; afterwards every outcome is a result.
+   */
+  async start(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunHandle> {
+    const { metrics, logger, slots } = this.deps;
+    let spec: EffectiveSpec;
+    let release: () => void;
+    try {
+      spec = this.plan(input, principal);
+      metrics.queuedRuns.inc();
+      try {
+        release = await slots.acquire(principal.name, principal.maxConcurrentRuns, options.signal);
+      } finally {
+        metrics.queuedRuns.dec();
+      }
+    } catch (e) {
+      const err = toAppError(e);
+      metrics.rejected.inc({ code: err.code });
+      logger.info(
+        { principal: principal.name, errorCode: err.code, violations: err.violations },
+        'run refused',
+      );
+      throw err;
+    }
+    return this.launch(spec, principal, release, options);
+  }
+
+  /** Starts a run and waits for its result. */
+  async run(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunResult> {
+    const handle = await this.start(input, principal, options);
+    return handle.result;
+  }
+
+  private launch(
+    spec: EffectiveSpec,
+    principal: Principal,
+    release: () => void,
+    options: StartRunOptions,
+  ): RunHandle {
+    const { backend, logger, metrics } = this.deps;
+    const runId = newRunId();
+    const controller = new AbortController();
+    const detach = onAbort(options.signal, () => controller.abort(options.signal?.reason));
+    let settle!: () => void;
+    const record: RunRecord = {
+      runId,
+      principal: principal.name,
+      createdAt: Date.now(),
+      subject: spec,
+      controller,
+      result: undefined,
+      settled: new Promise<void>((r) => (settle = r)),
+      live: new LiveOutput(),
+    };
+    this.store.add(record);
+    metrics.activeRuns.inc({ backend: backend.name });
+    logger.debug(
+      { runId, principal: principal.name, template: spec.template, image: spec.image },
+      'run started',
+    );
+    const execution = backend.start(spec, { runId, signal: controller.signal, principal: principal.name });
+    const relayed = this.relay(execution, record, options.onOutput);
+    const result = this.outcome({ execution, relayed, record, spec }, principal).finally(() => {
+      detach();
+      metrics.activeRuns.dec({ backend: backend.name });
+      release();
+      settle();
+    });
+    return { runId, result };
+  }
+
+  /** The one consumer of the backend's output: decoded once, kept for get_run, handed on. */
+  private async relay(
+    execution: RunExecution,
+    record: RunRecord,
+    onOutput: StartRunOptions['onOutput'],
+  ): Promise<void> {
+    const live = record.live;
+    if (!live) return;
+    const hand = (chunk: LiveChunk): void => {
+      try {
+        onOutput?.(chunk);
+      } catch {
+        // A transport that fails to take output does not fail the run.
+      }
+    };
+    for await (const chunk of execution.output) hand(live.add(chunk));
+    for (const rest of live.end()) hand(rest);
+  }
+
+  /**
+   * The run's result, recorded, counted and audited, once all its output has been handed on; a
+   * failed sandbox is a result too.
+   */
+  private async outcome(run: LaunchedRun, principal: Principal): Promise<RunResult> {
+    const { backend, logger, metrics } = this.deps;
+    const { execution, record, spec } = run;
+    const failed = (err: AppError): RunResult =>
+      buildResult({
+        runId: record.runId,
+        subject: spec,
+        outcome: classify(failedFacts(err.message)),
+        startedAt: record.createdAt,
+        finishedAt: Date.now(),
+        backend: backend.name,
+      });
+    let res: RunResult;
+    try {
+      res = await execution.result;
+      await run.relayed;
+    } catch (e) {
+      await run.relayed;
+      const err = toAppError(e, 'BACKEND_ERROR');
+      logger.warn(
+        { runId: record.runId, errorCode: err.code, err: err.message },
+        'run failed in the backend',
+      );
+      if (err.code !== 'BACKEND_ERROR') {
+        this.store.finish(record, failed(err));
+        throw err;
+      }
+      res = failed(err);
+    }
+    this.store.finish(record, res);
+    metrics.runs.inc({ backend: backend.name, phase: res.phase, reason: res.reason ?? '' });
+    metrics.runDuration.observe(
+      { backend: backend.name, served: res.served ?? 'cold' },
+      res.durationMs / 1000,
+    );
+    writeAudit(logger, auditRecord(spec, res, principal.name, backend.name));
+    return res;
+  }
+
+  /** The run's current state; a principal sees only its own runs. */
+  get(runId: string, principal: Principal): RunResult {
+    const record = this.find(runId, principal);
+    if (record.result) return record.result;
+    const live = record.live?.text ?? { stdout: '', stderr: '' };
+    const stream = (text: string) => ({
+      text,
+      bytes: Buffer.byteLength(text),
+      truncated: false,
+      binary: false,
+    });
+    return buildResult({
+      runId,
+      subject: record.subject,
+      outcome: { phase: 'Running', exitCode: null },
+      stdout: stream(live.stdout),
+      stderr: stream(live.stderr),
+      startedAt: record.createdAt,
+      finishedAt: undefined,
+      backend: this.deps.backend.name,
+    });
+  }
+
+  /** Cancels a live run and waits until its sandbox is stopped; a finished run is returned as it is. */
+  async cancel(runId: string, principal: Principal): Promise<RunResult> {
+    const record = this.find(runId, principal);
+    if (!record.result) {
+      record.controller.abort(new AppError('CANCELLED', 'the run was cancelled'));
+      await record.settled;
+    }
+    return this.get(runId, principal);
+  }
+
+  /** Cancels every live run and waits until each has settled. */
+  async cancelAll(message: string): Promise<void> {
+    const active = this.store.active();
+    for (const record of active) record.controller.abort(new AppError('CANCELLED', message));
+    await Promise.all(active.map((r) => r.settled));
+  }
+
+  private find(runId: string, principal: Principal): RunRecord {
+    const record = this.store.get(runId);
+    if (!record || record.principal !== principal.name) {
+      throw new AppError('NOT_FOUND', `no run ${runId}`, {
+        hint: 'runs are kept for a while after they end; check the id',
+      });
+    }
+    return record;
+  }
+}
