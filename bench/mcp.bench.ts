@@ -15,7 +15,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { loadContext, wireDocker } from '../src/cmd/context.js';
+import { loadContext, wireDocker } from '../src/cmd/wiring.js';
 import { LOCAL_PRINCIPAL } from '../src/gateway/principal.js';
 import { cleanEnv, connectHttp, connectStdio, ensureBuilt, startServe } from '../test/e2e/helpers.js';
 import { requireDocker } from '../test/support/docker.js';

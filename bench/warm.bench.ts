@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
-import { loadContext, wireDocker } from '../src/cmd/context.js';
+import { loadContext, wireDocker } from '../src/cmd/wiring.js';
 import { requireDocker } from '../test/support/docker.js';
 import { interleaved, percentile, report, target } from './stats.js';
 import { runCode, startHttpGateway, type HttpGateway } from './support/mcp-http.js';

@@ -5,12 +5,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { loadContext } from '../../src/cmd/context.js';
+import { loadContext } from '../../src/cmd/wiring.js';
 import { createAuthenticator } from '../../src/gateway/auth.js';
 import { bodyLimitFor, createHttpApp } from '../../src/gateway/http/app.js';
 import { LOOPBACK_HOSTS } from '../../src/gateway/http/host-validation.js';
 import { listen, type Listening } from '../../src/gateway/http/listen.js';
-import { createMcpHttp, type McpHttp } from '../../src/gateway/mcp/http.js';
+import type { McpHttp } from '../../src/gateway/http/app.js';
+import { createMcpHttp } from '../../src/gateway/mcp/http.js';
 import { LOCAL_PRINCIPAL } from '../../src/gateway/principal.js';
 import type { SandpitService } from '../../src/gateway/service.js';
 import { createMetrics } from '../../src/observability/metrics.js';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `sandpit` command: dispatches to one subcommand; every subcommand has --help. */
-import { reportError } from './context.js';
+import { packageVersion, reportError } from './process.js';
 import { doctorCommand } from './doctor.js';
 import { imagesCommand } from './images.js';
 import { runCommand } from './run.js';
@@ -41,12 +41,6 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   operator: async () => (await import('./operator.js')).operatorCommand,
 };
 
-async function version(): Promise<string> {
-  const { createRequire } = await import('node:module');
-  const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
-  return pkg.version;
-}
-
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
@@ -54,7 +48,7 @@ async function main(argv: string[]): Promise<number> {
     return name === undefined ? 64 : 0;
   }
   if (name === 'version' || name === '--version') {
-    process.stdout.write(`sandpit ${await version()}\n`);
+    process.stdout.write(`sandpit ${packageVersion()}\n`);
     return 0;
   }
   const load = COMMANDS[name];

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CRD_FILE } from '../api/v1alpha1/crd.js';
 import { renderCrdYaml } from '../api/v1alpha1/render.js';
-import { PACKAGE_ROOT } from './context.js';
+import { PACKAGE_ROOT } from './process.js';
 
 function main(argv: string[]): number {
   const file = path.join(PACKAGE_ROOT, CRD_FILE);

@@ -5,7 +5,8 @@ import Docker from 'dockerode';
 import { MANAGED_FILTER } from '../backends/docker/labels.js';
 import { engineError } from '../backends/docker/engine-errors.js';
 import { parse, printHelp } from './args.js';
-import { loadContext, PACKAGE_ROOT } from './context.js';
+import { PACKAGE_ROOT } from './process.js';
+import { loadContext } from './wiring.js';
 
 export const IMAGES_USAGE = `
 usage: sandpit images build [--force] [TEMPLATE...]

@@ -3,7 +3,8 @@ import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
 import { createMcpServer } from '../gateway/mcp/server.js';
 import { serveStdio } from '../gateway/mcp/stdio.js';
 import { parse, printHelp } from './args.js';
-import { loadContext, packageVersion, wireBackend } from './context.js';
+import { packageVersion, shutdownSignal } from './process.js';
+import { loadContext, wireBackend } from './wiring.js';
 
 export const MCP_USAGE = `
 usage: sandpit mcp [options]
@@ -45,16 +46,12 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     defaultPrincipal: LOCAL_PRINCIPAL,
     version: packageVersion(),
   });
-  const stop = new AbortController();
-  const onSignal = (): void => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const stop = shutdownSignal();
   ctx.logger.info({ pid: process.pid }, 'MCP server on stdio');
   try {
     await serveStdio(server, { signal: stop.signal });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stop.dispose();
     await service.shutdown();
     ctx.logger.info('MCP server stopped');
   }

@@ -7,17 +7,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { policyFromConfig } from '../config/policy.js';
+import { operatorPolicy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import { createOperatorMetrics } from '../controller/metrics.js';
 import { createOperator, type OperatorOptions } from '../controller/operator.js';
 import { listenProbes } from '../controller/probes.js';
 import { createKubeClient, currentNamespace, loadKubeConfig } from '../kube/index.js';
-import type { Logger } from '../observability/logger.js';
-import type { Policy } from '../policy/policy.js';
-import { AppError } from '../shared/errors.js';
 import { parse, printHelp } from './args.js';
-import { loadContext } from './context.js';
+import { kubeconfigSource, shutdownSignal, toPort } from './process.js';
+import { loadContext } from './wiring.js';
 
 export const OPERATOR_USAGE = `
 usage: sandpit operator [options]
@@ -50,39 +48,10 @@ const OPTIONS = {
 const HEALTHY_FAILING_MS = 5 * 60_000;
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-/** The policy for pods: the sandbox limits, with RuntimeClasses in place of Docker runtimes. */
-export function operatorPolicy(config: Config): Policy {
-  const k = config.kubernetes;
-  return {
-    ...policyFromConfig(config),
-    defaultRuntime: k.runtimeClassName,
-    allowedRuntimes: k.allowedRuntimeClasses ?? (k.runtimeClassName ? [k.runtimeClassName] : []),
-  };
-}
-
-function toPort(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new AppError('INVALID_REQUEST', `--probe-port expects 0-65535, got "${text}"`);
-  return n;
-}
-
 function leaseNamespace(config: Config, fromKubeconfig: string | undefined, inCluster: boolean): string {
   if (config.kubernetes.leaseNamespace) return config.kubernetes.leaseNamespace;
   if (inCluster && existsSync(SA_NAMESPACE_FILE)) return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim();
   return fromKubeconfig ?? 'default';
-}
-
-function onSignals(logger: Logger): AbortController {
-  const stop = new AbortController();
-  const handler = (signal: NodeJS.Signals): void => {
-    if (stop.signal.aborted) return;
-    logger.info({ signal }, 'Shutting down');
-    stop.abort();
-  };
-  process.once('SIGINT', handler);
-  process.once('SIGTERM', handler);
-  return stop;
 }
 
 export async function operatorCommand(argv: string[]): Promise<number> {
@@ -96,8 +65,8 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
   });
   const k = config.kubernetes;
-  const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST);
-  const kc = loadKubeConfig({ kubeconfigPath: values.kubeconfig ?? process.env.KUBECONFIG, inCluster });
+  const source = kubeconfigSource(values.kubeconfig);
+  const kc = loadKubeConfig(source);
   const kube = createKubeClient(kc);
   const namespaces =
     values.namespace !== undefined
@@ -132,7 +101,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     instance: identity,
     leaderElection: k.leaderElection
       ? {
-          namespace: leaseNamespace(config, currentNamespace(kc), inCluster),
+          namespace: leaseNamespace(config, currentNamespace(kc), source.inCluster),
           name: k.leaseName,
           identity,
           leaseDurationSeconds: k.leaseDurationSeconds,
@@ -150,7 +119,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
       isHealthy: () => operator.isHealthy(HEALTHY_FAILING_MS),
     },
     values['probe-host'] ?? k.probeHost,
-    values['probe-port'] !== undefined ? toPort(values['probe-port']) : k.probePort,
+    values['probe-port'] !== undefined ? toPort(values['probe-port'], '--probe-port') : k.probePort,
   );
   logger.info(
     {
@@ -164,7 +133,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     },
     'Started operator',
   );
-  const stop = onSignals(logger);
+  const stop = shutdownSignal((signal) => logger.info({ signal }, 'Shutting down'));
   await operator.run(stop.signal);
   await probes.close();
   logger.info('Stopped operator');

@@ -6,7 +6,8 @@ import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
 import { BUILTIN_TEMPLATES, templateForFile } from '../policy/templates.js';
 import { AppError } from '../shared/errors.js';
 import { parse, printHelp } from './args.js';
-import { loadContext, wireDocker } from './context.js';
+import { shutdownSignal } from './process.js';
+import { loadContext, wireDocker } from './wiring.js';
 
 export const RUN_USAGE = `
 usage: sandpit run [options] [FILE] [-- ARGV...]
@@ -73,14 +74,11 @@ export async function runCommand(argv: string[]): Promise<number> {
   // A terminal command: only warnings and errors on stderr unless asked (--verbose shows the audit line).
   const ctx = loadContext({ configPath: values.config, ...(values.verbose ? {} : { logLevel: 'warn' }) });
   const { service } = await wireDocker(ctx, { pools: false });
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const stop = shutdownSignal();
   try {
     const shown = { stdout: 0, stderr: 0 };
     const result = await service.runs.run(request, LOCAL_PRINCIPAL, {
-      signal: controller.signal,
+      signal: stop.signal,
       onOutput: (chunk) => {
         if (values.json) return;
         (chunk.stream === 'stdout' ? process.stdout : process.stderr).write(chunk.data);
@@ -91,8 +89,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     else printEnding(result, shown);
     return exitCodeOf(result);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stop.dispose();
     await service.shutdown();
   }
 }

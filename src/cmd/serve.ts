@@ -8,7 +8,8 @@ import { createMcpHttp } from '../gateway/mcp/http.js';
 import { AppError } from '../shared/errors.js';
 import { formatSize } from '../shared/quantity.js';
 import { parse, printHelp } from './args.js';
-import { loadContext, packageVersion, wireBackend } from './context.js';
+import { aborted, packageVersion, shutdownSignal, toPort } from './process.js';
+import { loadContext, wireBackend } from './wiring.js';
 
 export const SERVE_USAGE = `
 usage: sandpit serve [options]
@@ -46,7 +47,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   });
   const { config, logger } = ctx;
   const host = values.host ?? config.server.host;
-  const port = values.port !== undefined ? toPort(values.port) : config.server.port;
+  const port = values.port !== undefined ? toPort(values.port, '--port') : config.server.port;
   const stateless = values.stateless ?? config.server.stateless;
   const authenticator = createAuthenticator(config.auth, LOCAL_PRINCIPAL);
   if (!isLoopback(host) && !authenticator.required) {
@@ -82,20 +83,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const server = await listen(app, host, port);
   logger.info({ url: `${server.url}/mcp`, stateless, auth: authenticator.required }, 'MCP server listening');
 
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await aborted(shutdownSignal().signal);
   logger.info('shutting down');
   await mcp.close();
   await server.close();
   await service.shutdown();
   return 0;
-}
-
-function toPort(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new AppError('INVALID_REQUEST', `--port expects 0-65535, got "${text}"`);
-  return n;
 }

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { AppError } from '../shared/errors.js';
 import { parse, printHelp } from './args.js';
-import { PACKAGE_ROOT } from './context.js';
+import { PACKAGE_ROOT } from './process.js';
 import { buildImages } from './images.js';
 
 export const SETUP_USAGE = `

@@ -20,3 +20,13 @@ export function policyFromConfig(config: Config): Policy {
     },
   });
 }
+
+/** The policy for pods: the sandbox limits, with RuntimeClasses in place of Docker runtimes. */
+export function operatorPolicy(config: Config): Policy {
+  const k = config.kubernetes;
+  return {
+    ...policyFromConfig(config),
+    defaultRuntime: k.runtimeClassName,
+    allowedRuntimes: k.allowedRuntimeClasses ?? (k.runtimeClassName ? [k.runtimeClassName] : []),
+  };
+}

@@ -20,10 +20,14 @@ import { healthRoute } from './health.js';
 import { hostValidation } from './host-validation.js';
 import { metricsRoute } from './metrics.js';
 
-export interface McpRoutes {
+/** The port the MCP transport plugs into: its three routes, and its own shutdown. */
+export interface McpHttp {
   post: RequestHandler;
   get: RequestHandler;
   delete: RequestHandler;
+  /** Closes every session and in-flight request (which cancels their runs). */
+  close(): Promise<void>;
+  readonly sessions: number;
 }
 
 export interface HttpAppDeps {
@@ -31,7 +35,7 @@ export interface HttpAppDeps {
   metrics: Metrics;
   logger: Logger;
   authenticator: Authenticator;
-  mcp: McpRoutes;
+  mcp: McpHttp;
   /** Largest JSON body accepted on /mcp. */
   bodyLimitBytes: number;
   /** Where the body limit comes from, for the error's hint. */

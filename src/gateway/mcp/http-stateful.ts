@@ -8,9 +8,9 @@ import type { Request, Response } from 'express';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { McpHttp } from '../http/app.js';
 import { jsonRpcError } from '../http/errors.js';
 import { principalOfRequest, type ToolDeps } from './context.js';
-import type { McpHttp } from './http.js';
 import { createMcpServer } from './server.js';
 
 export interface StatefulOptions {

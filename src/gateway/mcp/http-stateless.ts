@@ -5,9 +5,9 @@
  */
 import type { Request, Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpHttp } from '../http/app.js';
 import { jsonRpcError } from '../http/errors.js';
 import { principalOfRequest, type ToolDeps } from './context.js';
-import type { McpHttp } from './http.js';
 import { InflightCalls } from './inflight.js';
 import { createMcpServer } from './server.js';
 

@@ -1,14 +1,8 @@
 /** The /mcp routes for the HTTP app, stateful or stateless (config `server.stateless`). */
-import type { McpRoutes } from '../http/app.js';
+import type { McpHttp } from '../http/app.js';
 import type { ToolDeps } from './context.js';
 import { statefulMcpHttp, type StatefulOptions } from './http-stateful.js';
 import { statelessMcpHttp } from './http-stateless.js';
-
-export interface McpHttp extends McpRoutes {
-  /** Closes every session and in-flight request (which cancels their runs). */
-  close(): Promise<void>;
-  readonly sessions: number;
-}
 
 export function createMcpHttp(
   deps: ToolDeps,

@@ -1,14 +1,12 @@
 /**
- * Composition helpers for the commands: the only place that reads the process environment and
- * wires config, logger, backend and service together.
+ * Composition: config, logger, backend and service wired together for the commands. Process
+ * concerns (signals, the version, credentials' source, error output) live in process.ts.
  */
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { RunRequestSchema } from '../api/run.js';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
 import type { SandboxBackend } from '../backends/types.js';
 import { configWarnings, loadConfig } from '../config/load.js';
-import { policyFromConfig } from '../config/policy.js';
+import { operatorPolicy, policyFromConfig } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import { SandpitService } from '../gateway/service.js';
 import { createLogger, type Logger } from '../observability/logger.js';
@@ -16,9 +14,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import type { Policy } from '../policy/policy.js';
 import { AppError, isAppError } from '../shared/errors.js';
-
-/** The package root (holds images/ and scripts/), from src/cmd or dist/cmd alike. */
-export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { kubeconfigSource } from './process.js';
 
 export interface Context {
   config: Config;
@@ -43,11 +39,6 @@ export interface Wiring {
   service: SandpitService;
   backend: DockerBackend;
   metrics: Metrics;
-}
-
-/** The package's version, from package.json (src/cmd or dist/cmd alike). */
-export function packageVersion(): string {
-  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 }
 
 /**
@@ -123,13 +114,11 @@ export async function wireBackend(
 async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean }): Promise<BackendWiring> {
   const { config, logger } = ctx;
   const k = config.kubernetes;
-  const [{ KubernetesBackend }, { currentNamespace, loadKubeConfig }, { operatorPolicy }] = await Promise.all(
-    [import('../backends/kubernetes/index.js'), import('../kube/index.js'), import('./operator.js')],
-  );
-  const kubeConfig = loadKubeConfig({
-    kubeconfigPath: k.kubeconfig ?? process.env.KUBECONFIG,
-    inCluster: Boolean(process.env.KUBERNETES_SERVICE_HOST),
-  });
+  const [{ KubernetesBackend }, { currentNamespace, loadKubeConfig }] = await Promise.all([
+    import('../backends/kubernetes/index.js'),
+    import('../kube/index.js'),
+  ]);
+  const kubeConfig = loadKubeConfig(kubeconfigSource(k.kubeconfig));
   const namespace = k.gatewayNamespace ?? currentNamespace(kubeConfig) ?? 'default';
   const backend = new KubernetesBackend({
     kubeConfig,
@@ -167,21 +156,4 @@ function defaultShape(template: string, policy: Policy): EffectiveSpec {
     );
   }
   return evaluation.spec;
-}
-
-/** Prints an error the way a user can act on it, and returns the exit code to use. */
-export function reportError(e: unknown): number {
-  if (isAppError(e)) {
-    process.stderr.write(`sandpit: ${e.message}\n`);
-    for (const v of e.violations) {
-      const limit = v.limit !== undefined ? ` (limit: ${v.limit})` : '';
-      process.stderr.write(`  - ${v.field}: ${v.message}${limit}\n`);
-    }
-    if (e.hint) process.stderr.write(`hint: ${e.hint}\n`);
-    return e.exitCode;
-  }
-  process.stderr.write(
-    `sandpit: unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
-  );
-  return 70;
 }
