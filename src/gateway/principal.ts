@@ -1,4 +1,4 @@
-import type { Scope } from '../policy/evaluate.js';
+import type { Scope } from '../policy/decision.js';
 
 /** Who is asking: a token's holder and what the token allows. */
 export interface Principal {

@@ -27,8 +27,6 @@ export interface Policy {
   /** The runtime used when a request names none; undefined means the engine's default. */
   defaultRuntime: string | undefined;
   allowedRuntimes: readonly string[];
-  /** Egress other than 'none' is not implemented: nothing may ask for it. */
-  egress: 'none';
 }
 
 export const DEFAULT_CEILINGS: Ceilings = {
@@ -61,7 +59,6 @@ export function createPolicy(options: PolicyOptions = {}): Policy {
     ceilings: { ...DEFAULT_CEILINGS, ...options.ceilings },
     defaultRuntime,
     allowedRuntimes: options.allowedRuntimes ?? (defaultRuntime ? [defaultRuntime] : ['runc', 'runsc']),
-    egress: 'none',
   };
 }
 

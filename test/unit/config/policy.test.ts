@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig } from '../../../src/config/load.js';
-import { policyFromConfig } from '../../../src/config/policy.js';
+import { RunRequestSchema } from '../../../src/api/run.js';
+import { operatorPolicy, policyFromConfig } from '../../../src/config/policy.js';
+import { evaluate } from '../../../src/policy/evaluate.js';
 import { BUILTIN_TEMPLATES } from '../../../src/policy/templates.js';
 import { DEFAULT_CEILINGS } from '../../../src/policy/policy.js';
 
@@ -73,9 +75,27 @@ test('no runtime configured: engine default, runc and runsc allowed', () => {
 });
 
 test('egress is always none, whatever DISABLE_NETWORK says', () => {
-  assert.equal(policyFromConfig(loadConfig({ env: { DISABLE_NETWORK: 'false' } })).egress, 'none');
+  const policy = policyFromConfig(loadConfig({ env: { DISABLE_NETWORK: 'false' } }));
+  const request = RunRequestSchema.parse({ template: 'python', code: 'print(1)' });
+  const plain = evaluate(request, policy);
+  assert.ok(plain.ok && plain.spec.network === 'none');
+  const asked = evaluate({ ...request, network: { egress: 'allowlist' } }, policy);
+  assert.ok(!asked.ok && asked.violations.some((v) => v.field === 'network.egress'));
 });
 
 test('templates are the built-in ones', () => {
   assert.equal(policyFromConfig(loadConfig({ env: {} })).templates, BUILTIN_TEMPLATES);
+});
+
+test('operatorPolicy: RuntimeClasses in place of Docker runtimes, the same ceilings', () => {
+  const config = loadConfig({
+    env: { SANDPIT_KUBERNETES_RUNTIME_CLASS_NAME: 'gvisor', MAX_CONTAINER_MEMORY: '256m' },
+  });
+  const p = operatorPolicy(config);
+  assert.equal(p.defaultRuntime, 'gvisor');
+  assert.deepEqual(p.allowedRuntimes, ['gvisor']);
+  assert.equal(p.ceilings.memoryBytes, 256 * MiB);
+  const none = operatorPolicy(loadConfig({ env: {} }));
+  assert.equal(none.defaultRuntime, undefined);
+  assert.deepEqual(none.allowedRuntimes, []);
 });

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
 import type { Violation } from '../../../src/shared/errors.js';
-import { evaluate, OPEN_FILES, type EffectiveSpec, type Scope } from '../../../src/policy/evaluate.js';
+import type { Scope } from '../../../src/policy/decision.js';
+import { evaluate, type EffectiveSpec } from '../../../src/policy/evaluate.js';
+import { OPEN_FILES } from '../../../src/policy/limits.js';
 import {
   createPolicy,
   DEFAULT_CEILINGS,
