@@ -11,5 +11,5 @@ export interface Scope {
 export interface Decision {
   policy: Policy;
   scope: Scope;
-  deny(v: Violation): void;
+  deny: (v: Violation) => void;
 }
