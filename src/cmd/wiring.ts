@@ -78,8 +78,7 @@ export async function wireDocker(
     );
   }
   if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
-  if (backend.pool && prewarm.length)
-    backend.pool.prewarm(prewarm.map((template) => defaultShape(template, policy)));
+  backend.pool?.start(prewarm.map((template) => defaultShape(template, policy)));
   const service = new SandpitService({
     backend,
     policy,

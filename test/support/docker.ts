@@ -59,7 +59,7 @@ export async function makeBackend(docker?: Docker): Promise<DockerBackend> {
     docker: engine,
     pool: { ...DEFAULT_POOL_OPTIONS, minIdle: 1, maxSize: 4 },
   });
-  backend.pool?.prewarm(BUILTIN_TEMPLATES.map((t) => spec({ template: t.name, code: '' })));
+  backend.pool?.start(BUILTIN_TEMPLATES.map((t) => spec({ template: t.name, code: '' })));
   if (!(await backend.pool?.filled(60_000))) throw new Error('the warm pools did not fill within 60 s');
   return backend;
 }

@@ -19,7 +19,7 @@ import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
 import { ENGINE_HINT, engineError } from './engine-errors.js';
 import { currentOwner } from './owner.js';
-import { PoolManager, type PoolStats } from './pool/pool-manager.js';
+import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
 import { reapLeftovers } from './reaper.js';
 
@@ -175,10 +175,6 @@ export class DockerBackend implements SandboxBackend {
       runtimes: Object.keys(info.Runtimes ?? {}).sort(),
       ...(this.pool ? { pools: this.pool.stats() } : {}),
     };
-  }
-
-  poolStats(): PoolStats[] {
-    return this.pool?.stats() ?? [];
   }
 
   async close(): Promise<void> {

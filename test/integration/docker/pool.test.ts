@@ -25,7 +25,7 @@ afterEach(async () => {
 async function pooled(options: Partial<PoolOptions> = {}, template = 'python'): Promise<DockerBackend> {
   const backend = new DockerBackend({ docker, pool: { ...DEFAULT_POOL_OPTIONS, ...options } });
   current = backend;
-  backend.pool?.prewarm([spec({ template, code: '' })]);
+  backend.pool?.start([spec({ template, code: '' })]);
   assert.ok(await backend.pool?.filled(60_000), 'the pool filled');
   return backend;
 }

@@ -43,18 +43,24 @@ export class PoolManager {
   /** Moving average of how long a pool container takes to start and report ready. */
   private startSeconds = 0.4;
   private closed = false;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(deps: PoolManagerDeps) {
     this.deps = deps;
-    this.timer = setInterval(() => void this.check(), deps.options.checkIntervalSeconds * 1000);
-    this.timer.unref();
   }
 
-  /** Creates the pools for these shapes and starts filling them. */
-  prewarm(shapes: ContainerShape[]): void {
-    for (const shape of shapes) this.poolFor(shape);
+  /**
+   * Starts the pools: the periodic check that ages out and replaces idle containers, and the
+   * pools for `prewarm`'s shapes, filling at once (others are made on first demand).
+   */
+  start(prewarm: ContainerShape[] = []): void {
+    if (this.closed) return;
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.check(), this.deps.options.checkIntervalSeconds * 1000);
+      this.timer.unref();
+    }
+    for (const shape of prewarm) this.poolFor(shape);
     this.pump();
   }
 
