@@ -21,14 +21,15 @@ export const OPERATOR_USAGE = `
 usage: sandpit operator [options]
 
 Reconciles SandboxRun resources (sandpit.dev/v1alpha1) into hardened pods. Credentials: --kubeconfig
-(or KUBECONFIG), else the pod's service account when running in a cluster. Settings: the kubernetes:
-section of the config (SANDPIT_KUBERNETES_*), and the sandbox: limits shared with the Docker backend.
+(or KUBECONFIG), else the pod's service account when running in a cluster. Settings: kubernetes: and
+kubernetes.operator: in the config (SANDPIT_KUBERNETES_*), and the sandbox: limits the Docker backend
+shares.
 
 options:
       --kubeconfig PATH   kubeconfig file (default: KUBECONFIG, in-cluster service account, ~/.kube/config)
-      --namespace NS      watch only these namespaces (comma-separated; default kubernetes.namespaces, or all)
-      --probe-host HOST   address for /healthz, /readyz, /metrics (default kubernetes.probeHost, 127.0.0.1)
-      --probe-port PORT   port for them (default kubernetes.probePort, 8081; 0 picks a free one)
+      --namespace NS      watch only these namespaces (comma-separated; default kubernetes.operator.namespaces, or all)
+      --probe-host HOST   address for /healthz, /readyz, /metrics (default kubernetes.operator.probeHost, 127.0.0.1)
+      --probe-port PORT   port for them (default kubernetes.operator.probePort, 8081; 0 picks a free one)
       --identity NAME     leader election identity (default: hostname and a random suffix)
       --log-level LEVEL   fatal, error, warn, info, debug, trace or silent (default: logging.level)
       --config PATH       config file (YAML or JSON); also SANDPIT_CONFIG
@@ -49,7 +50,8 @@ const HEALTHY_FAILING_MS = 5 * 60_000;
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 function leaseNamespace(config: Config, fromKubeconfig: string | undefined, inCluster: boolean): string {
-  if (config.kubernetes.leaseNamespace) return config.kubernetes.leaseNamespace;
+  const { leaseNamespace } = config.kubernetes.operator;
+  if (leaseNamespace) return leaseNamespace;
   if (inCluster && existsSync(SA_NAMESPACE_FILE)) return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim();
   return fromKubeconfig ?? 'default';
 }
@@ -64,7 +66,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     configPath: values.config,
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
   });
-  const k = config.kubernetes;
+  const k = config.kubernetes.operator;
   const source = kubeconfigSource(values.kubeconfig);
   const kc = loadKubeConfig(source);
   const kube = createKubeClient(kc);
@@ -95,7 +97,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     },
     output: { tailBytes: k.outputTailBytes, readBytes: k.outputReadBytes },
     runSettings: {
-      defaultPendingTimeoutSeconds: k.pendingTimeoutSeconds,
+      defaultPendingTimeoutSeconds: config.kubernetes.pendingTimeoutSeconds,
       defaultTtlSecondsAfterFinished: k.ttlSecondsAfterFinished,
     },
     instance: identity,

@@ -26,12 +26,14 @@ export function loadContext(options: {
   logFd?: 1 | 2;
   logLevel?: string;
 }): Context {
+  const deprecated: string[] = [];
   const config = loadConfig({
     env: process.env,
+    warnings: deprecated,
     ...(options.configPath ? { configPath: options.configPath } : {}),
   });
   const logger = createLogger({ level: options.logLevel ?? config.logging.level, fd: options.logFd ?? 2 });
-  for (const warning of configWarnings(config)) logger.warn(warning);
+  for (const warning of [...deprecated, ...configWarnings(config)]) logger.warn(warning);
   return { config, logger };
 }
 
@@ -106,28 +108,28 @@ export async function wireBackend(
 }
 
 /**
- * The Kubernetes backend: runs become SandboxRuns in kubernetes.gatewayNamespace, reconciled by the
+ * The Kubernetes backend: runs become SandboxRuns in kubernetes.gateway.namespace, reconciled by the
  * operator. The policy is the operator's (RuntimeClasses in place of Docker runtimes), so both sides
  * decide alike. Loaded on demand: only this path needs @kubernetes/client-node.
  */
 async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean }): Promise<BackendWiring> {
   const { config, logger } = ctx;
-  const k = config.kubernetes;
+  const { gateway, operator, pendingTimeoutSeconds } = config.kubernetes;
   const [{ KubernetesBackend }, { currentNamespace, loadKubeConfig }] = await Promise.all([
     import('../backends/kubernetes/index.js'),
     import('../kube/index.js'),
   ]);
-  const kubeConfig = loadKubeConfig(kubeconfigSource(k.kubeconfig));
-  const namespace = k.gatewayNamespace ?? currentNamespace(kubeConfig) ?? 'default';
+  const kubeConfig = loadKubeConfig(kubeconfigSource(gateway.kubeconfig));
+  const namespace = gateway.namespace ?? currentNamespace(kubeConfig) ?? 'default';
   const backend = new KubernetesBackend({
     kubeConfig,
     namespace,
-    lease: k.leaderElection
-      ? { namespace: k.leaseNamespace ?? 'sandpit-system', name: k.leaseName }
+    lease: operator.leaderElection
+      ? { namespace: operator.leaseNamespace ?? 'sandpit-system', name: operator.leaseName }
       : undefined,
-    ttlSecondsAfterFinished: k.gatewayTtlSecondsAfterFinished,
-    pendingTimeoutSeconds: k.pendingTimeoutSeconds,
-    admitTimeoutSeconds: k.gatewayAdmitTimeoutSeconds,
+    ttlSecondsAfterFinished: gateway.ttlSecondsAfterFinished,
+    pendingTimeoutSeconds,
+    admitTimeoutSeconds: gateway.pickupTimeoutSeconds,
     logger,
   });
   logger.info(

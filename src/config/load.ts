@@ -55,55 +55,112 @@ export function envNameFor(field: string): string {
     .join('_')}`;
 }
 
+/** Settings that moved, old name → new name: the old one still works, with a warning naming the new one. */
+export const RENAMED: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(
+    [
+      'namespaces',
+      'imagePullPolicy',
+      'ttlSecondsAfterFinished',
+      'cpuRequest',
+      'memoryRequest',
+      'startGraceSeconds',
+      'outputTailBytes',
+      'outputReadBytes',
+      'workers',
+      'watchTimeoutSeconds',
+      'resyncSeconds',
+      'leaderElection',
+      'leaseName',
+      'leaseNamespace',
+      'leaseDurationSeconds',
+      'renewDeadlineSeconds',
+      'retryPeriodSeconds',
+      'probeHost',
+      'probePort',
+    ].map((key) => [`kubernetes.${key}`, `kubernetes.operator.${key}`]),
+  ),
+  'kubernetes.kubeconfig': 'kubernetes.gateway.kubeconfig',
+  'kubernetes.gatewayNamespace': 'kubernetes.gateway.namespace',
+  'kubernetes.gatewayTtlSecondsAfterFinished': 'kubernetes.gateway.ttlSecondsAfterFinished',
+  'kubernetes.gatewayAdmitTimeoutSeconds': 'kubernetes.gateway.pickupTimeoutSeconds',
+};
+
 export interface LoadOptions {
   env?: Readonly<Record<string, string | undefined>>;
   configPath?: string;
+  /** Receives a line for each deprecated setting in use (the caller logs them). */
+  warnings?: string[];
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The raw settings as they are gathered, with where each came from. */
+class Gathered {
+  readonly raw: Record<string, unknown> = {};
+  readonly sources = new Map<string, string>();
+  private readonly env: Env;
+
+  constructor(env: Env) {
+    this.env = env;
+  }
+
+  file(path: string, warnings: string[]): void {
+    const fromFile = readConfigFile(path);
+    for (const [old, renamed] of Object.entries(RENAMED)) {
+      const value = getPath(fromFile, old);
+      if (value === undefined) continue;
+      warnings.push(`${old} (in ${path}) is deprecated: use ${renamed}`);
+      deletePath(fromFile, old);
+      if (getPath(fromFile, renamed) === undefined) setPath(fromFile, renamed, value);
+    }
+    for (const field of configFields()) {
+      if (getPath(fromFile, field) !== undefined) this.sources.set(field, `file ${path}`);
+    }
+    Object.assign(this.raw, fromFile);
+  }
+
+  /** The variable `name`, when set, as `field`. */
+  variable(name: string, field: string): boolean {
+    const value = this.env[name];
+    if (value === undefined || value === '') return false;
+    setPath(this.raw, field, value);
+    this.sources.set(field, `env ${name}`);
+    return true;
+  }
 }
 
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? {};
-  const raw: Record<string, unknown> = {};
-  const sources = new Map<string, string>();
-
+  const warnings = options.warnings ?? [];
+  const gathered = new Gathered(env);
   const configPath = options.configPath ?? env.SANDPIT_CONFIG;
-  if (configPath) {
-    const fromFile = readConfigFile(configPath);
-    for (const field of configFields()) {
-      const value = getPath(fromFile, field);
-      if (value !== undefined) sources.set(field, `file ${configPath}`);
-    }
-    Object.assign(raw, fromFile);
+  if (configPath) gathered.file(configPath, warnings);
+  for (const [name, field] of Object.entries(SEED_ENV)) gathered.variable(name, field);
+  for (const [old, renamed] of Object.entries(RENAMED)) {
+    const [was, is] = [envNameFor(old), envNameFor(renamed)];
+    // Some moves keep their variable's name (kubernetes.gatewayNamespace → kubernetes.gateway.namespace).
+    if (was !== is && gathered.variable(was, renamed)) warnings.push(`${was} is deprecated: use ${is}`);
   }
-  for (const [name, field] of Object.entries(SEED_ENV)) apply(env, name, field, raw, sources);
-  for (const field of configFields()) apply(env, envNameFor(field), field, raw, sources);
+  for (const field of configFields()) gathered.variable(envNameFor(field), field);
 
+  const { raw, sources } = gathered;
   const result = ConfigSchema.safeParse(raw);
   if (result.success) return result.data;
   const fileSource = configPath ? `file ${configPath}` : undefined;
-  const lines = result.error.issues.map((issue) => describeIssue(issue, raw, sources, fileSource));
+  const lines = result.error.issues.map((issue) => describeIssue(issue, { raw, sources, fileSource }));
   throw new AppError('CONFIG_INVALID', `invalid configuration:\n  ${lines.join('\n  ')}`, {
     hint: 'fix the named settings; `sandpit --help` lists every setting and its environment variable',
   });
 }
 
-function apply(
-  env: Readonly<Record<string, string | undefined>>,
-  name: string,
-  field: string,
-  raw: Record<string, unknown>,
-  sources: Map<string, string>,
-): void {
-  const value = env[name];
-  if (value === undefined || value === '') return;
-  setPath(raw, field, value);
-  sources.set(field, `env ${name}`);
-}
-
 function describeIssue(
   issue: z.core.$ZodIssue,
-  raw: Record<string, unknown>,
-  sources: Map<string, string>,
-  fileSource: string | undefined,
+  {
+    raw,
+    sources,
+    fileSource,
+  }: { raw: Record<string, unknown>; sources: Map<string, string>; fileSource: string | undefined },
 ): string {
   const field = issue.path.map(String).join('.');
   const leaf = [...sources.keys()].find((f) => field === f || field.startsWith(`${f}.`)) ?? field;
@@ -156,6 +213,13 @@ function getPath(obj: Record<string, unknown>, field: string): unknown {
     cur = (cur as Record<string, unknown>)[key];
   }
   return cur;
+}
+
+function deletePath(obj: Record<string, unknown>, field: string): void {
+  const keys = field.split('.');
+  const parent = getPath(obj, keys.slice(0, -1).join('.'));
+  if (typeof parent === 'object' && parent !== null)
+    delete (parent as Record<string, unknown>)[keys[keys.length - 1]!];
 }
 
 function setPath(obj: Record<string, unknown>, field: string, value: unknown): void {

@@ -146,71 +146,85 @@ export const ConfigSchema = z
       .prefault({}),
     kubernetes: z
       .object({
-        namespaces: list().default([]).describe('Namespaces the operator watches (all when empty)'),
+        // What both the operator and the gateway read: the cluster's RuntimeClasses and the pending limit.
         runtimeClassName: RUNTIME.optional().describe('RuntimeClass for runs that name none'),
         allowedRuntimeClasses: list()
           .optional()
           .describe('RuntimeClasses a run may name (the default only when absent)'),
-        imagePullPolicy: z
-          .enum(['IfNotPresent', 'Never', 'Always'], { error: 'expected IfNotPresent, Never or Always' })
-          .default('IfNotPresent'),
-        pendingTimeoutSeconds: int(1, 86_400).default(120),
-        ttlSecondsAfterFinished: int(0, 31_536_000)
-          .optional()
-          .describe('TTL for finished runs that set none'),
-        cpuRequest: cpu().default(10),
-        memoryRequest: size().default(32 * 1024 ** 2),
-        startGraceSeconds: int(0, 3600).default(15),
-        outputTailBytes: size().default(4096),
-        outputReadBytes: size().default(1024 ** 2),
-        workers: int(1, 64).default(4),
-        watchTimeoutSeconds: int(5, 3600).default(300),
-        resyncSeconds: int(10, 86_400).default(600),
-        leaderElection: bool().default(true),
-        leaseName: z.string().min(1).max(253).default('sandpit-operator'),
-        leaseNamespace: z
-          .string()
-          .min(1)
-          .max(63)
-          .optional()
-          .describe("Default: the operator's own namespace"),
-        leaseDurationSeconds: int(2, 3600).default(15),
-        renewDeadlineSeconds: int(1, 3600).default(10),
-        retryPeriodSeconds: int(1, 600).default(2),
-        probeHost: z.string().min(1).default('127.0.0.1'),
-        probePort: int(0, 65535).default(8081),
-        // The gateway (`sandpit mcp` / `sandpit serve` with sandbox.backend: kubernetes)
-        kubeconfig: z
-          .string()
-          .min(1)
-          .optional()
+        pendingTimeoutSeconds: int(1, 86_400)
+          .default(120)
           .describe(
-            "The gateway's kubeconfig (default: KUBECONFIG, the pod's service account, ~/.kube/config)",
+            "A run whose pod has not started this long after it was made fails, with the pod's reason",
           ),
-        gatewayNamespace: z
-          .string()
-          .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
-            error: 'expected a namespace name like sandpit-runs',
+        operator: z
+          .object({
+            namespaces: list().default([]).describe('Namespaces the operator watches (all when empty)'),
+            imagePullPolicy: z
+              .enum(['IfNotPresent', 'Never', 'Always'], { error: 'expected IfNotPresent, Never or Always' })
+              .default('IfNotPresent'),
+            ttlSecondsAfterFinished: int(0, 31_536_000)
+              .optional()
+              .describe('TTL for finished runs that set none'),
+            cpuRequest: cpu().default(10),
+            memoryRequest: size().default(32 * 1024 ** 2),
+            startGraceSeconds: int(0, 3600).default(15),
+            outputTailBytes: size().default(4096),
+            outputReadBytes: size().default(1024 ** 2),
+            workers: int(1, 64).default(4),
+            watchTimeoutSeconds: int(5, 3600).default(300),
+            resyncSeconds: int(10, 86_400).default(600),
+            leaderElection: bool().default(true),
+            leaseName: z.string().min(1).max(253).default('sandpit-operator'),
+            leaseNamespace: z
+              .string()
+              .min(1)
+              .max(63)
+              .optional()
+              .describe("Default: the operator's own namespace"),
+            leaseDurationSeconds: int(2, 3600).default(15),
+            renewDeadlineSeconds: int(1, 3600).default(10),
+            retryPeriodSeconds: int(1, 600).default(2),
+            probeHost: z.string().min(1).default('127.0.0.1'),
+            probePort: int(0, 65535).default(8081),
           })
-          .optional()
-          .describe(
-            "Namespace the gateway creates SandboxRuns in (default: the kubeconfig context's, else default)",
-          ),
-        gatewayTtlSecondsAfterFinished: int(0, 31_536_000)
-          .default(600)
-          .describe('TTL the gateway sets on its runs: they are deleted this long after they finish'),
-        gatewayAdmitTimeoutSeconds: int(1, 3600)
-          .default(30)
-          .describe('A run no operator acts on within this time fails (ENGINE_UNAVAILABLE)'),
+          .strict()
+          .refine(
+            (o) =>
+              o.renewDeadlineSeconds < o.leaseDurationSeconds &&
+              o.retryPeriodSeconds < o.renewDeadlineSeconds,
+            { error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds' },
+          )
+          .prefault({}),
+        // The gateway (`sandpit mcp` / `sandpit serve` with sandbox.backend: kubernetes)
+        gateway: z
+          .object({
+            kubeconfig: z
+              .string()
+              .min(1)
+              .optional()
+              .describe(
+                "The gateway's kubeconfig (default: KUBECONFIG, the pod's service account, ~/.kube/config)",
+              ),
+            namespace: z
+              .string()
+              .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
+                error: 'expected a namespace name like sandpit-runs',
+              })
+              .optional()
+              .describe(
+                "Namespace the gateway creates SandboxRuns in (default: the kubeconfig context's, else default)",
+              ),
+            ttlSecondsAfterFinished: int(0, 31_536_000)
+              .default(600)
+              .describe('TTL the gateway sets on its runs: they are deleted this long after they finish'),
+            pickupTimeoutSeconds: int(1, 3600)
+              .default(30)
+              .describe('A run no operator picks up within this time fails (ENGINE_UNAVAILABLE)'),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
-      .refine(
-        (k) =>
-          k.renewDeadlineSeconds < k.leaseDurationSeconds && k.retryPeriodSeconds < k.renewDeadlineSeconds,
-        {
-          error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds',
-        },
-      )
       .prefault({}),
     logging: z
       .object({

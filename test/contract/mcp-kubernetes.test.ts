@@ -47,9 +47,8 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
     served = await startServe({
       sandbox: { backend: 'kubernetes', ...CONTRACT_SANDBOX_CONFIG },
       kubernetes: {
-        kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath,
-        gatewayNamespace: suite.ns,
-        leaseNamespace: suite.ns,
+        gateway: { kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath, namespace: suite.ns },
+        operator: { leaseNamespace: suite.ns },
       },
       logging: { level: 'debug' },
     });

@@ -129,10 +129,10 @@ strategy:
 
 {{/* Config files ------------------------------------------------------------------------ */}}
 
-{{/* The sandbox policy, as both config files hold it. */}}
+{{/* The sandbox policy and the cluster's RuntimeClasses, as both config files hold them. */}}
 {{- define "sandpit.sandboxPolicy" -}}
 {{- $s := .Values.sandbox }}
-{{- $k := dict "imagePullPolicy" $s.imagePullPolicy "pendingTimeoutSeconds" $s.pendingTimeoutSeconds }}
+{{- $k := dict "pendingTimeoutSeconds" $s.pendingTimeoutSeconds }}
 {{- with $s.runtimeClassName }}{{ $_ := set $k "runtimeClassName" . }}{{ end }}
 {{- with $s.allowedRuntimeClasses }}{{ $_ := set $k "allowedRuntimeClasses" . }}{{ end }}
 {{- $sandbox := dict "maxCpu" (toString $s.maxCpu) "maxMemory" (toString $s.maxMemory) "timeoutSeconds" $s.timeoutSeconds }}
@@ -140,16 +140,21 @@ strategy:
 {{- toJson (dict "sandbox" $sandbox "kubernetes" $k) }}
 {{- end }}
 
+{{/* Where the operator's Lease is: the operator holds it, the gateway's health reads it. */}}
+{{- define "sandpit.operatorLease" -}}
+{{- toJson (dict "leaderElection" true "leaseName" (include "sandpit.operator.fullname" .) "leaseNamespace" .Release.Namespace) }}
+{{- end }}
+
 {{- define "sandpit.operator.config" -}}
 {{- $c := include "sandpit.sandboxPolicy" . | fromJson }}
 {{- $o := .Values.operator }}
-{{- $_ := set $c.kubernetes "namespaces" $o.watchNamespaces }}
-{{- $_ := set $c.kubernetes "ttlSecondsAfterFinished" .Values.sandbox.ttlSecondsAfterFinished }}
-{{- $_ := set $c.kubernetes "leaderElection" true }}
-{{- $_ := set $c.kubernetes "leaseName" (include "sandpit.operator.fullname" .) }}
-{{- $_ := set $c.kubernetes "leaseNamespace" .Release.Namespace }}
-{{- $_ := set $c.kubernetes "probeHost" (include "sandpit.bindHost" .) }}
-{{- $_ := set $c.kubernetes "probePort" $o.probePort }}
+{{- $op := include "sandpit.operatorLease" . | fromJson }}
+{{- $_ := set $op "imagePullPolicy" .Values.sandbox.imagePullPolicy }}
+{{- $_ := set $op "namespaces" $o.watchNamespaces }}
+{{- $_ := set $op "ttlSecondsAfterFinished" .Values.sandbox.ttlSecondsAfterFinished }}
+{{- $_ := set $op "probeHost" (include "sandpit.bindHost" .) }}
+{{- $_ := set $op "probePort" $o.probePort }}
+{{- $_ := set $c.kubernetes "operator" $op }}
 {{- $_ := set $c "logging" (dict "level" $o.logLevel) }}
 {{- toYaml (mustMergeOverwrite $c (deepCopy $o.extraConfig)) }}
 {{- end }}
@@ -162,12 +167,9 @@ strategy:
 {{- $server := dict "host" (include "sandpit.bindHost" .) "port" $g.port }}
 {{- with $g.allowedHosts }}{{ $_ := set $server "allowedHosts" (concat . (list "localhost")) }}{{ end }}
 {{- $_ := set $c "server" $server }}
-{{- $_ := set $c.kubernetes "gatewayNamespace" (include "sandpit.gateway.runNamespace" .) }}
-{{- $_ := set $c.kubernetes "gatewayTtlSecondsAfterFinished" $g.ttlSecondsAfterFinished }}
-{{- $_ := set $c.kubernetes "gatewayAdmitTimeoutSeconds" $g.admitTimeoutSeconds }}
-{{- $_ := set $c.kubernetes "leaderElection" true }}
-{{- $_ := set $c.kubernetes "leaseName" (include "sandpit.operator.fullname" .) }}
-{{- $_ := set $c.kubernetes "leaseNamespace" .Release.Namespace }}
+{{- $gw := dict "namespace" (include "sandpit.gateway.runNamespace" .) "ttlSecondsAfterFinished" $g.ttlSecondsAfterFinished "pickupTimeoutSeconds" (coalesce $g.admitTimeoutSeconds $g.pickupTimeoutSeconds) }}
+{{- $_ := set $c.kubernetes "gateway" $gw }}
+{{- $_ := set $c.kubernetes "operator" (include "sandpit.operatorLease" . | fromJson) }}
 {{- $_ := set $c "logging" (dict "level" $g.logLevel) }}
 {{- toYaml (mustMergeOverwrite $c (deepCopy $g.extraConfig)) }}
 {{- end }}

@@ -21,7 +21,7 @@ export const CRD_HINT = `install the CRD with \`kubectl apply -f crds/\` (${CRD_
 
 export function unreachableHint(server: string): string {
   return (
-    `check that the cluster is up and that kubernetes.kubeconfig (or KUBECONFIG) points at it: ` +
+    `check that the cluster is up and that kubernetes.gateway.kubeconfig (or KUBECONFIG) points at it: ` +
     `\`kubectl get --raw /readyz\` against ${server} should answer ok`
   );
 }
@@ -54,7 +54,7 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
       );
     case 401:
       return new AppError('UNAUTHORIZED', `the Kubernetes API server refused the gateway's credentials`, {
-        hint: 'check the token or client certificate in the kubeconfig the gateway uses (kubernetes.kubeconfig)',
+        hint: 'check the token or client certificate in the kubeconfig the gateway uses (kubernetes.gateway.kubeconfig)',
         cause: err,
       });
     case 403:
@@ -72,7 +72,7 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
       const ns = NAMESPACE_MISSING.exec(err.message);
       if (ns) {
         return new AppError('CONFIG_INVALID', `namespace ${ns[1] ?? ctx.namespace} does not exist`, {
-          hint: 'create it (`kubectl create namespace …`) or set kubernetes.gatewayNamespace',
+          hint: 'create it (`kubectl create namespace …`) or set kubernetes.gateway.namespace',
           cause: err,
         });
       }

@@ -50,7 +50,7 @@ async function pendsThenFails(
 describe('SandboxRuns that cannot start, on the real cluster', { timeout: 300_000 }, () => {
   const ops = operatorSuite('operator-pending', {
     sandbox: { maxCpu: TOO_MANY_CPUS },
-    kubernetes: { cpuRequest: TOO_MANY_CPUS },
+    operator: { cpuRequest: TOO_MANY_CPUS },
   });
   const { it } = ops;
 

@@ -12,8 +12,10 @@ import { REPO_ROOT } from '../../support/kube/env.js';
 export interface OperatorConfig {
   namespace: string;
   identity?: string;
-  /** Extra `kubernetes:` settings. */
+  /** Extra `kubernetes:` settings (the cluster's, both sides read them). */
   kubernetes?: Record<string, unknown>;
+  /** Extra `kubernetes.operator:` settings. */
+  operator?: Record<string, unknown>;
   sandbox?: Record<string, unknown>;
 }
 
@@ -22,14 +24,17 @@ export function operatorConfig(c: OperatorConfig): Record<string, unknown> {
   return {
     sandbox: { imageAllowlist: ['sandpit/*'], ...c.sandbox },
     kubernetes: {
-      namespaces: [c.namespace],
-      imagePullPolicy: 'Never', // nothing may be pulled: the network rule
-      leaseNamespace: c.namespace,
-      leaseDurationSeconds: 6,
-      renewDeadlineSeconds: 4,
-      retryPeriodSeconds: 1,
-      probePort: 0,
       ...c.kubernetes,
+      operator: {
+        namespaces: [c.namespace],
+        imagePullPolicy: 'Never', // nothing may be pulled: the network rule
+        leaseNamespace: c.namespace,
+        leaseDurationSeconds: 6,
+        renewDeadlineSeconds: 4,
+        retryPeriodSeconds: 1,
+        probePort: 0,
+        ...c.operator,
+      },
     },
     logging: { level: 'debug' },
   };

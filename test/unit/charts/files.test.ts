@@ -105,7 +105,7 @@ describe('charts/sandpit files', () => {
         'sandbox.maxMemory': '1Gi',
         apiServer: { host: 'kubernetes.example', port: '6443' },
         'gateway.service.nodePort': null,
-        'operator.extraConfig': { kubernetes: { workers: 8 } },
+        'operator.extraConfig': { kubernetes: { operator: { workers: 8 } } },
       },
     });
     await render({

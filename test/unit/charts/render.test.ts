@@ -210,14 +210,14 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
   test('the config files load through the real schema and carry the values', async () => {
     const docs = await render();
     const op = loadPodConfig(docs, 'sandpit-operator');
-    assert.deepEqual(op.kubernetes.namespaces, []);
-    assert.equal(op.kubernetes.leaderElection, true);
-    assert.equal(op.kubernetes.leaseName, 'sandpit-operator');
-    assert.equal(op.kubernetes.leaseNamespace, NS);
-    assert.equal(op.kubernetes.probeHost, '0.0.0.0');
-    assert.equal(op.kubernetes.probePort, 8081);
+    assert.deepEqual(op.kubernetes.operator.namespaces, []);
+    assert.equal(op.kubernetes.operator.leaderElection, true);
+    assert.equal(op.kubernetes.operator.leaseName, 'sandpit-operator');
+    assert.equal(op.kubernetes.operator.leaseNamespace, NS);
+    assert.equal(op.kubernetes.operator.probeHost, '0.0.0.0');
+    assert.equal(op.kubernetes.operator.probePort, 8081);
     assert.equal(op.kubernetes.pendingTimeoutSeconds, 120);
-    assert.equal(op.kubernetes.ttlSecondsAfterFinished, 86400);
+    assert.equal(op.kubernetes.operator.ttlSecondsAfterFinished, 86400);
     assert.equal(op.kubernetes.runtimeClassName, undefined);
     assert.equal(op.sandbox.maxCpu, 1000);
     assert.equal(op.sandbox.maxMemory, 512 * 1024 ** 2);
@@ -234,20 +234,21 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     assert.equal(gw.auth.token, token);
     assert.equal(gw.server.host, '0.0.0.0');
     assert.equal(gw.server.port, 8080);
-    assert.equal(gw.kubernetes.gatewayNamespace, NS);
-    assert.equal(gw.kubernetes.leaseNamespace, NS);
-    assert.equal(gw.kubernetes.leaseName, op.kubernetes.leaseName);
-    assert.equal(gw.kubernetes.gatewayTtlSecondsAfterFinished, 600);
-    assert.equal(gw.kubernetes.gatewayAdmitTimeoutSeconds, 30);
+    assert.equal(gw.kubernetes.gateway.namespace, NS);
+    assert.equal(gw.kubernetes.operator.leaseNamespace, NS);
+    assert.equal(gw.kubernetes.operator.leaseName, op.kubernetes.operator.leaseName);
+    assert.equal(gw.kubernetes.gateway.ttlSecondsAfterFinished, 600);
+    assert.equal(gw.kubernetes.gateway.pickupTimeoutSeconds, 30);
     // The same policy on both sides, so the gateway refuses what the operator would.
     assert.deepEqual(
       { ...gw.sandbox, backend: undefined, maxConcurrentRuns: undefined },
       { ...op.sandbox, backend: undefined, maxConcurrentRuns: undefined },
     );
     assert.deepEqual(
-      [gw.kubernetes.runtimeClassName, gw.kubernetes.pendingTimeoutSeconds, gw.kubernetes.imagePullPolicy],
-      [op.kubernetes.runtimeClassName, op.kubernetes.pendingTimeoutSeconds, op.kubernetes.imagePullPolicy],
+      [gw.kubernetes.runtimeClassName, gw.kubernetes.pendingTimeoutSeconds],
+      [op.kubernetes.runtimeClassName, op.kubernetes.pendingTimeoutSeconds],
     );
+    assert.equal(op.kubernetes.operator.imagePullPolicy, 'IfNotPresent');
     // Pools are the Docker backend's: the Kubernetes configs set none.
     assert.doesNotMatch(configText(docs, 'sandpit-gateway'), /pool/);
     assert.doesNotMatch(configText(docs, 'sandpit-operator'), /pool/);
@@ -295,12 +296,12 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     ]);
     assert.equal(c.ports?.[0]?.containerPort, 9100);
     const opCfg = loadPodConfig(docs, 'ai-sandpit-operator');
-    assert.deepEqual(opCfg.kubernetes.namespaces, ['agents', 'team-b']);
+    assert.deepEqual(opCfg.kubernetes.operator.namespaces, ['agents', 'team-b']);
     assert.equal(opCfg.kubernetes.runtimeClassName, 'gvisor');
     assert.deepEqual(opCfg.kubernetes.allowedRuntimeClasses, ['gvisor', 'kata']);
     assert.equal(opCfg.kubernetes.pendingTimeoutSeconds, 45);
-    assert.equal(opCfg.kubernetes.probePort, 9100);
-    assert.equal(opCfg.kubernetes.leaseNamespace, 'agents');
+    assert.equal(opCfg.kubernetes.operator.probePort, 9100);
+    assert.equal(opCfg.kubernetes.operator.leaseNamespace, 'agents');
     assert.equal(opCfg.logging.level, 'debug');
     assert.equal(opCfg.sandbox.maxCpu, 500);
     assert.equal(opCfg.sandbox.maxMemory, 1024 ** 3);
@@ -325,7 +326,7 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     assert.equal(gwCfg.server.port, 9000);
     assert.deepEqual(gwCfg.server.allowedHosts, ['sandpit.example.com', 'localhost']);
     assert.equal(gwCfg.sandbox.maxQueuedRuns, 5, 'extraConfig merged');
-    assert.equal(gwCfg.kubernetes.gatewayNamespace, 'agents');
+    assert.equal(gwCfg.kubernetes.gateway.namespace, 'agents');
     assert.equal(gwCfg.kubernetes.runtimeClassName, 'gvisor');
     // With allowedHosts the probes send a Host header the gateway accepts.
     assert.deepEqual(containerOf(docs, 'ai-sandpit-gateway').readinessProbe?.httpGet?.httpHeaders, [
@@ -344,6 +345,14 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
         }
       ).metadata.annotations['checksum/config'];
     assert.notEqual(ann(docs), ann(base));
+  });
+
+  test('gateway.pickupTimeoutSeconds reaches the config; the old name admitTimeoutSeconds still does', async () => {
+    const env = { SANDPIT_AUTH_TOKEN: 'x'.repeat(8) };
+    const renamed = await render({ values: { 'gateway.pickupTimeoutSeconds': 45 } });
+    assert.equal(loadPodConfig(renamed, 'sandpit-gateway', env).kubernetes.gateway.pickupTimeoutSeconds, 45);
+    const old = await render({ values: { 'gateway.admitTimeoutSeconds': 12 } });
+    assert.equal(loadPodConfig(old, 'sandpit-gateway', env).kubernetes.gateway.pickupTimeoutSeconds, 12);
   });
 
   test('an existing Secret replaces the generated one', async () => {
@@ -365,8 +374,8 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'sandpit-gateway', namespace: NS }]);
     assert.equal(find(docs, 'Role', 'sandpit-gateway-operator-health').metadata.namespace, NS);
     assert.equal(
-      loadPodConfig(docs, 'sandpit-gateway', { SANDPIT_AUTH_TOKEN: 'x'.repeat(8) }).kubernetes
-        .gatewayNamespace,
+      loadPodConfig(docs, 'sandpit-gateway', { SANDPIT_AUTH_TOKEN: 'x'.repeat(8) }).kubernetes.gateway
+        .namespace,
       'agents',
     );
   });
@@ -406,7 +415,7 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
         type: 'RollingUpdate',
         rollingUpdate: { maxSurge: 0, maxUnavailable: 1 },
       });
-    assert.equal(loadPodConfig(docs, 'sandpit-operator').kubernetes.probeHost, '127.0.0.1');
+    assert.equal(loadPodConfig(docs, 'sandpit-operator').kubernetes.operator.probeHost, '127.0.0.1');
     assert.equal(
       loadPodConfig(docs, 'sandpit-gateway', { SANDPIT_AUTH_TOKEN: 'x'.repeat(8) }).server.host,
       '127.0.0.1',

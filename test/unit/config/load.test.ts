@@ -287,31 +287,31 @@ describe('SANDPIT_* variables', () => {
       'auth.tokens',
       'docker.socketPath',
       'kubernetes.allowedRuntimeClasses',
-      'kubernetes.cpuRequest',
-      'kubernetes.gatewayAdmitTimeoutSeconds',
-      'kubernetes.gatewayNamespace',
-      'kubernetes.gatewayTtlSecondsAfterFinished',
-      'kubernetes.imagePullPolicy',
-      'kubernetes.kubeconfig',
-      'kubernetes.leaderElection',
-      'kubernetes.leaseDurationSeconds',
-      'kubernetes.leaseName',
-      'kubernetes.leaseNamespace',
-      'kubernetes.memoryRequest',
-      'kubernetes.namespaces',
-      'kubernetes.outputReadBytes',
-      'kubernetes.outputTailBytes',
+      'kubernetes.gateway.kubeconfig',
+      'kubernetes.gateway.namespace',
+      'kubernetes.gateway.pickupTimeoutSeconds',
+      'kubernetes.gateway.ttlSecondsAfterFinished',
+      'kubernetes.operator.cpuRequest',
+      'kubernetes.operator.imagePullPolicy',
+      'kubernetes.operator.leaderElection',
+      'kubernetes.operator.leaseDurationSeconds',
+      'kubernetes.operator.leaseName',
+      'kubernetes.operator.leaseNamespace',
+      'kubernetes.operator.memoryRequest',
+      'kubernetes.operator.namespaces',
+      'kubernetes.operator.outputReadBytes',
+      'kubernetes.operator.outputTailBytes',
+      'kubernetes.operator.probeHost',
+      'kubernetes.operator.probePort',
+      'kubernetes.operator.renewDeadlineSeconds',
+      'kubernetes.operator.resyncSeconds',
+      'kubernetes.operator.retryPeriodSeconds',
+      'kubernetes.operator.startGraceSeconds',
+      'kubernetes.operator.ttlSecondsAfterFinished',
+      'kubernetes.operator.watchTimeoutSeconds',
+      'kubernetes.operator.workers',
       'kubernetes.pendingTimeoutSeconds',
-      'kubernetes.probeHost',
-      'kubernetes.probePort',
-      'kubernetes.renewDeadlineSeconds',
-      'kubernetes.resyncSeconds',
-      'kubernetes.retryPeriodSeconds',
       'kubernetes.runtimeClassName',
-      'kubernetes.startGraceSeconds',
-      'kubernetes.ttlSecondsAfterFinished',
-      'kubernetes.watchTimeoutSeconds',
-      'kubernetes.workers',
       'logging.level',
       'pool.checkIntervalSeconds',
       'pool.enabled',
@@ -384,32 +384,32 @@ describe('SANDPIT_* variables', () => {
     'pool.maxStarting': { text: '2', want: 2 },
     'pool.checkIntervalSeconds': { text: '30', want: 30 },
     'pool.prewarm': { text: 'python, bash', want: ['python', 'bash'] },
-    'kubernetes.namespaces': { text: 'agents, ci', want: ['agents', 'ci'] },
+    'kubernetes.operator.namespaces': { text: 'agents, ci', want: ['agents', 'ci'] },
     'kubernetes.runtimeClassName': { text: 'gvisor', want: 'gvisor' },
     'kubernetes.allowedRuntimeClasses': { text: 'gvisor,kata', want: ['gvisor', 'kata'] },
-    'kubernetes.imagePullPolicy': { text: 'Never', want: 'Never' },
+    'kubernetes.operator.imagePullPolicy': { text: 'Never', want: 'Never' },
     'kubernetes.pendingTimeoutSeconds': { text: '30', want: 30 },
-    'kubernetes.ttlSecondsAfterFinished': { text: '600', want: 600 },
-    'kubernetes.cpuRequest': { text: '50m', want: 50 },
-    'kubernetes.memoryRequest': { text: '64Mi', want: 64 * MiB },
-    'kubernetes.startGraceSeconds': { text: '5', want: 5 },
-    'kubernetes.outputTailBytes': { text: '8k', want: 8192 },
-    'kubernetes.outputReadBytes': { text: '2m', want: 2 * MiB },
-    'kubernetes.workers': { text: '8', want: 8 },
-    'kubernetes.watchTimeoutSeconds': { text: '60', want: 60 },
-    'kubernetes.resyncSeconds': { text: '120', want: 120 },
-    'kubernetes.leaderElection': { text: 'false', want: false },
-    'kubernetes.leaseName': { text: 'sandpit-op', want: 'sandpit-op' },
-    'kubernetes.leaseNamespace': { text: 'sandpit-system', want: 'sandpit-system' },
-    'kubernetes.leaseDurationSeconds': { text: '20', want: 20 },
-    'kubernetes.renewDeadlineSeconds': { text: '5', want: 5 },
-    'kubernetes.retryPeriodSeconds': { text: '3', want: 3 },
-    'kubernetes.probeHost': { text: '0.0.0.0', want: '0.0.0.0' },
-    'kubernetes.probePort': { text: '9090', want: 9090 },
-    'kubernetes.kubeconfig': { text: '/etc/sandpit/kubeconfig', want: '/etc/sandpit/kubeconfig' },
-    'kubernetes.gatewayNamespace': { text: 'sandpit-runs', want: 'sandpit-runs' },
-    'kubernetes.gatewayTtlSecondsAfterFinished': { text: '60', want: 60 },
-    'kubernetes.gatewayAdmitTimeoutSeconds': { text: '10', want: 10 },
+    'kubernetes.operator.ttlSecondsAfterFinished': { text: '600', want: 600 },
+    'kubernetes.operator.cpuRequest': { text: '50m', want: 50 },
+    'kubernetes.operator.memoryRequest': { text: '64Mi', want: 64 * MiB },
+    'kubernetes.operator.startGraceSeconds': { text: '5', want: 5 },
+    'kubernetes.operator.outputTailBytes': { text: '8k', want: 8192 },
+    'kubernetes.operator.outputReadBytes': { text: '2m', want: 2 * MiB },
+    'kubernetes.operator.workers': { text: '8', want: 8 },
+    'kubernetes.operator.watchTimeoutSeconds': { text: '60', want: 60 },
+    'kubernetes.operator.resyncSeconds': { text: '120', want: 120 },
+    'kubernetes.operator.leaderElection': { text: 'false', want: false },
+    'kubernetes.operator.leaseName': { text: 'sandpit-op', want: 'sandpit-op' },
+    'kubernetes.operator.leaseNamespace': { text: 'sandpit-system', want: 'sandpit-system' },
+    'kubernetes.operator.leaseDurationSeconds': { text: '20', want: 20 },
+    'kubernetes.operator.renewDeadlineSeconds': { text: '5', want: 5 },
+    'kubernetes.operator.retryPeriodSeconds': { text: '3', want: 3 },
+    'kubernetes.operator.probeHost': { text: '0.0.0.0', want: '0.0.0.0' },
+    'kubernetes.operator.probePort': { text: '9090', want: 9090 },
+    'kubernetes.gateway.kubeconfig': { text: '/etc/sandpit/kubeconfig', want: '/etc/sandpit/kubeconfig' },
+    'kubernetes.gateway.namespace': { text: 'sandpit-runs', want: 'sandpit-runs' },
+    'kubernetes.gateway.ttlSecondsAfterFinished': { text: '60', want: 60 },
+    'kubernetes.gateway.pickupTimeoutSeconds': { text: '10', want: 10 },
     'logging.level': { text: 'trace', want: 'trace' },
   };
 
@@ -727,5 +727,51 @@ describe('configWarnings', () => {
   test('the default configuration has no warnings', () => {
     assert.deepEqual(configWarnings(loadConfig({ env: {} })), []);
     assert.deepEqual(configWarnings(loadConfig({ env: { DISABLE_NETWORK: 'true' } })), []);
+  });
+});
+
+describe('renamed settings: the old names still work, with a warning', () => {
+  test('an old key in the file moves to its new place and is reported', () => {
+    const warnings: string[] = [];
+    const path = file('kubernetes:\n  workers: 7\n  gatewayNamespace: runs\n');
+    const c = loadConfig({ configPath: path, warnings });
+    assert.equal(c.kubernetes.operator.workers, 7);
+    assert.equal(c.kubernetes.gateway.namespace, 'runs');
+    assert.deepEqual(warnings.sort(), [
+      `kubernetes.gatewayNamespace (in ${path}) is deprecated: use kubernetes.gateway.namespace`,
+      `kubernetes.workers (in ${path}) is deprecated: use kubernetes.operator.workers`,
+    ]);
+  });
+
+  test('the new key wins over the old one in the same file', () => {
+    const c = loadConfig({ configPath: file('kubernetes:\n  workers: 7\n  operator:\n    workers: 9\n') });
+    assert.equal(c.kubernetes.operator.workers, 9);
+  });
+
+  test('an old variable sets the new field and is reported; the new variable wins', () => {
+    const warnings: string[] = [];
+    const c = loadConfig({ env: { SANDPIT_KUBERNETES_GATEWAY_ADMIT_TIMEOUT_SECONDS: '12' }, warnings });
+    assert.equal(c.kubernetes.gateway.pickupTimeoutSeconds, 12);
+    assert.deepEqual(warnings, [
+      'SANDPIT_KUBERNETES_GATEWAY_ADMIT_TIMEOUT_SECONDS is deprecated: use SANDPIT_KUBERNETES_GATEWAY_PICKUP_TIMEOUT_SECONDS',
+    ]);
+    const both = loadConfig({
+      env: { SANDPIT_KUBERNETES_WORKERS: '3', SANDPIT_KUBERNETES_OPERATOR_WORKERS: '5' },
+    });
+    assert.equal(both.kubernetes.operator.workers, 5);
+  });
+
+  test('a move that keeps its variable name is no deprecation', () => {
+    const warnings: string[] = [];
+    const c = loadConfig({ env: { SANDPIT_KUBERNETES_GATEWAY_NAMESPACE: 'runs' }, warnings });
+    assert.equal(c.kubernetes.gateway.namespace, 'runs');
+    assert.deepEqual(warnings, []);
+  });
+
+  test('an invalid value under an old name is named by where it came from', () => {
+    assert.throws(
+      () => loadConfig({ env: { SANDPIT_KUBERNETES_WORKERS: 'many' } }),
+      /kubernetes\.operator\.workers \(from env SANDPIT_KUBERNETES_WORKERS = "many"\)/,
+    );
   });
 });

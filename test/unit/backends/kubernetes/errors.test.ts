@@ -18,7 +18,7 @@ describe('gatewayError: each refusal says what to fix', () => {
     const e = gatewayError(cause, ctx);
     assert.equal(e.code, 'ENGINE_UNAVAILABLE');
     assert.match(e.message, /https:\/\/127\.0\.0\.1:6443 is not answering.*ECONNREFUSED/);
-    assert.match(e.hint ?? '', /kubernetes\.kubeconfig/);
+    assert.match(e.hint ?? '', /kubernetes\.gateway\.kubeconfig/);
   });
 
   test('CRD missing: names `kubectl apply -f crds/`', () => {
@@ -35,7 +35,7 @@ describe('gatewayError: each refusal says what to fix', () => {
     const e = gatewayError(apiError(404, 'namespaces "agents" not found', 'NotFound'), ctx);
     assert.equal(e.code, 'CONFIG_INVALID');
     assert.match(e.message, /namespace agents does not exist/);
-    assert.match(e.hint ?? '', /kubernetes\.gatewayNamespace/);
+    assert.match(e.hint ?? '', /kubernetes\.gateway\.namespace/);
   });
 
   test('an object that is gone: NOT_FOUND (not a missing CRD)', () => {
