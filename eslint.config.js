@@ -2,15 +2,26 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const MCP_SDK = { group: ['@modelcontextprotocol/*'], message: 'only src/gateway/mcp imports the MCP SDK' };
-const CLIENT_NODE = {
-  group: ['@kubernetes/client-node', '@kubernetes/client-node/*'],
-  message: 'only src/kube, src/controller and src/backends/kubernetes import @kubernetes/client-node',
-};
-const KUBE_DIRS = ['src/kube/**', 'src/controller/**', 'src/backends/kubernetes/**'];
+import { CLIENT_NODE, layerConfigs } from './eslint.layers.js';
+
+/** TRANSITIONAL (see below): a folder's layer patterns without the client-node fence. */
+function transitionalPatterns(folder) {
+  const layer = layerConfigs().find((c) => c.files[0] === `src/${folder}/**/*.ts`);
+  return layer.rules['no-restricted-imports'][1].patterns.filter((p) => p !== CLIENT_NODE);
+}
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'charts/', 'crds/', 'images/', 'eslint.config.js'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'charts/',
+      'crds/',
+      'images/',
+      'eslint.config.js',
+      'eslint.layers.js',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -38,19 +49,31 @@ export default tseslint.config(
       ],
     },
   },
-  // SDK isolation: the MCP SDK only in src/gateway/mcp; client-node only in the Kubernetes adapters.
+  // Layers and SDK fences (eslint.layers.js).
+  ...layerConfigs(),
   {
+    // Code over these is split, not exempted.
     files: ['src/**/*.ts'],
-    ignores: ['src/gateway/mcp/**', ...KUBE_DIRS],
-    rules: { 'no-restricted-imports': ['error', { patterns: [MCP_SDK, CLIENT_NODE] }] },
+    rules: { complexity: ['error', 15], 'max-params': ['error', 4] },
   },
   {
-    files: KUBE_DIRS,
-    rules: { 'no-restricted-imports': ['error', { patterns: [MCP_SDK] }] },
+    // TRANSITIONAL, issue 12 in progress: the Kubernetes side moves client-node behind src/kube and
+    // splits these files. This block goes when that lands; nothing else may be added to it.
+    files: [
+      'src/controller/**/*.ts',
+      'src/backends/kubernetes/**/*.ts',
+      'src/kube/**/*.ts',
+      'src/api/v1alpha1/crd.ts',
+    ],
+    rules: { complexity: 'off', 'max-params': 'off' },
   },
   {
-    files: ['src/gateway/mcp/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [CLIENT_NODE] }] },
+    files: ['src/controller/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: transitionalPatterns('controller') }] },
+  },
+  {
+    files: ['src/backends/kubernetes/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: transitionalPatterns('backends') }] },
   },
   {
     files: ['src/cmd/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],

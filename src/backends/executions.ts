@@ -12,11 +12,16 @@ import { AsyncQueue } from '../shared/async-queue.js';
 import { AppError } from '../shared/errors.js';
 import type { RunExecution, StartOptions } from './types.js';
 
-export type Execute = (
-  output: AsyncQueue<OutputChunk>,
-  cleanedUp: () => void,
-  startedAt: number,
-) => Promise<RunResult>;
+/** What a backend's execution of one run is given. */
+export interface ExecutionContext {
+  /** Where the run's live output goes. */
+  output: AsyncQueue<OutputChunk>;
+  /** Call once the run's sandbox is gone. */
+  cleanedUp: () => void;
+  startedAt: number;
+}
+
+export type Execute = (ctx: ExecutionContext) => Promise<RunResult>;
 
 export class Executions {
   private readonly active = new Set<Promise<void>>();
@@ -33,11 +38,13 @@ export class Executions {
     this.untilCleanedUp = options.untilCleanedUp;
   }
 
-  start(spec: EffectiveSpec, { runId, signal }: StartOptions, execute: Execute): RunExecution {
+  start(spec: EffectiveSpec, options: StartOptions, execute: Execute): RunExecution {
+    const { runId } = options;
     const output = new AsyncQueue<OutputChunk>();
     let markCleanedUp!: () => void;
     const cleanedUp = new Promise<void>((r) => (markCleanedUp = r));
-    const result = this.gate(spec, runId, signal, output, markCleanedUp, execute).finally(() => output.end());
+    const ctx: ExecutionContext = { output, cleanedUp: markCleanedUp, startedAt: Date.now() };
+    const result = this.gate(spec, options, ctx, execute).finally(() => output.end());
     const done = (): Promise<void> | undefined => (this.untilCleanedUp ? cleanedUp : undefined);
     const settled = result.then(done, done);
     this.active.add(settled);
@@ -47,13 +54,11 @@ export class Executions {
 
   private async gate(
     spec: EffectiveSpec,
-    runId: string,
-    signal: AbortSignal | undefined,
-    output: AsyncQueue<OutputChunk>,
-    cleanedUp: () => void,
+    { runId, signal }: StartOptions,
+    ctx: ExecutionContext,
     execute: Execute,
   ): Promise<RunResult> {
-    const startedAt = Date.now();
+    const { cleanedUp, startedAt } = ctx;
     if (this.closing) {
       cleanedUp();
       throw new AppError('BACKEND_ERROR', `the ${this.backend} backend is shutting down`, {
@@ -64,7 +69,7 @@ export class Executions {
       cleanedUp();
       return this.cancelled(spec, runId, startedAt);
     }
-    return execute(output, cleanedUp, startedAt);
+    return execute(ctx);
   }
 
   /** The result of a run its caller cancelled before a sandbox ran it. */

@@ -102,33 +102,13 @@ function buildRequest(
   command: string[] | undefined,
   stdin: string | undefined,
 ): RunRequestInput {
-  if (positionals.length > 1)
-    throw new AppError('INVALID_REQUEST', `expected at most one FILE, got ${positionals.join(' ')}`);
-  const file = positionals[0];
-  if (file !== undefined && values.code !== undefined)
-    throw new AppError('INVALID_REQUEST', 'give either FILE or --code, not both');
-  let template = values.template;
-  let code = values.code;
-  if (file !== undefined) {
-    code = readLocal(file);
-    template ??= templateForFile(BUILTIN_TEMPLATES, file)?.name;
-    if (template === undefined) {
-      throw new AppError('INVALID_REQUEST', `cannot tell the language of ${file} from its extension`, {
-        hint: 'name it with --template (python, node, bash, c, rust)',
-      });
-    }
-  }
-  if (code !== undefined && template === undefined && values.image === undefined) template = 'python';
+  const { template, code } = whatToRun(values, positionals);
   if (code === undefined && command === undefined) {
     throw new AppError('INVALID_REQUEST', 'nothing to run: give FILE, --code, or -- ARGV', {
       hint: 'see `sandpit run --help`',
     });
   }
-  const resources = {
-    ...(values.memory !== undefined ? { memory: values.memory } : {}),
-    ...(values.cpus !== undefined ? { cpu: values.cpus } : {}),
-    ...(values.pids !== undefined ? { pids: toInt('--pids', values.pids) } : {}),
-  };
+  const resources = resourcesOf(values);
   return {
     ...(template !== undefined ? { template } : {}),
     ...(values.image !== undefined ? { image: values.image } : {}),
@@ -140,6 +120,36 @@ function buildRequest(
     ...(Object.keys(resources).length ? { resources } : {}),
     ...(values.timeout !== undefined ? { timeoutSeconds: toInt('--timeout', values.timeout) } : {}),
     ...(values.runtime !== undefined ? { runtime: values.runtime } : {}),
+  };
+}
+
+/** The code and its template: from FILE (the template from its extension), or --code (python by default). */
+function whatToRun(values: Values, positionals: string[]): { template?: string; code?: string } {
+  if (positionals.length > 1)
+    throw new AppError('INVALID_REQUEST', `expected at most one FILE, got ${positionals.join(' ')}`);
+  const file = positionals[0];
+  if (file === undefined) {
+    const code = values.code;
+    const template =
+      values.template ?? (code !== undefined && values.image === undefined ? 'python' : undefined);
+    return { ...(template !== undefined ? { template } : {}), ...(code !== undefined ? { code } : {}) };
+  }
+  if (values.code !== undefined)
+    throw new AppError('INVALID_REQUEST', 'give either FILE or --code, not both');
+  const template = values.template ?? templateForFile(BUILTIN_TEMPLATES, file)?.name;
+  if (template === undefined) {
+    throw new AppError('INVALID_REQUEST', `cannot tell the language of ${file} from its extension`, {
+      hint: 'name it with --template (python, node, bash, c, rust)',
+    });
+  }
+  return { template, code: readLocal(file) };
+}
+
+function resourcesOf(values: Values): { memory?: string; cpu?: string; pids?: number } {
+  return {
+    ...(values.memory !== undefined ? { memory: values.memory } : {}),
+    ...(values.cpus !== undefined ? { cpu: values.cpus } : {}),
+    ...(values.pids !== undefined ? { pids: toInt('--pids', values.pids) } : {}),
   };
 }
 

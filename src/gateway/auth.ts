@@ -4,13 +4,22 @@
  * compared against every digest in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { TokenConfig } from '../config/schema.js';
 import { AppError } from '../shared/errors.js';
 import type { Principal } from './principal.js';
 
+/** A configured token and what it allows (config `auth.tokens[]`). */
+export interface TokenSpec {
+  name: string;
+  token?: string | undefined;
+  tokenSha256?: string | undefined;
+  templates?: readonly string[] | undefined;
+  images?: readonly string[] | undefined;
+  maxConcurrentRuns?: number | undefined;
+}
+
 export interface AuthConfig {
   token?: string | undefined;
-  tokens: readonly TokenConfig[];
+  tokens: readonly TokenSpec[];
 }
 
 export interface Authenticator {
@@ -59,7 +68,7 @@ export function createAuthenticator(config: AuthConfig, anonymous: Principal): A
   };
 }
 
-function principalOf(t: TokenConfig): Principal {
+function principalOf(t: TokenSpec): Principal {
   return {
     name: t.name,
     scope: {

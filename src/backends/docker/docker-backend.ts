@@ -9,11 +9,9 @@ import { buildResult } from '../../api/result.js';
 import type { RunResult } from '../../api/run.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
-import type { AsyncQueue } from '../../shared/async-queue.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
-import type { OutputChunk } from '../../runner/capture.js';
-import { Executions } from '../executions.js';
+import { Executions, type ExecutionContext } from '../executions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
 import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
@@ -73,17 +71,13 @@ export class DockerBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    return this.executions.start(spec, options, (output, cleanedUp, startedAt) =>
-      this.execute(spec, options, output, cleanedUp, startedAt),
-    );
+    return this.executions.start(spec, options, (ctx) => this.execute(spec, options, ctx));
   }
 
   private async execute(
     spec: EffectiveSpec,
     { runId, signal }: StartOptions,
-    output: AsyncQueue<OutputChunk>,
-    cleanedUp: () => void,
-    startedAt: number,
+    { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
     let runner = this.claimWarm(spec, runId);

@@ -10,10 +10,8 @@ import type { RunResult } from '../../api/run.js';
 import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { onAbort } from '../../shared/abort.js';
-import type { AsyncQueue } from '../../shared/async-queue.js';
-import type { OutputChunk } from '../../runner/capture.js';
 import { outputWindow } from '../../runner/protocol.js';
-import { Executions } from '../executions.js';
+import { Executions, type ExecutionContext } from '../executions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
 import { buildSandboxRun } from './build-sandbox-run.js';
 import { checkHealth } from './health.js';
@@ -71,17 +69,13 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    return this.executions.start(spec, options, (output, cleanedUp, startedAt) =>
-      this.execute(spec, options, output, cleanedUp, startedAt),
-    );
+    return this.executions.start(spec, options, (ctx) => this.execute(spec, options, ctx));
   }
 
   private async execute(
     spec: EffectiveSpec,
     { runId, signal, principal }: StartOptions,
-    output: AsyncQueue<OutputChunk>,
-    cleanedUp: () => void,
-    startedAt: number,
+    { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const o = this.options;
     let created;
