@@ -1,0 +1,220 @@
+/**
+ * The session model (DESIGN.md §5): a sandbox that lives across commands, with files. One set of
+ * schemas for the REST bodies, the MCP tools, the audit records and (on Kubernetes) the Sandbox
+ * resource. A session is created from a template or an image, with limits, like a run; its
+ * commands are execs, each with its own deadline, reported with the run result's field names.
+ */
+import * as z from 'zod';
+import {
+  EnvVarSchema,
+  NetworkSchema,
+  ResourcesSchema,
+  RunRequestSchema,
+  RunResultSchema,
+  EffectiveLimitsSchema,
+} from './run.js';
+
+export const SESSION_STATES = ['Creating', 'Ready', 'Expired', 'Deleted', 'Failed'] as const;
+export const SessionStateSchema = z.enum(SESSION_STATES).describe('Lifecycle state of the session');
+export type SessionState = z.infer<typeof SessionStateSchema>;
+
+/** Why a session is in its state (what ended it, once it has ended). */
+export const SESSION_REASONS = [
+  'Created',
+  'Deleted',
+  'TTLExpired',
+  'IdleExpired',
+  'ContainerFailed',
+  'OOMKilled',
+  'ProtocolError',
+  'EngineRestarted',
+  'RunnerGone',
+  'ImageNotFound',
+  'BackendError',
+] as const;
+export const SessionReasonSchema = z.enum(SESSION_REASONS).describe('Why the session is in its state');
+export type SessionReason = z.infer<typeof SessionReasonSchema>;
+
+export const isSessionEnded = (state: SessionState): boolean =>
+  state === 'Expired' || state === 'Deleted' || state === 'Failed';
+
+const R = RunRequestSchema.shape;
+
+const seconds = (what: string, max: number) => z.number().int().positive().max(max).optional().describe(what);
+
+export const SessionRequestSchema = z
+  .object({
+    template: R.template,
+    image: R.image,
+    resources: ResourcesSchema.optional().describe('Limits below the policy ceilings'),
+    network: NetworkSchema.optional().describe('Network access; none by default'),
+    runtime: R.runtime,
+    ttlSeconds: seconds('Whole lifetime of the session in seconds; at most the ceiling', 31_536_000),
+    idleTimeoutSeconds: seconds(
+      'The session ends after this many seconds without an exec or file operation',
+      31_536_000,
+    ),
+    timeoutSeconds: seconds('Default deadline of each exec in seconds (the seed calls it "timeout")', 86_400),
+    env: z.array(EnvVarSchema).default([]).describe('Environment variables of every exec'),
+    secrets: z
+      .array(EnvVarSchema)
+      .default([])
+      .describe('Environment variables whose values are never shown, logged or audited'),
+  })
+  .strict()
+  .superRefine((req, ctx) => {
+    if (req.template === undefined && req.image === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['template'], message: 'give a template or an image' });
+    }
+    const seen = new Set<string>();
+    [...req.env, ...req.secrets].forEach((e, i) => {
+      if (seen.has(e.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: [i < req.env.length ? 'env' : 'secrets'],
+          message: `${e.name} is given twice`,
+        });
+      seen.add(e.name);
+    });
+  });
+export type SessionRequest = z.infer<typeof SessionRequestSchema>;
+export type SessionRequestInput = z.input<typeof SessionRequestSchema>;
+
+/** The seed's body: `{"image": "python:3.11", "timeout": 30}`; `timeout` is the exec default. */
+export function fromSeedSessionBody(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const { timeout, ...rest } = body as Record<string, unknown>;
+  return timeout === undefined || 'timeoutSeconds' in rest ? body : { ...rest, timeoutSeconds: timeout };
+}
+
+export const WORKSPACE_ROOT = '/workspace';
+
+/**
+ * A caller's path inside the workspace as the runner takes it: relative, `''` for the workspace
+ * itself. Absolute paths are accepted under /workspace only. Undefined for anything that could
+ * leave it or that no file system holds: `..`, NUL, a name over 255 bytes, a path over 4096.
+ * (Symlinks are the runner's to refuse: it resolves one component at a time.)
+ */
+export function toWorkspacePath(input: string): string | undefined {
+  if (Buffer.byteLength(input) > 4096 || input.includes('\0')) return undefined;
+  let p = input;
+  if (p === WORKSPACE_ROOT || p.startsWith(`${WORKSPACE_ROOT}/`)) p = p.slice(WORKSPACE_ROOT.length);
+  else if (p.startsWith('/')) return undefined;
+  const parts = p.split('/').filter((s) => s !== '' && s !== '.');
+  if (parts.some((s) => s === '..' || Buffer.byteLength(s) > 255)) return undefined;
+  return parts.join('/');
+}
+
+const PATH_RULE =
+  'expected a path inside the workspace: relative (or under /workspace), no .., no NUL, names up to 255 bytes, 4096 in all';
+
+/** A path inside the session's workspace, as a caller gives it (relative, or under /workspace). */
+export const SessionPathSchema = z
+  .string()
+  .min(1)
+  .refine((p) => toWorkspacePath(p) !== undefined, { message: PATH_RULE })
+  .describe('Path in the workspace, e.g. data/input.csv (relative to /workspace)');
+
+export const ExecRequestSchema = z
+  .object({
+    command: z
+      .array(z.string())
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('argv to execute, e.g. ["python", "script.py"]; no shell unless you run one'),
+    shell: z.string().min(1).optional().describe('A shell command line, run with /bin/sh -c'),
+    stdin: z.string().optional().describe('Text fed to the command on standard input'),
+    env: z.array(EnvVarSchema).default([]).describe('Variables for this exec, over the session’s'),
+    cwd: SessionPathSchema.optional().describe(
+      'Working directory inside the workspace (default: the workspace itself)',
+    ),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "Deadline of this exec in seconds; the session's default when absent, never above the ceiling",
+      ),
+    background: z
+      .boolean()
+      .default(false)
+      .describe('Return at once with the execId; read its output and result later, or kill it'),
+    tty: z.boolean().default(false).describe('Run under a pseudo-terminal (REPLs, bash -i)'),
+  })
+  .strict()
+  .superRefine((req, ctx) => {
+    if ((req.command === undefined) === (req.shell === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['command'], message: 'give exactly one of command or shell' });
+    }
+  });
+export type ExecRequest = z.infer<typeof ExecRequestSchema>;
+export type ExecRequestInput = z.input<typeof ExecRequestSchema>;
+
+/** An exec's outcome: the run result's field names, plus which exec and session it was. */
+export const ExecResultSchema = RunResultSchema.omit({ runId: true }).extend({
+  execId: z.string().describe('Identifier of the exec in its session'),
+  sessionId: z.string().describe('The session the exec ran in'),
+});
+export type ExecResult = z.infer<typeof ExecResultSchema>;
+
+export const FILE_TYPES = ['file', 'directory', 'symlink', 'other'] as const;
+
+export const FileEntrySchema = z.object({
+  path: z.string().describe('Path relative to the workspace'),
+  type: z.enum(FILE_TYPES).describe('What the entry is'),
+  size: z.number().int().min(0).describe('Size in bytes (files)'),
+  mode: z.string().describe('Permission bits, octal, e.g. 0644'),
+  mtime: z.string().describe('Last modification (ISO 8601)'),
+});
+export type FileEntry = z.infer<typeof FileEntrySchema>;
+
+/** A process that outlived its exec (setsid, a double fork): it lives until the session ends. */
+export const SessionProcessSchema = z.object({
+  pid: z.number().int().describe('Process id inside the sandbox'),
+  command: z.string().describe('Its command line, cut short'),
+  execId: z.string().optional().describe('The exec that started it, when known'),
+});
+
+export const SessionLimitsSchema = EffectiveLimitsSchema.extend({
+  ttlSeconds: z.number().int().describe('Whole lifetime of the session in seconds'),
+  idleTimeoutSeconds: z.number().int().describe('Idle time after which the session ends'),
+  maxExecs: z.number().int().describe('Execs that may run at once'),
+});
+
+export const SessionSchema = z.object({
+  id: z.string().describe('Identifier of the session'),
+  state: SessionStateSchema,
+  reason: SessionReasonSchema.optional(),
+  message: z.string().optional().describe('Human-readable detail about the state'),
+  template: z.string().optional().describe('Template the session runs'),
+  image: z.string().describe('Image the sandbox runs'),
+  runtime: z.string().optional().describe('Container runtime, when not the engine default'),
+  backend: z.string().describe('Which backend runs it: docker or kubernetes'),
+  limits: SessionLimitsSchema.describe('Limits after policy; timeoutSeconds is the default per exec'),
+  network: z.string().describe("Network access: 'none'"),
+  env: z
+    .array(z.string())
+    .describe('Names of the session’s variables (secret ones included; never their values)'),
+  createdAt: z.string().describe('When the session was created (ISO 8601)'),
+  lastActivityAt: z.string().describe('Last exec or file operation (ISO 8601)'),
+  expiresAt: z.string().describe('When the TTL ends it (ISO 8601)'),
+  idleExpiresAt: z.string().describe('When it ends if nothing happens before (ISO 8601)'),
+  endedAt: z.string().optional().describe('When it ended (ISO 8601)'),
+  execs: z.number().int().describe('Execs run so far'),
+  runningExecs: z.array(z.string()).describe('Ids of the execs running now'),
+  processes: z.array(SessionProcessSchema).optional().describe('Processes that outlived their exec'),
+});
+export type Session = z.infer<typeof SessionSchema>;
+
+export const SessionPatchSchema = z
+  .object({
+    ttlSeconds: z
+      .number()
+      .int()
+      .positive()
+      .describe('New whole lifetime, counted from creation; at most the ceiling'),
+  })
+  .strict();
+export type SessionPatch = z.infer<typeof SessionPatchSchema>;
