@@ -5,6 +5,7 @@
 import type { RunResult } from '../api/run.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
 import type { OutputChunk } from '../runner/capture.js';
+import type { SessionBackend } from './sessions.js';
 
 export interface StartOptions {
   runId: string;
@@ -38,6 +39,8 @@ export interface BackendHealth {
 export interface SandboxBackend {
   readonly name: 'docker' | 'kubernetes';
   start(spec: EffectiveSpec, options: StartOptions): RunExecution;
+  /** Long-lived sessions, where the backend serves them. */
+  readonly sessions?: SessionBackend | undefined;
   health(): Promise<BackendHealth>;
   /** Stops accepting runs, waits for running sandboxes to be removed. */
   close(): Promise<void>;

@@ -77,7 +77,10 @@ export function evaluate(request: RunRequest, policy: Policy, scope: Scope = {})
   };
 }
 
-function resolveTemplate(request: RunRequest, { policy, scope, deny }: Decision): Template | undefined {
+export function resolveTemplate(
+  request: Pick<RunRequest, 'template'>,
+  { policy, scope, deny }: Decision,
+): Template | undefined {
   if (request.template === undefined) return undefined;
   const template = findTemplate(policy.templates, request.template);
   if (!template) {
@@ -98,8 +101,8 @@ function resolveTemplate(request: RunRequest, { policy, scope, deny }: Decision)
   return template;
 }
 
-function resolveImage(
-  request: RunRequest,
+export function resolveImage(
+  request: Pick<RunRequest, 'image'>,
   template: Template | undefined,
   { policy, scope, deny }: Decision,
 ): string | undefined {
@@ -126,7 +129,10 @@ function resolveImage(
   return image;
 }
 
-function resolveRuntime(request: RunRequest, { policy, deny }: Decision): string | undefined {
+export function resolveRuntime(
+  request: Pick<RunRequest, 'runtime'>,
+  { policy, deny }: Decision,
+): string | undefined {
   const runtime = request.runtime ?? policy.defaultRuntime;
   if (request.runtime !== undefined && !policy.allowedRuntimes.includes(request.runtime)) {
     deny({
@@ -139,7 +145,7 @@ function resolveRuntime(request: RunRequest, { policy, deny }: Decision): string
 }
 
 /** Template defaults first, the request's variables last (they win). */
-function mergeEnv(
+export function mergeEnv(
   defaults: Readonly<Record<string, string>>,
   env: RunRequest['env'],
 ): { name: string; value: string }[] {

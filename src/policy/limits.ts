@@ -16,7 +16,7 @@ interface Bound {
 }
 
 export function resolveLimits(
-  request: RunRequest,
+  request: Pick<RunRequest, 'resources' | 'timeoutSeconds'>,
   template: Template | undefined,
   d: Decision,
 ): EffectiveLimits {

@@ -2,7 +2,7 @@
 import type { RunRequest } from '../api/run.js';
 import type { Decision } from './decision.js';
 
-export function checkNetwork(request: RunRequest, d: Decision): 'none' {
+export function checkNetwork(request: Pick<RunRequest, 'network'>, d: Decision): 'none' {
   const egress = request.network?.egress ?? 'none';
   if (egress !== 'none') {
     d.deny({

@@ -20,8 +20,26 @@ export interface Ceilings {
   envVars: number;
 }
 
+/** What a session may have: its lifetime, idle time and concurrent execs (defaults and ceilings). */
+export interface SessionCeilings {
+  ttlSeconds: number;
+  maxTtlSeconds: number;
+  idleTimeoutSeconds: number;
+  maxIdleTimeoutSeconds: number;
+  maxExecs: number;
+}
+
+export const DEFAULT_SESSION_CEILINGS: SessionCeilings = {
+  ttlSeconds: 3600,
+  maxTtlSeconds: 86_400,
+  idleTimeoutSeconds: 600,
+  maxIdleTimeoutSeconds: 86_400,
+  maxExecs: 16,
+};
+
 export interface Policy {
   templates: readonly Template[];
+  sessions: SessionCeilings;
   imageAllowlist: readonly string[];
   ceilings: Ceilings;
   /** The runtime used when a request names none; undefined means the engine's default. */
@@ -46,6 +64,7 @@ export interface PolicyOptions {
   templates?: readonly Template[];
   imageAllowlist?: readonly string[];
   ceilings?: Partial<Ceilings>;
+  sessions?: Partial<SessionCeilings>;
   defaultRuntime?: string;
   allowedRuntimes?: readonly string[];
 }
@@ -57,6 +76,7 @@ export function createPolicy(options: PolicyOptions = {}): Policy {
     templates,
     imageAllowlist: options.imageAllowlist ?? defaultImageAllowlist(templates),
     ceilings: { ...DEFAULT_CEILINGS, ...options.ceilings },
+    sessions: { ...DEFAULT_SESSION_CEILINGS, ...options.sessions },
     defaultRuntime,
     allowedRuntimes: options.allowedRuntimes ?? (defaultRuntime ? [defaultRuntime] : ['runc', 'runsc']),
   };

@@ -1,0 +1,107 @@
+/**
+ * The session port of a backend (DESIGN.md §6, "Sessions on Docker"): one hardened, long-lived
+ * sandbox per session whose runner serves framed requests (execs, file operations) on its stdin
+ * and answers in-band. Policy is decided before a backend sees a request: it gets evaluated specs
+ * and workspace-relative paths only, and confines them again itself (the runner resolves paths one
+ * component at a time, refusing symlinks that leave the workspace).
+ */
+import type { CapturedStream } from '../api/result.js';
+import type { Outcome } from '../api/outcome.js';
+import type { FileEntry, SessionReason } from '../api/session.js';
+import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
+import type { OutputChunk } from '../runner/capture.js';
+
+export interface SessionOptions {
+  sessionId: string;
+  /** Who owns the session (recorded with the sandbox, so a restarted gateway knows). */
+  principal: string;
+  signal?: AbortSignal | undefined;
+}
+
+export interface SessionBackend {
+  /** Makes and starts the session's sandbox; resolves once its runner answered. */
+  createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox>;
+  /**
+   * The live session sandboxes this instance made before it restarted, re-attached (Docker: by
+   * the instance id on their labels). Sandboxes whose runner no longer answers are removed.
+   */
+  adoptSessions(): Promise<AdoptedSession[]>;
+}
+
+export interface AdoptedSession {
+  sessionId: string;
+  principal: string;
+  spec: EffectiveSessionSpec;
+  createdAt: number;
+  sandbox: SessionSandbox;
+}
+
+/** How a sandbox ended by itself (not by close()). */
+export interface SandboxEnd {
+  reason: SessionReason;
+  message: string;
+}
+
+export interface ExecOptions {
+  execId: string;
+  /** Each piece of output as it is written (the head of each stream). */
+  onOutput: (chunk: OutputChunk) => void;
+  /** Aborting kills the exec (its process group). */
+  signal?: AbortSignal | undefined;
+}
+
+export interface ExecOutcome {
+  outcome: Outcome;
+  stdout: CapturedStream;
+  stderr: CapturedStream;
+  startedAt: number;
+  finishedAt: number;
+}
+
+export interface ExecExecution {
+  execId: string;
+  /** Resolves for every outcome of the command; rejects only when the sandbox failed. */
+  result: Promise<ExecOutcome>;
+  /** Streamed stdin (an exec whose request carried none). */
+  writeStdin(data: Buffer): Promise<void>;
+  endStdin(): void;
+  /** A tty exec's window size. */
+  resize(cols: number, rows: number): void;
+  kill(): void;
+}
+
+export interface FileWrite {
+  path: string;
+  data: Buffer | AsyncIterable<Buffer>;
+  /** Permission bits for a new file (default 0644). */
+  mode?: number | undefined;
+  /** Write at this offset of an existing file instead of replacing it. */
+  offset?: number | undefined;
+  append?: boolean | undefined;
+}
+
+export interface FileRead {
+  entry: FileEntry;
+  /** The bytes, at most the read's maxBytes (the caller checked the size against its cap). */
+  data: AsyncIterable<Buffer>;
+}
+
+export type FileChange = { path: string; kind: 'changed' | 'removed' };
+
+export interface SessionSandbox {
+  readonly sessionId: string;
+  exec(exec: EffectiveExec, options: ExecOptions): ExecExecution;
+  writeFile(write: FileWrite): Promise<FileEntry>;
+  readFile(read: { path: string; maxBytes: number }): Promise<FileRead>;
+  list(list: { path: string; recursive: boolean }): Promise<FileEntry[]>;
+  remove(remove: { path: string; recursive: boolean }): Promise<void>;
+  mkdir(mkdir: { path: string }): Promise<FileEntry>;
+  /** Calls `onChange` when a file under `path` changes; the returned function stops it. */
+  watch(path: string, onChange: (change: FileChange) => void): Promise<() => void>;
+  /** Processes that outlived their exec (setsid, double fork), alive until the session ends. */
+  processes(): Promise<{ pid: number; command: string }[]>;
+  /** Resolves when the sandbox ends by itself (runner gone, container died, its TTL inside). */
+  readonly ended: Promise<SandboxEnd>;
+  /** Kills every exec and removes the sandbox; resolves once it is gone. Idempotent. */
+  close(reason: SessionReason): Promise<void>;
+}
