@@ -1,29 +1,47 @@
 /**
- * `npm run gen:crd`: writes crds/sandboxruns.sandpit.dev.yaml from the zod schemas (src/api/v1alpha1).
- * `--check` exits 1 when the file on disk differs (the unit tests check the same).
+ * `npm run gen:crd`: writes every CRD from the zod schemas (src/api/v1alpha1) into crds/ and into
+ * the chart's crds/, and removes any other file there. `--check` writes nothing and exits 1 when a
+ * file on disk differs, is missing or is not generated (the unit tests check the same).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CRD_FILE } from '../api/v1alpha1/crd.js';
-import { renderCrdYaml } from '../api/v1alpha1/render.js';
+import { CRD_DIRS, generatedCrdFiles } from '../api/v1alpha1/render.js';
 import { PACKAGE_ROOT } from './process.js';
 
-function main(argv: string[]): number {
-  const file = path.join(PACKAGE_ROOT, CRD_FILE);
-  const text = renderCrdYaml();
-  if (argv.includes('--check')) {
-    let current = '';
-    try {
-      current = readFileSync(file, 'utf8');
-    } catch {
-      // missing counts as drift
-    }
-    if (current === text) return 0;
-    console.error(`${CRD_FILE} is out of date: run npm run gen:crd`);
-    return 1;
+function read(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
   }
-  writeFileSync(file, text);
-  console.log(`wrote ${CRD_FILE}`);
+}
+
+/** Files in the CRD folders that the generator does not write. */
+function strays(wanted: ReadonlySet<string>): string[] {
+  return CRD_DIRS.flatMap((dir) =>
+    readdirSync(path.join(PACKAGE_ROOT, dir))
+      .map((f) => `${dir}/${f}`)
+      .filter((f) => !wanted.has(f)),
+  );
+}
+
+function main(argv: string[]): number {
+  const files = generatedCrdFiles();
+  const extra = strays(new Set(files.map((f) => f.path)));
+  if (argv.includes('--check')) {
+    const drifted = files.filter((f) => read(path.join(PACKAGE_ROOT, f.path)) !== f.text).map((f) => f.path);
+    for (const f of drifted) console.error(`${f} is out of date: run npm run gen:crd`);
+    for (const f of extra) console.error(`${f} is not generated from any kind: npm run gen:crd removes it`);
+    return drifted.length + extra.length > 0 ? 1 : 0;
+  }
+  for (const f of files) {
+    writeFileSync(path.join(PACKAGE_ROOT, f.path), f.text);
+    console.log(`wrote ${f.path}`);
+  }
+  for (const f of extra) {
+    rmSync(path.join(PACKAGE_ROOT, f));
+    console.log(`removed ${f} (no kind generates it)`);
+  }
   return 0;
 }
 

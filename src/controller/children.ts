@@ -4,7 +4,7 @@
  * reconciler applies before it touches anything it finds under that name.
  */
 import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
-import { API_VERSION, KIND } from '../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
 import {
   childName,
   LABEL_COMPONENT,
@@ -24,7 +24,13 @@ export interface RunRef {
 }
 
 export function controllerRef(run: RunRef): V1OwnerReference {
-  return { apiVersion: API_VERSION, kind: KIND, name: run.name, uid: run.uid, controller: true };
+  return {
+    apiVersion: SANDBOX_RUN.apiVersion,
+    kind: SANDBOX_RUN.kind,
+    name: run.name,
+    uid: run.uid,
+    controller: true,
+  };
 }
 
 /** System labels only; they are what the NetworkPolicy and the operator's watches select on. */
@@ -54,7 +60,7 @@ export function isControlledBy(obj: KubeObject, run: RunRef): boolean {
 /** The `namespace/name` of the SandboxRun controlling `obj`, if any. */
 export function ownerKey(obj: KubeObject): string | undefined {
   const ref = (obj.metadata?.ownerReferences ?? []).find(
-    (o) => o.controller === true && o.kind === KIND && o.apiVersion === API_VERSION,
+    (o) => o.controller === true && o.kind === SANDBOX_RUN.kind && o.apiVersion === SANDBOX_RUN.apiVersion,
   );
   return ref && obj.metadata?.namespace ? `${obj.metadata.namespace}/${ref.name}` : undefined;
 }

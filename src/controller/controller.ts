@@ -10,6 +10,7 @@ import type {
   V1Pod,
   V1RuntimeClass,
 } from '@kubernetes/client-node';
+import type { SandboxRun } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { isConflict } from '../kube/errors.js';
 import { Informer, objectKey, type InformerSource } from '../kube/informer.js';
@@ -22,7 +23,7 @@ import type { Store } from './ensure-children.js';
 import { createEventRecorder } from './events.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { OutputLimits } from './read-output.js';
-import { reconcileRun, type ReconcileDeps, type RunObject, type RunSettings } from './reconcile.js';
+import { reconcileRun, type ReconcileDeps, type RunSettings } from './reconcile.js';
 import { configMapSource, networkPolicySource, podSource, runSource, runtimeClassSource } from './sources.js';
 import { StatusOverlay } from './status-overlay.js';
 import { WorkQueue } from './workqueue.js';
@@ -73,7 +74,7 @@ class InformerSet<T extends KubeObject> implements Store<T> {
 export class Controller {
   private readonly options: ControllerOptions;
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
-  private readonly runs: InformerSet<RunObject>;
+  private readonly runs: InformerSet<SandboxRun>;
   private readonly pods: InformerSet<V1Pod>;
   private readonly configMaps: InformerSet<V1ConfigMap>;
   private readonly networkPolicies: InformerSet<V1NetworkPolicy>;

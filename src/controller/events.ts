@@ -3,7 +3,7 @@
  * event that cannot be written is logged and dropped: events never fail a reconcile.
  */
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { API_VERSION, KIND } from '../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../observability/logger.js';
 import type { RunRef } from './children.js';
@@ -29,8 +29,8 @@ export function buildEvent(
       namespace: run.namespace,
     },
     involvedObject: {
-      apiVersion: API_VERSION,
-      kind: KIND,
+      apiVersion: SANDBOX_RUN.apiVersion,
+      kind: SANDBOX_RUN.kind,
       name: run.name,
       namespace: run.namespace,
       uid: run.uid,

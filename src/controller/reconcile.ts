@@ -8,8 +8,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isTerminal } from '../api/run.js';
 import { childName } from '../api/v1alpha1/labels.js';
-import { SandboxRunStatusSchema, type SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
-import type { KubeObject } from '../kube/client.js';
+import {
+  SandboxRunStatusSchema,
+  type SandboxRun,
+  type SandboxRunStatus,
+} from '../api/v1alpha1/sandboxrun.js';
 import { isNotFound } from '../kube/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Policy } from '../policy/policy.js';
@@ -34,11 +37,8 @@ export interface RunSettings {
   defaultTtlSecondsAfterFinished: number | undefined;
 }
 
-/** A SandboxRun as stored: its spec and status are checked by the pass, not trusted. */
-export type RunObject = KubeObject & { spec?: unknown; status?: unknown };
-
 export interface ReconcileDeps extends ChildrenDeps, ReportDeps {
-  runs: Store<RunObject>;
+  runs: Store<SandboxRun>;
   overlay: StatusOverlay;
   policy: Policy;
   runSettings: RunSettings;
@@ -51,22 +51,21 @@ export interface ReconcileResult {
 }
 
 interface RunView {
-  raw: RunObject;
+  raw: SandboxRun;
   ref: RunRef;
   generation: number;
   createdAt: string;
   status: SandboxRunStatus;
 }
 
-function readRun(raw: RunObject): RunView {
+function readRun(raw: SandboxRun): RunView {
   const m = raw.metadata ?? {};
   const parsed = SandboxRunStatusSchema.safeParse(raw.status ?? {});
-  const created = m.creationTimestamp;
   return {
     raw,
     ref: { name: m.name ?? '', namespace: m.namespace ?? '', uid: m.uid ?? '' },
     generation: m.generation ?? 1,
-    createdAt: created instanceof Date ? created.toISOString() : (created ?? new Date(0).toISOString()),
+    createdAt: m.creationTimestamp ?? new Date(0).toISOString(),
     status: parsed.success ? parsed.data : {},
   };
 }

@@ -5,20 +5,19 @@
  */
 import type { V1ConfigMap, V1NetworkPolicy, V1Pod, V1RuntimeClass } from '@kubernetes/client-node';
 import { LABEL_MANAGED_BY, MANAGED_BY_OPERATOR } from '../api/v1alpha1/labels.js';
-import { GROUP, PLURAL, VERSION } from '../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN, type SandboxRun } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
 import type { InformerSource } from '../kube/informer.js';
-import type { RunObject } from './reconcile.js';
 
 export const CHILD_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_OPERATOR}`;
 
 const scoped = (namespace: string | undefined, group: string, plural: string): string =>
   `${group}${namespace ? `/namespaces/${namespace}` : ''}/${plural}`;
 
-export function runSource(kube: KubeClient, namespace: string | undefined): InformerSource<RunObject> {
+export function runSource(kube: KubeClient, namespace: string | undefined): InformerSource<SandboxRun> {
   return {
-    resource: PLURAL,
-    path: scoped(namespace, `/apis/${GROUP}/${VERSION}`, PLURAL),
+    resource: SANDBOX_RUN.plural,
+    path: scoped(namespace, `/apis/${SANDBOX_RUN.apiVersion}`, SANDBOX_RUN.plural),
     list: (continueToken) => kube.listRuns({ namespace, continueToken }),
   };
 }

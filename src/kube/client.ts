@@ -18,7 +18,7 @@ import {
   type V1Pod,
   type V1RuntimeClass,
 } from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION } from '../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN, type SandboxRun } from '../api/v1alpha1/sandboxrun.js';
 import { kubeCall } from './errors.js';
 
 /** A stored object as the operator reads it (plain JSON). */
@@ -76,7 +76,7 @@ export function createKubeClient(kc: KubeConfig) {
   const networking = kc.makeApiClient(NetworkingV1Api);
   const node = kc.makeApiClient(NodeV1Api);
   const coordination = kc.makeApiClient(CoordinationV1Api);
-  const run = { group: GROUP, version: VERSION, plural: PLURAL };
+  const run = { group: SANDBOX_RUN.group, version: SANDBOX_RUN.version, plural: SANDBOX_RUN.plural };
   const paging = (q: ListQuery) => ({
     limit: PAGE,
     _continue: q.continueToken,
@@ -86,12 +86,12 @@ export function createKubeClient(kc: KubeConfig) {
   return {
     kubeConfig: kc,
 
-    listRuns: (q: ListQuery): Promise<ListPage<KubeObject>> =>
+    listRuns: (q: ListQuery): Promise<ListPage<SandboxRun>> =>
       kubeCall(`list SandboxRuns${q.namespace ? ` in ${q.namespace}` : ''}`, async () => {
         const list = (await (q.namespace
           ? custom.listNamespacedCustomObject({ ...run, namespace: q.namespace, ...paging(q) })
           : custom.listClusterCustomObject({ ...run, ...paging(q) }))) as Parameters<typeof page>[0];
-        return page<KubeObject>(list);
+        return page<SandboxRun>(list);
       }),
     listPods: (q: ListQuery): Promise<ListPage<V1Pod>> =>
       kubeCall('list Pods', async () =>

@@ -1,27 +1,13 @@
 /**
- * buildCrd(): the SandboxRun CustomResourceDefinition, generated from the zod schemas. Pure.
+ * buildCrd(): a kind's CustomResourceDefinition, generated from its zod schemas. Pure.
  * `toStructuralSchema()` turns zod's OpenAPI 3.0 output into a structural schema that the
  * apiserver accepts from v1.20 on (no CEL): no `additionalProperties: false`, a type on every
  * node, quantities as int-or-string, and nothing the generator does not understand.
  */
 import * as z from 'zod';
-import {
-  API_VERSION,
-  GROUP,
-  KIND,
-  LIST_KIND,
-  PLURAL,
-  SandboxRunSpecSchema,
-  SandboxRunStatusSchema,
-  SHORT_NAMES,
-  SINGULAR,
-  VERSION,
-} from './sandboxrun.js';
+import { crdName, type CustomKind } from './group.js';
 
 export type JsonSchema = { [key: string]: unknown };
-
-export const CRD_NAME = `${PLURAL}.${GROUP}`;
-export const CRD_FILE = `crds/${CRD_NAME}.yaml`;
 
 const NUMERIC_BOUND = Number.MAX_SAFE_INTEGER;
 
@@ -56,39 +42,45 @@ const SCALARS = new Set(['string', 'number', 'integer']);
  * generator, not the cluster).
  */
 export function toStructuralSchema(schema: JsonSchema, path = '$'): JsonSchema {
-  const out: JsonSchema = {};
   if (Array.isArray(schema.anyOf)) return intOrString(schema, path);
+  const out: JsonSchema = {};
   for (const [key, value] of Object.entries(schema)) {
-    if (key === '$schema') continue;
-    if (key === 'additionalProperties' && value === false) continue;
-    if (key === 'uniqueItems') throw new Error(`${path}: uniqueItems is not allowed in a structural schema`);
-    if (key.startsWith('x-kubernetes-')) {
-      out[key] = value;
-      continue;
-    }
-    if (!ALLOWED_KEYS.has(key)) throw new Error(`${path}: "${key}" has no structural equivalent`);
-    if ((key === 'minimum' || key === 'maximum') && Math.abs(value as number) === NUMERIC_BOUND) continue;
-    if (key === 'properties') {
-      out.properties = Object.fromEntries(
-        Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [
-          k,
-          toStructuralSchema(v, `${path}.${k}`),
-        ]),
-      );
-    } else if (key === 'items') {
-      if (Array.isArray(value)) throw new Error(`${path}: tuple items are not allowed`);
-      out.items = toStructuralSchema(value as JsonSchema, `${path}[]`);
-    } else if (key === 'additionalProperties') {
-      out.additionalProperties = toStructuralSchema(value as JsonSchema, `${path}.*`);
-    } else {
-      out[key] = value;
-    }
+    if (dropped(key, value, path)) continue;
+    out[key] = structuralValue(key, value, path);
   }
   if (typeof out.type !== 'string') throw new Error(`${path}: every node needs a type`);
   if (out.type === 'object' && out.properties && out.additionalProperties) {
     throw new Error(`${path}: properties and additionalProperties are mutually exclusive`);
   }
   return out;
+}
+
+/** Keys zod writes that a structural schema leaves out; throws on those it cannot express. */
+function dropped(key: string, value: unknown, path: string): boolean {
+  if (key === '$schema') return true;
+  if (key === 'additionalProperties' && value === false) return true;
+  if (key === 'uniqueItems') throw new Error(`${path}: uniqueItems is not allowed in a structural schema`);
+  if (key.startsWith('x-kubernetes-')) return false;
+  if (!ALLOWED_KEYS.has(key)) throw new Error(`${path}: "${key}" has no structural equivalent`);
+  return (key === 'minimum' || key === 'maximum') && Math.abs(value as number) === NUMERIC_BOUND;
+}
+
+/** One key's value, with nested schemas rewritten. */
+function structuralValue(key: string, value: unknown, path: string): unknown {
+  if (key === 'properties') {
+    return Object.fromEntries(
+      Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [
+        k,
+        toStructuralSchema(v, `${path}.${k}`),
+      ]),
+    );
+  }
+  if (key === 'items') {
+    if (Array.isArray(value)) throw new Error(`${path}: tuple items are not allowed`);
+    return toStructuralSchema(value as JsonSchema, `${path}[]`);
+  }
+  if (key === 'additionalProperties') return toStructuralSchema(value as JsonSchema, `${path}.*`);
+  return value;
 }
 
 /** `anyOf: [string, number]` (a quantity such as `512Mi` or `1`) becomes `x-kubernetes-int-or-string`. */
@@ -110,63 +102,60 @@ function openApi(schema: z.ZodType): JsonSchema {
   );
 }
 
-const printerColumns = [
-  { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase of the run' },
-  { name: 'Reason', type: 'string', jsonPath: '.status.reason', description: 'Why the run is in its phase' },
-  {
-    name: 'Exit Code',
-    type: 'integer',
-    jsonPath: '.status.exitCode',
-    description: 'Exit code of the program',
-  },
-  {
-    name: 'Pod',
-    type: 'string',
-    jsonPath: '.status.podName',
-    priority: 1,
-    description: 'The pod of the run',
-  },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-];
+/** A `kubectl get` column (CRD additionalPrinterColumns). */
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+}
 
-/** The CustomResourceDefinition of SandboxRun (apiextensions.k8s.io/v1). */
-export function buildCrd(): JsonSchema {
+/** What a CRD is made of: the kind's names, a description, the spec and status schemas, and columns. */
+export interface CrdDefinition {
+  kind: CustomKind;
+  description: string;
+  spec: { schema: z.ZodType; description: string };
+  status: { schema: z.ZodType; description: string };
+  columns: readonly PrinterColumn[];
+}
+
+/** The CustomResourceDefinition of one kind (apiextensions.k8s.io/v1), namespaced, with a status subresource. */
+export function buildCrd(def: CrdDefinition): JsonSchema {
+  const { kind } = def;
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: CRD_NAME, labels: { 'app.kubernetes.io/part-of': 'sandpit' } },
+    metadata: { name: crdName(kind), labels: { 'app.kubernetes.io/part-of': 'sandpit' } },
     spec: {
-      group: GROUP,
+      group: kind.group,
       scope: 'Namespaced',
       names: {
-        plural: PLURAL,
-        singular: SINGULAR,
-        kind: KIND,
-        listKind: LIST_KIND,
-        shortNames: [...SHORT_NAMES],
+        plural: kind.plural,
+        singular: kind.singular,
+        kind: kind.kind,
+        listKind: kind.listKind,
+        shortNames: [...kind.shortNames],
         categories: ['sandpit'],
       },
       versions: [
         {
-          name: VERSION,
+          name: kind.version,
           served: true,
           storage: true,
           subresources: { status: {} },
-          additionalPrinterColumns: printerColumns,
+          additionalPrinterColumns: def.columns.map((c) => ({ ...c })),
           schema: {
             openAPIV3Schema: {
               type: 'object',
-              description: `SandboxRun (${API_VERSION}) runs untrusted code once in a locked-down pod and records the outcome.`,
+              description: def.description,
               required: ['spec'],
               properties: {
                 apiVersion: { type: 'string', description: 'APIVersion of this object' },
                 kind: { type: 'string', description: 'Kind of this object' },
                 metadata: { type: 'object' },
-                spec: { ...openApi(SandboxRunSpecSchema), description: 'What to run, and with which limits' },
-                status: {
-                  ...openApi(SandboxRunStatusSchema),
-                  description: 'What happened, written by the operator',
-                },
+                spec: { ...openApi(def.spec.schema), description: def.spec.description },
+                status: { ...openApi(def.status.schema), description: def.status.description },
               },
             },
           },

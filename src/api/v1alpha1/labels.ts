@@ -1,6 +1,7 @@
 /**
- * Label and annotation keys under `sandpit.dev/`, and the deterministic names of a run's children.
- * Label values are never raw user text longer than a label allows: long names are hashed.
+ * Label and annotation keys under `sandpit.dev/`, and the names both sides agree on: the
+ * deterministic names of a run's children, and the sandbox pod's container. Label values are never
+ * raw user text longer than a label allows: long names are hashed.
  */
 import { createHash } from 'node:crypto';
 
@@ -13,6 +14,9 @@ export const LABEL_RUN_UID = 'sandpit.dev/run-uid';
 export const LABEL_COMPONENT = 'sandpit.dev/component';
 /** Who asked for the run (set by the gateway); the audit record's principal. */
 export const ANNOTATION_PRINCIPAL = 'sandpit.dev/principal';
+
+/** The container in every sandbox pod that runs the untrusted program (the one whose log is the output). */
+export const SANDBOX_CONTAINER = 'sandbox';
 
 export function shortHash(text: string, length = 10): string {
   return createHash('sha256').update(text).digest('hex').slice(0, length);

@@ -6,15 +6,10 @@
  */
 import * as z from 'zod';
 import { PhaseSchema, ReasonSchema, RunRequestSchema, type RunRequestInput } from '../run.js';
+import type { CrdDefinition } from './crd.js';
+import { API_VERSION, defineKind } from './group.js';
 
-export const GROUP = 'sandpit.dev';
-export const VERSION = 'v1alpha1';
-export const API_VERSION = `${GROUP}/${VERSION}`;
-export const KIND = 'SandboxRun';
-export const LIST_KIND = 'SandboxRunList';
-export const PLURAL = 'sandboxruns';
-export const SINGULAR = 'sandboxrun';
-export const SHORT_NAMES = ['sbr'] as const;
+export const SANDBOX_RUN = defineKind('SandboxRun', 'sandboxruns', ['sbr']);
 
 const { runtime, ...requestShape } = RunRequestSchema.shape;
 
@@ -106,7 +101,7 @@ export const SandboxRunStatusSchema = z.object({
 });
 export type SandboxRunStatus = z.infer<typeof SandboxRunStatusSchema>;
 
-/** The metadata fields the operator reads; the rest passes through untouched. */
+/** The metadata fields sandpit reads; the rest passes through untouched. */
 export const ObjectMetaSchema = z.looseObject({
   name: z.string(),
   namespace: z.string().optional(),
@@ -118,17 +113,21 @@ export const ObjectMetaSchema = z.looseObject({
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
 });
-export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
 
-/** A SandboxRun as the controller reads it: metadata checked loosely, spec and status strictly. */
+/** A whole SandboxRun: metadata checked loosely, spec and status strictly. */
 export const SandboxRunSchema = z.object({
   apiVersion: z.literal(API_VERSION),
-  kind: z.literal(KIND),
+  kind: z.literal(SANDBOX_RUN.kind),
   metadata: ObjectMetaSchema,
   spec: SandboxRunSpecSchema,
   status: SandboxRunStatusSchema.optional(),
 });
-export type SandboxRun = z.infer<typeof SandboxRunSchema>;
+/**
+ * A SandboxRun object: what the gateway creates, and what the operator and the gateway read back
+ * (plain JSON). The apiserver holds it to the CRD's schema only, and anyone with RBAC writes it: a
+ * reader checks the spec and the status with the schemas above before it trusts them.
+ */
+export type SandboxRun = z.input<typeof SandboxRunSchema>;
 
 /** The shared run request a spec describes (`runtimeClassName` is the request's `runtime`). */
 export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
@@ -141,3 +140,34 @@ export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
   } = spec;
   return { ...rest, ...(runtimeClassName !== undefined ? { runtime: runtimeClassName } : {}) };
 }
+
+/** The SandboxRun CRD: its names, schemas and `kubectl get` columns. */
+export const SANDBOX_RUN_CRD: CrdDefinition = {
+  kind: SANDBOX_RUN,
+  description: `SandboxRun (${API_VERSION}) runs untrusted code once in a locked-down pod and records the outcome.`,
+  spec: { schema: SandboxRunSpecSchema, description: 'What to run, and with which limits' },
+  status: { schema: SandboxRunStatusSchema, description: 'What happened, written by the operator' },
+  columns: [
+    { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase of the run' },
+    {
+      name: 'Reason',
+      type: 'string',
+      jsonPath: '.status.reason',
+      description: 'Why the run is in its phase',
+    },
+    {
+      name: 'Exit Code',
+      type: 'integer',
+      jsonPath: '.status.exitCode',
+      description: 'Exit code of the program',
+    },
+    {
+      name: 'Pod',
+      type: 'string',
+      jsonPath: '.status.podName',
+      priority: 1,
+      description: 'The pod of the run',
+    },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+};

@@ -11,25 +11,13 @@ import {
   LABEL_RUN,
   labelValueFor,
 } from '../../api/v1alpha1/labels.js';
-import { API_VERSION, KIND, type SandboxRunSpecInput } from '../../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN, type SandboxRun, type SandboxRunSpecInput } from '../../api/v1alpha1/sandboxrun.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { formatCpu, formatSize } from '../../shared/quantity.js';
 
 export const MANAGED_BY_GATEWAY = 'sandpit-gateway';
 /** A hash of who asked for the run: selectable (`-l sandpit.dev/principal=…`) without exposing the name. */
 export const LABEL_PRINCIPAL = 'sandpit.dev/principal';
-
-export interface SandboxRunObject {
-  apiVersion: typeof API_VERSION;
-  kind: typeof KIND;
-  metadata: {
-    name: string;
-    namespace: string;
-    labels: Record<string, string>;
-    annotations: Record<string, string>;
-  };
-  spec: SandboxRunSpecInput;
-}
 
 export interface BuildOptions {
   /** The gateway's run id: the SandboxRun's name (a DNS label: `run-` and 12 hex digits). */
@@ -48,10 +36,10 @@ export function principalLabelValue(principal: string): string {
   return `p-${createHash('sha256').update(principal).digest('hex').slice(0, 20)}`;
 }
 
-export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): SandboxRunObject {
+export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): SandboxRun {
   return {
-    apiVersion: API_VERSION,
-    kind: KIND,
+    apiVersion: SANDBOX_RUN.apiVersion,
+    kind: SANDBOX_RUN.kind,
     metadata: {
       name: options.runId,
       namespace: options.namespace,

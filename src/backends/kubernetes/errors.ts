@@ -2,7 +2,8 @@
  * The apiserver's refusals as the errors a gateway operator can act on: an unreachable apiserver,
  * a missing CRD, a missing namespace and missing RBAC each say what to run. Pure.
  */
-import { CRD_NAME } from '../../api/v1alpha1/crd.js';
+import { crdName } from '../../api/v1alpha1/group.js';
+import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
 import { KubeApiError, toKubeError } from '../../kube/errors.js';
 import { AppError } from '../../shared/errors.js';
 import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from './permissions.js';
@@ -16,6 +17,8 @@ export interface CallContext {
   /** The apiserver URL, for messages. */
   server: string;
 }
+
+const CRD_NAME = crdName(SANDBOX_RUN);
 
 export const CRD_HINT = `install the CRD with \`kubectl apply -f crds/\` (${CRD_NAME}), then start the operator (deploy/README.md)`;
 

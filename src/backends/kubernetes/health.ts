@@ -5,7 +5,7 @@
  * to fix it.
  */
 import type { V1Lease } from '@kubernetes/client-node';
-import { PLURAL } from '../../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
 import { isAppError } from '../../shared/errors.js';
 import type { BackendHealth } from '../types.js';
 import { CRD_HINT, rbacHint, unreachableHint } from './errors.js';
@@ -72,7 +72,7 @@ export async function checkHealth(
   const facts: string[] = [`API server ${api.server} (${version})`];
   try {
     const resources = await api.runApiResources();
-    if (resources.includes(PLURAL)) facts.push('SandboxRun API installed');
+    if (resources.includes(SANDBOX_RUN.plural)) facts.push('SandboxRun API installed');
     else problems.push(`the SandboxRun API is not installed: ${CRD_HINT}`);
   } catch (e) {
     problems.push(`discovery failed: ${message(e)}`);
@@ -93,7 +93,7 @@ export async function checkHealth(
     const missing = await missingPermissions(api, target);
     if (missing.length)
       problems.push(
-        `the gateway lacks ${missing.join(', ')}: ${rbacHint({ resource: PLURAL, namespace: target.namespace })}`,
+        `the gateway lacks ${missing.join(', ')}: ${rbacHint({ resource: SANDBOX_RUN.plural, namespace: target.namespace })}`,
       );
   } catch (e) {
     problems.push(`cannot check the gateway's permissions: ${message(e)}`);

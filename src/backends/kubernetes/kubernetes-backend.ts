@@ -81,6 +81,7 @@ export class KubernetesBackend implements SandboxBackend {
     let created;
     try {
       created = await this.api.createRun(
+        this.namespace,
         buildSandboxRun(spec, {
           runId,
           namespace: this.namespace,

@@ -17,15 +17,8 @@ import {
   type V1Lease,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION, type SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import { SANDBOX_RUN, type SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
 import { gatewayError, type CallContext } from './errors.js';
-import type { SandboxRunObject } from './build-sandbox-run.js';
-
-/** A SandboxRun as stored (plain JSON; the status is read leniently by the caller). */
-export interface StoredRun {
-  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
-  status?: SandboxRunStatus;
-}
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -48,6 +41,7 @@ export function createRunApi(kc: KubeConfig) {
   const watcher = new Watch(kc);
   const logs = new Log(kc);
   const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  const { group: GROUP, version: VERSION, plural: PLURAL } = SANDBOX_RUN;
   const run = { group: GROUP, version: VERSION, plural: PLURAL };
 
   const call = async <T>(ctx: Omit<CallContext, 'server'>, fn: () => Promise<T>): Promise<T> => {
@@ -81,16 +75,14 @@ export function createRunApi(kc: KubeConfig) {
   return {
     server,
 
-    createRun: (body: SandboxRunObject): Promise<StoredRun> =>
-      call({ verb: 'create', resource: PLURAL, namespace: body.metadata.namespace }, async () =>
-        plain<StoredRun>(
-          await custom.createNamespacedCustomObject({ ...run, namespace: body.metadata.namespace, body }),
-        ),
+    createRun: (namespace: string, body: SandboxRun): Promise<SandboxRun> =>
+      call({ verb: 'create', resource: PLURAL, namespace }, async () =>
+        plain<SandboxRun>(await custom.createNamespacedCustomObject({ ...run, namespace, body })),
       ),
 
-    getRun: (namespace: string, name: string): Promise<StoredRun> =>
+    getRun: (namespace: string, name: string): Promise<SandboxRun> =>
       call({ verb: 'get', resource: PLURAL, namespace }, async () =>
-        plain<StoredRun>(await custom.getNamespacedCustomObject({ ...run, namespace, name })),
+        plain<SandboxRun>(await custom.getNamespacedCustomObject({ ...run, namespace, name })),
       ),
 
     /** Sets spec.cancel (a JSON patch: client-node's default patch type). */
@@ -110,7 +102,7 @@ export function createRunApi(kc: KubeConfig) {
       name: string,
       resourceVersion: string | undefined,
       timeoutSeconds: number,
-      handlers: WatchHandlers<StoredRun>,
+      handlers: WatchHandlers<SandboxRun>,
     ): Promise<AbortController> =>
       watchOne(
         watchPath(namespace, PLURAL, `/apis/${GROUP}/${VERSION}`),

@@ -6,7 +6,11 @@
  * its deadline, and a cancel the operator does not confirm ends Cancelled anyway.
  */
 import { isTerminal, type Phase } from '../../api/run.js';
-import { SandboxRunStatusSchema, type SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import {
+  SandboxRunStatusSchema,
+  type SandboxRun,
+  type SandboxRunStatus,
+} from '../../api/v1alpha1/sandboxrun.js';
 import type { Logger } from '../../observability/logger.js';
 import { onAbort } from '../../shared/abort.js';
 import { AppError, toAppError } from '../../shared/errors.js';
@@ -15,7 +19,7 @@ import { StreamCapture, type OutputChunk } from '../../runner/capture.js';
 import type { OutputWindow } from '../../runner/protocol.js';
 import { followObject, type FollowEnd } from './follow-object.js';
 import { readLog, type LogReader } from './read-log.js';
-import type { RunApi, StoredRun } from './run-api.js';
+import type { RunApi } from './run-api.js';
 import { exactStatusOutput, outputFromStatus } from './run-result.js';
 
 export interface SuperviseTiming {
@@ -103,7 +107,7 @@ class RunSupervisor {
     const detach = onAbort(this.i.signal, () => this.cancel());
     let end: FollowEnd = 'aborted';
     try {
-      end = await followObject<StoredRun>({
+      end = await followObject<SandboxRun>({
         watch: (rv, timeout, handlers) =>
           this.i.api.watchRun(this.i.namespace, this.i.name, rv, timeout, handlers),
         get: () => this.getRun(),
@@ -135,7 +139,7 @@ class RunSupervisor {
     return { status, output, outputNote: note };
   }
 
-  private async getRun(): Promise<StoredRun | undefined> {
+  private async getRun(): Promise<SandboxRun | undefined> {
     try {
       return await this.i.api.getRun(this.i.namespace, this.i.name);
     } catch (e) {
@@ -145,7 +149,7 @@ class RunSupervisor {
   }
 
   /** Sees one version of the run; true once it is finished. */
-  private observe(obj: StoredRun): boolean {
+  private observe(obj: SandboxRun): boolean {
     const parsed = SandboxRunStatusSchema.safeParse(obj.status ?? {});
     const status = parsed.success ? parsed.data : undefined;
     if (!status?.phase) return false;

@@ -12,8 +12,8 @@ import {
   recordPods,
   sandboxRun,
   waitForFinished,
-  type SandboxRunObject,
 } from './operator-harness.js';
+import type { SandboxRun } from '../../../src/api/v1alpha1/sandboxrun.js';
 
 const LEASE_SECONDS = 6;
 const RETRY_SECONDS = 1;
@@ -174,7 +174,7 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
           ns,
           sandboxRun('after-handover', { template: 'bash', code: 'echo still here' }),
         );
-        const run: SandboxRunObject = await waitForFinished(cluster, ns, 'after-handover', 60_000);
+        const run: SandboxRun = await waitForFinished(cluster, ns, 'after-handover', 60_000);
         assert.equal(run.status?.phase, 'Succeeded');
         assert.equal(run.status?.output?.tail, 'still here\n');
         ok = true;

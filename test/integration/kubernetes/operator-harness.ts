@@ -6,10 +6,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { parseAllDocuments, stringify } from 'yaml';
-import { CustomObjectsApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { isTerminal, type Phase } from '../../../src/api/run.js';
-import type { SandboxRunSpecInput, SandboxRunStatus } from '../../../src/api/v1alpha1/index.js';
-import { CRD_FILE, CRD_NAME } from '../../../src/api/v1alpha1/crd.js';
+import { crdName } from '../../../src/api/v1alpha1/group.js';
+import { CRDS } from '../../../src/api/v1alpha1/render.js';
+import type { SandboxRun, SandboxRunSpecInput } from '../../../src/api/v1alpha1/sandboxrun.js';
 import { isNotFound, withCluster, type KubeCluster } from '../../support/kube/index.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
 import { OperatorProcess, type OperatorConfig } from './operator-process.js';
@@ -20,15 +21,10 @@ export const OPERATOR_ROLE = 'sandpit-operator';
 export const LEADER_ROLE = 'sandpit-operator-leader-election';
 const TEST_BINDING = 'sandpit-operator-tests';
 
-export interface SandboxRunObject extends KubernetesObject {
-  spec: SandboxRunSpecInput;
-  status?: SandboxRunStatus;
-}
-
 const runApi = { group: 'sandpit.dev', version: 'v1alpha1', plural: 'sandboxruns' };
 
 /**
- * Installs (idempotently) what every operator test needs: the CRD from crds/, the ClusterRoles from
+ * Installs (idempotently) what every operator test needs: the CRDs from crds/, the ClusterRoles from
  * deploy/rbac.yaml, and a ClusterRoleBinding of the operator role to the static operator user.
  */
 export async function installOperatorApi(cluster: KubeCluster): Promise<void> {
@@ -36,7 +32,7 @@ export async function installOperatorApi(cluster: KubeCluster): Promise<void> {
     const res = await cluster.kubectl(['apply', '-f', file], input ? { input } : {});
     assert.equal(res.code, 0, `kubectl apply ${file}: ${res.stderr}`);
   };
-  await apply(path.join(REPO_ROOT, CRD_FILE));
+  await apply(path.join(REPO_ROOT, 'crds'));
   const roles = parseAllDocuments(readFileSync(path.join(REPO_ROOT, 'deploy/rbac.yaml'), 'utf8'))
     .map((d) => d.toJS() as { kind: string })
     .filter((d) => d.kind === 'ClusterRole');
@@ -51,7 +47,7 @@ export async function installOperatorApi(cluster: KubeCluster): Promise<void> {
   const wait = await cluster.kubectl([
     'wait',
     '--for=condition=Established',
-    `crd/${CRD_NAME}`,
+    ...CRDS.map((def) => `crd/${crdName(def.kind)}`),
     '--timeout=60s',
   ]);
   assert.equal(wait.code, 0, wait.stderr);
@@ -69,7 +65,7 @@ export async function bindLeaseRole(cluster: KubeCluster, namespace: string): Pr
   });
 }
 
-export function sandboxRun(name: string, spec: SandboxRunSpecInput): SandboxRunObject {
+export function sandboxRun(name: string, spec: SandboxRunSpecInput): SandboxRun {
   return { apiVersion: 'sandpit.dev/v1alpha1', kind: 'SandboxRun', metadata: { name }, spec };
 }
 
@@ -80,26 +76,26 @@ export function customApi(cluster: KubeCluster): CustomObjectsApi {
 export async function createRun(
   cluster: KubeCluster,
   namespace: string,
-  run: SandboxRunObject,
-): Promise<SandboxRunObject> {
+  run: SandboxRun,
+): Promise<SandboxRun> {
   return (await customApi(cluster).createNamespacedCustomObject({
     ...runApi,
     namespace,
     body: run,
-  })) as SandboxRunObject;
+  })) as SandboxRun;
 }
 
 export async function getRun(
   cluster: KubeCluster,
   namespace: string,
   name: string,
-): Promise<SandboxRunObject | undefined> {
+): Promise<SandboxRun | undefined> {
   try {
     return (await customApi(cluster).getNamespacedCustomObject({
       ...runApi,
       namespace,
       name,
-    })) as SandboxRunObject;
+    })) as SandboxRun;
   } catch (e) {
     if (isNotFound(e)) return undefined;
     throw e;
@@ -119,7 +115,7 @@ export async function cancelRun(cluster: KubeCluster, namespace: string, name: s
 export const runsPath = (namespace: string): string =>
   `/apis/sandpit.dev/v1alpha1/namespaces/${namespace}/sandboxruns`;
 
-export const isFinished = (r: SandboxRunObject): boolean =>
+export const isFinished = (r: SandboxRun): boolean =>
   r.status?.phase !== undefined && isTerminal(r.status.phase);
 
 /** Waits (by watch) for the run to reach a terminal phase; returns it. */
@@ -128,8 +124,8 @@ export function waitForFinished(
   namespace: string,
   name: string,
   timeoutMs: number,
-): Promise<SandboxRunObject> {
-  return cluster.waitFor<SandboxRunObject>({ path: runsPath(namespace), name }, (r) => isFinished(r), {
+): Promise<SandboxRun> {
+  return cluster.waitFor<SandboxRun>({ path: runsPath(namespace), name }, (r) => isFinished(r), {
     timeoutMs,
     description: `SandboxRun ${namespace}/${name} to finish`,
   });
@@ -143,7 +139,7 @@ export async function applyHelloSample(
   cluster: KubeCluster,
   namespace: string,
   timeoutMs: number,
-): Promise<SandboxRunObject> {
+): Promise<SandboxRun> {
   const sample = path.join(REPO_ROOT, 'deploy/samples/python-hello.yaml');
   const applied = await cluster.kubectl(['apply', '-n', namespace, '-f', sample]);
   assert.equal(applied.code, 0, applied.stderr);
@@ -161,15 +157,11 @@ export function waitForPhase(
   name: string,
   phase: Phase,
   timeoutMs: number,
-): Promise<SandboxRunObject> {
-  return cluster.waitFor<SandboxRunObject>(
-    { path: runsPath(namespace), name },
-    (r) => r.status?.phase === phase,
-    {
-      timeoutMs,
-      description: `SandboxRun ${namespace}/${name} to be ${phase}`,
-    },
-  );
+): Promise<SandboxRun> {
+  return cluster.waitFor<SandboxRun>({ path: runsPath(namespace), name }, (r) => r.status?.phase === phase, {
+    timeoutMs,
+    description: `SandboxRun ${namespace}/${name} to be ${phase}`,
+  });
 }
 
 /** The value of one sample of a metric in Prometheus text (0 when absent). */
@@ -266,7 +258,7 @@ export function operatorSuite(hint: string, config: Omit<OperatorConfig, 'namesp
 }
 
 /** The pods of a run, found by its run-uid label. */
-export async function podsOf(s: Suite, run: SandboxRunObject): Promise<V1Pod[]> {
+export async function podsOf(s: Suite, run: SandboxRun): Promise<V1Pod[]> {
   const uid = run.metadata?.uid ?? '';
   return (
     await s.cluster.core.listNamespacedPod({ namespace: s.ns, labelSelector: `sandpit.dev/run-uid=${uid}` })

@@ -12,9 +12,9 @@ import {
   operatorSuite,
   waitForFinished,
   waitForPhase,
-  type SandboxRunObject,
   type Suite,
 } from './operator-harness.js';
+import type { SandboxRun } from '../../../src/api/v1alpha1/sandboxrun.js';
 
 const KINDS = [
   { path: 'pods', apiVersion: 'v1', kind: 'Pod' },
@@ -23,7 +23,7 @@ const KINDS = [
 ] as const;
 
 /** The run's children still present (by its UID label). */
-async function children(s: Suite, run: SandboxRunObject): Promise<string[]> {
+async function children(s: Suite, run: SandboxRun): Promise<string[]> {
   const selector = `sandpit.dev/run-uid=${run.metadata?.uid}`;
   const found: string[] = [];
   for (const k of KINDS) {
@@ -114,7 +114,7 @@ describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeou
     );
     const run = await waitForFinished(cluster, ns, 'ttl', 60_000);
     const finishedAt = Date.now();
-    await cluster.waitFor<SandboxRunObject>(
+    await cluster.waitFor<SandboxRun>(
       { path: `/apis/sandpit.dev/v1alpha1/namespaces/${ns}/sandboxruns`, name: 'ttl' },
       (_r, type) => type === 'DELETED',
       { timeoutMs: 30_000, description: 'the run to be deleted by its TTL' },

@@ -10,9 +10,9 @@ import {
   operatorSuite,
   podsOf,
   waitForFinished,
-  type SandboxRunObject,
   type Suite,
 } from './operator-harness.js';
+import type { SandboxRun } from '../../../src/api/v1alpha1/sandboxrun.js';
 
 const PENDING_TIMEOUT_SECONDS = 8;
 /** More CPU than the single test node has: the scheduler can place the pod nowhere. */
@@ -24,11 +24,11 @@ async function pendsThenFails(
   name: string,
   reason: string,
   spec: Parameters<typeof sandboxRun>[1],
-): Promise<{ run: SandboxRunObject; elapsed: number }> {
+): Promise<{ run: SandboxRun; elapsed: number }> {
   const { cluster, ns } = s;
   const created = Date.now();
   await createRun(cluster, ns, sandboxRun(name, { ...spec, pendingTimeoutSeconds: PENDING_TIMEOUT_SECONDS }));
-  const pending = await cluster.waitFor<SandboxRunObject>(
+  const pending = await cluster.waitFor<SandboxRun>(
     { path: `/apis/sandpit.dev/v1alpha1/namespaces/${ns}/sandboxruns`, name },
     (r) =>
       r.status?.conditions?.some((c) => c.type === 'Started' && c.reason === reason) === true ||

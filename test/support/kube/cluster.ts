@@ -13,14 +13,13 @@ import {
   KubernetesObjectApi,
   RbacAuthorizationV1Api,
   VersionApi,
-  type KubernetesObject,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { collectDiagnostics } from './diagnostics.js';
 import { type ClusterEnv, type IdentityName, loadClusterEnv, REPO_ROOT, START_COMMAND } from './env.js';
 import { runCommand, type RunOptions, type RunResult } from './run.js';
 import { withTimeout } from './timeout.js';
-import { waitFor, type WaitOptions, type WatchEventType, type WatchTarget } from './wait.js';
+import { waitFor, type WaitOptions, type Watched, type WatchEventType, type WatchTarget } from './wait.js';
 
 /** Label on every namespace the tests create. */
 export const TEST_NAMESPACE_LABEL = 'sandpit.dev/test-namespace';
@@ -124,7 +123,7 @@ export class KubeCluster {
   }
 
   /** waitFor() with the admin client. */
-  waitFor<T extends KubernetesObject>(
+  waitFor<T extends Watched>(
     target: WatchTarget,
     predicate: (obj: T, type: WatchEventType) => boolean,
     opts: WaitOptions,

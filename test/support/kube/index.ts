@@ -29,5 +29,6 @@ export {
   waitFor,
   waitForPod,
   WaitTimeoutError,
+  type Watched,
   type WatchEventType,
 } from './wait.js';

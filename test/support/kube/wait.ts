@@ -1,7 +1,13 @@
 // Waiting on the cluster, driven by watches (no polling loops, no sleeps).
-import { Watch, type KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** What a watch event carries, as far as waiting reads it (watch events are plain JSON). */
+export interface Watched {
+  kind?: string;
+  metadata?: { name?: string; namespace?: string };
+}
 
 /** What to watch: a collection path (e.g. `/api/v1/namespaces/ns/pods`), optionally narrowed. */
 export interface WatchTarget {
@@ -37,7 +43,7 @@ const PERMANENT_HTTP = new Set([400, 401, 403, 404, 405, 422]);
  * re-opened the same way. Rejects on timeout (with the last object seen), on abort, when the
  * predicate throws, or when the watch itself is refused (403, 404, ...).
  */
-export function waitFor<T extends KubernetesObject>(
+export function waitFor<T extends Watched>(
   kc: KubeConfig,
   target: WatchTarget,
   predicate: (obj: T, type: WatchEventType) => boolean,
@@ -190,7 +196,7 @@ export function podRunning(pod: V1Pod): boolean {
 /** A short, readable summary of an object for failure messages (pods get phase and container states). */
 export function summarize(obj: unknown): string {
   if (obj === undefined || obj === null) return 'nothing';
-  const o = obj as KubernetesObject & { status?: unknown };
+  const o = obj as Watched & { status?: unknown };
   const head = `${o.kind ?? 'object'} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name ?? '?'}`;
   const text = JSON.stringify(o.status ?? {});
   return `${head} status=${text.length > 1500 ? `${text.slice(0, 1500)}…` : text}`;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { SandboxRunStatus } from '../../../src/api/v1alpha1/index.js';
+import type { SandboxRunStatus } from '../../../src/api/v1alpha1/sandboxrun.js';
 import { computeStatus, requeueAfterMs, type StatusInput } from '../../../src/controller/compute-status.js';
 import { observePod } from '../../../src/controller/observe-pod.js';
 

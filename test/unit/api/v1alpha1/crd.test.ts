@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { buildCrd, toStructuralSchema, type JsonSchema } from '../../../../src/api/v1alpha1/crd.js';
 import {
-  buildCrd,
-  CRD_FILE,
+  CRD_DIRS,
+  CRDS,
+  crdFileName,
+  generatedCrdFiles,
   renderCrdYaml,
-  toStructuralSchema,
-  type JsonSchema,
-} from '../../../../src/api/v1alpha1/index.js';
+} from '../../../../src/api/v1alpha1/render.js';
+import { SANDBOX_RUN_CRD } from '../../../../src/api/v1alpha1/sandboxrun.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
@@ -20,7 +22,7 @@ type Version = {
   additionalPrinterColumns: { name: string; type: string; jsonPath: string }[];
   schema: { openAPIV3Schema: JsonSchema };
 };
-const crd = buildCrd() as {
+const crd = buildCrd(SANDBOX_RUN_CRD) as {
   spec: { names: Record<string, unknown>; scope: string; versions: Version[] };
 };
 const version = crd.spec.versions[0]!;
@@ -39,15 +41,25 @@ function walk(node: JsonSchema, at: string, fn: (node: JsonSchema, at: string) =
     walk(node.additionalProperties as JsonSchema, `${at}.*`, fn);
 }
 
-describe('the generated CRD', () => {
-  test(`${CRD_FILE} is what npm run gen:crd writes (no drift)`, () => {
-    assert.equal(readFileSync(path.join(ROOT, CRD_FILE), 'utf8'), renderCrdYaml());
+describe('the generated CRDs', () => {
+  for (const f of generatedCrdFiles()) {
+    test(`${f.path} is what npm run gen:crd writes (no drift)`, () => {
+      assert.equal(readFileSync(path.join(ROOT, f.path), 'utf8'), f.text);
+    });
+  }
+
+  test('every CRD folder (crds/ and the chart’s) holds exactly one file per kind', () => {
+    const want = CRDS.map(crdFileName).sort();
+    assert.ok(want.length > 0);
+    for (const dir of CRD_DIRS) assert.deepEqual(readdirSync(path.join(ROOT, dir)).sort(), want, dir);
   });
 
-  test('the file parses back to buildCrd()', () => {
-    assert.deepEqual(parse(readFileSync(path.join(ROOT, CRD_FILE), 'utf8')), buildCrd());
+  test('each file parses back to buildCrd()', () => {
+    for (const def of CRDS) assert.deepEqual(parse(renderCrdYaml(def)), buildCrd(def), crdFileName(def));
   });
+});
 
+describe('the SandboxRun CRD', () => {
   test('names: sandboxruns.sandpit.dev, kind SandboxRun, short name sbr, namespaced', () => {
     assert.deepEqual(crd.spec.names, {
       plural: 'sandboxruns',

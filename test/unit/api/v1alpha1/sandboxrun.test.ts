@@ -5,15 +5,13 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { RunRequestSchema } from '../../../../src/api/run.js';
+import { ConditionType, setCondition } from '../../../../src/api/v1alpha1/conditions.js';
+import { childName, labelValueFor } from '../../../../src/api/v1alpha1/labels.js';
 import {
-  childName,
-  ConditionType,
-  labelValueFor,
   SandboxRunSchema,
   SandboxRunSpecSchema,
-  setCondition,
   toRunRequestInput,
-} from '../../../../src/api/v1alpha1/index.js';
+} from '../../../../src/api/v1alpha1/sandboxrun.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
