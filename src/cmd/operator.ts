@@ -12,7 +12,8 @@ import type { Config } from '../config/schema.js';
 import { createOperatorMetrics } from '../controller/metrics.js';
 import { createOperator, type OperatorOptions } from '../controller/operator.js';
 import { listenProbes } from '../controller/probes.js';
-import { createKubeClient, currentNamespace, loadKubeConfig } from '../kube/index.js';
+import { createKubeClient } from '../kube/client.js';
+import { currentNamespace, loadKubeConfig } from '../kube/config.js';
 import { parse, printHelp } from './args.js';
 import { kubeconfigSource, shutdownSignal, toPort } from './process.js';
 import { loadContext } from './wiring.js';
@@ -80,7 +81,6 @@ export async function operatorCommand(argv: string[]): Promise<number> {
   const identity = values.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const metrics = createOperatorMetrics({ defaultMetrics: true });
   const options: OperatorOptions = {
-    kc,
     kube,
     logger,
     metrics,

@@ -116,8 +116,8 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
   const { config, logger } = ctx;
   const { gateway, operator, pendingTimeoutSeconds } = config.kubernetes;
   const [{ KubernetesBackend }, { currentNamespace, loadKubeConfig }] = await Promise.all([
-    import('../backends/kubernetes/index.js'),
-    import('../kube/index.js'),
+    import('../backends/kubernetes/kubernetes-backend.js'),
+    import('../kube/config.js'),
   ]);
   const kubeConfig = loadKubeConfig(kubeconfigSource(gateway.kubeconfig));
   const namespace = gateway.namespace ?? currentNamespace(kubeConfig) ?? 'default';
@@ -129,7 +129,7 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
       : undefined,
     ttlSecondsAfterFinished: gateway.ttlSecondsAfterFinished,
     pendingTimeoutSeconds,
-    admitTimeoutSeconds: gateway.pickupTimeoutSeconds,
+    pickupTimeoutSeconds: gateway.pickupTimeoutSeconds,
     logger,
   });
   logger.info(

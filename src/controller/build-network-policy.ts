@@ -2,11 +2,11 @@
  * buildNetworkPolicy(): deny all ingress and all egress for exactly this run's pod (selected by
  * the run's UID label). Egress rules do not exist yet, so there is no allowlist to render. Pure.
  */
-import type { V1NetworkPolicy, V1NetworkPolicySpec } from '@kubernetes/client-node';
+import type { NetworkPolicy, NetworkPolicySpec } from '../kube/objects.js';
 import { LABEL_RUN_UID } from '../api/v1alpha1/labels.js';
 import { childMeta, type RunRef } from './children.js';
 
-export function buildNetworkPolicy(run: RunRef): V1NetworkPolicy {
+export function buildNetworkPolicy(run: RunRef): NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -21,11 +21,8 @@ export function buildNetworkPolicy(run: RunRef): V1NetworkPolicy {
 }
 
 /** Same rules as `want`? (The apiserver drops empty lists, so missing and [] compare equal.) */
-export function sameNetworkPolicySpec(
-  have: V1NetworkPolicySpec | undefined,
-  want: V1NetworkPolicySpec,
-): boolean {
-  const norm = (s: V1NetworkPolicySpec | undefined) =>
+export function sameNetworkPolicySpec(have: NetworkPolicySpec | undefined, want: NetworkPolicySpec): boolean {
+  const norm = (s: NetworkPolicySpec | undefined) =>
     JSON.stringify({
       podSelector: s?.podSelector ?? {},
       policyTypes: [...(s?.policyTypes ?? [])].sort(),

@@ -4,7 +4,7 @@
  * service links, no host namespaces, no DNS that leaves the pod while egress is none; inputs come
  * from the owned ConfigMap as a framed job that `sandpit-runner --plain` reads.
  */
-import type { V1Container, V1Pod, V1PodSecurityContext, V1SecurityContext } from '@kubernetes/client-node';
+import type { Container, Pod, PodSecurityContext, SecurityContext } from '../kube/objects.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
 import { formatSize } from '../shared/quantity.js';
 import { childMeta, type RunRef } from './children.js';
@@ -36,7 +36,7 @@ export interface PodSettings {
 export const cpuQuantity = (milli: number): string =>
   milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
 
-export function podSecurityContext(): V1PodSecurityContext {
+export function podSecurityContext(): PodSecurityContext {
   return {
     runAsNonRoot: true,
     runAsUser: SANDBOX_UID,
@@ -46,7 +46,7 @@ export function podSecurityContext(): V1PodSecurityContext {
   };
 }
 
-export function containerSecurityContext(): V1SecurityContext {
+export function containerSecurityContext(): SecurityContext {
   return {
     runAsNonRoot: true,
     runAsUser: SANDBOX_UID,
@@ -59,7 +59,7 @@ export function containerSecurityContext(): V1SecurityContext {
   };
 }
 
-function container(spec: EffectiveSpec, settings: PodSettings): V1Container {
+function container(spec: EffectiveSpec, settings: PodSettings): Container {
   const { limits } = spec;
   return {
     name: SANDBOX_CONTAINER,
@@ -87,7 +87,7 @@ function container(spec: EffectiveSpec, settings: PodSettings): V1Container {
   };
 }
 
-export function buildPod(run: RunRef, spec: EffectiveSpec, settings: PodSettings): V1Pod {
+export function buildPod(run: RunRef, spec: EffectiveSpec, settings: PodSettings): Pod {
   const meta = childMeta(run);
   return {
     apiVersion: 'v1',

@@ -3,7 +3,7 @@
  * owner reference (so deleting the run garbage-collects them), and the ownership check the
  * reconciler applies before it touches anything it finds under that name.
  */
-import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
+import type { ObjectMeta, OwnerReference } from '../kube/objects.js';
 import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
 import {
   childName,
@@ -14,7 +14,7 @@ import {
   labelValueFor,
   MANAGED_BY_OPERATOR,
 } from '../api/v1alpha1/labels.js';
-import type { KubeObject } from '../kube/client.js';
+import type { KubeObject } from '../kube/objects.js';
 
 /** The identity of a run, as its children refer to it. */
 export interface RunRef {
@@ -23,7 +23,7 @@ export interface RunRef {
   uid: string;
 }
 
-export function controllerRef(run: RunRef): V1OwnerReference {
+export function controllerRef(run: RunRef): OwnerReference {
   return {
     apiVersion: SANDBOX_RUN.apiVersion,
     kind: SANDBOX_RUN.kind,
@@ -43,7 +43,7 @@ export function childLabels(run: RunRef): Record<string, string> {
   };
 }
 
-export function childMeta(run: RunRef): V1ObjectMeta {
+export function childMeta(run: RunRef): ObjectMeta {
   return {
     name: childName(run.name, run.uid),
     namespace: run.namespace,

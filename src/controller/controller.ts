@@ -3,23 +3,24 @@
  * Child events map to their owning run's key; requeue hints and failures come back as timed adds.
  * start() returns once the caches are synced and the workers run; stop() drains in-flight passes.
  */
-import type {
-  KubeConfig,
-  V1ConfigMap,
-  V1NetworkPolicy,
-  V1Pod,
-  V1RuntimeClass,
-} from '@kubernetes/client-node';
 import type { SandboxRun } from '../api/v1alpha1/sandboxrun.js';
-import type { KubeClient, KubeObject } from '../kube/client.js';
+import type { KubeClient } from '../kube/client.js';
 import { isConflict } from '../kube/errors.js';
-import { Informer, objectKey, type InformerSource } from '../kube/informer.js';
+import { Informer, type InformerSource } from '../kube/informer.js';
+import {
+  objectKey,
+  type ConfigMap,
+  type KubeObject,
+  type NetworkPolicy,
+  type Pod,
+  type RuntimeClass,
+} from '../kube/objects.js';
+import { InformerSet } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Policy } from '../policy/policy.js';
 import { sleep } from '../shared/abort.js';
 import type { PodSettings } from './build-pod.js';
 import { ownerKey } from './children.js';
-import type { Store } from './ensure-children.js';
 import { createEventRecorder } from './events.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { OutputLimits } from './read-output.js';
@@ -29,7 +30,6 @@ import { StatusOverlay } from './status-overlay.js';
 import { WorkQueue } from './workqueue.js';
 
 export interface ControllerOptions {
-  kc: KubeConfig;
   kube: KubeClient;
   logger: Logger;
   metrics: OperatorMetrics;
@@ -47,38 +47,14 @@ export interface ControllerOptions {
   now?: () => Date;
 }
 
-/** One store over the informers of several namespaces (or one cluster-wide informer). */
-class InformerSet<T extends KubeObject> implements Store<T> {
-  readonly informers: Informer<T>[];
-  private readonly byNamespace: Map<string, Informer<T>>;
-
-  constructor(namespaces: readonly string[], make: (ns: string | undefined) => Informer<T>) {
-    const scopes = namespaces.length ? [...namespaces] : [undefined];
-    this.informers = scopes.map(make);
-    this.byNamespace = new Map(scopes.map((ns, i) => [ns ?? '*', this.informers[i]!]));
-  }
-
-  get(namespace: string, name: string): T | undefined {
-    return (this.byNamespace.get(namespace) ?? this.byNamespace.get('*'))?.get(namespace, name);
-  }
-
-  list(): T[] {
-    return this.informers.flatMap((i) => i.list());
-  }
-
-  hasSynced(): boolean {
-    return this.informers.every((i) => i.hasSynced());
-  }
-}
-
 export class Controller {
   private readonly options: ControllerOptions;
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
   private readonly runs: InformerSet<SandboxRun>;
-  private readonly pods: InformerSet<V1Pod>;
-  private readonly configMaps: InformerSet<V1ConfigMap>;
-  private readonly networkPolicies: InformerSet<V1NetworkPolicy>;
-  private readonly runtimeClasses: Informer<V1RuntimeClass>;
+  private readonly pods: InformerSet<Pod>;
+  private readonly configMaps: InformerSet<ConfigMap>;
+  private readonly networkPolicies: InformerSet<NetworkPolicy>;
+  private readonly runtimeClasses: Informer<RuntimeClass>;
   private readonly overlay = new StatusOverlay();
   private workers: Promise<void>[] = [];
   private resync: NodeJS.Timeout | undefined;
@@ -91,8 +67,7 @@ export class Controller {
     this.options = options;
     const { kube, namespaces } = options;
     const informer = <T extends KubeObject>(source: InformerSource<T>): Informer<T> =>
-      new Informer<T>(source, {
-        kc: options.kc,
+      new Informer<T>(kube, source, {
         logger: options.logger,
         watchTimeoutSeconds: options.watchTimeoutSeconds,
         onRestart: (reason) => options.metrics.watchRestarts.inc({ resource: source.resource, reason }),

@@ -4,10 +4,11 @@
  * Every child is found under its deterministic name; one this run does not control is never
  * touched. Create calls are idempotent (AlreadyExists means a previous pass made it).
  */
-import type { V1ConfigMap, V1NetworkPolicy, V1Pod, V1RuntimeClass } from '@kubernetes/client-node';
+import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
 import type { RunOutput } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
-import { isAlreadyExists, isForbidden, isNotFound, KubeApiError } from '../kube/errors.js';
+import type { Store } from '../kube/store.js';
+import { isAlreadyExists, isForbidden, KubeApiError } from '../kube/errors.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
 import { AppError } from '../shared/errors.js';
 import { buildConfigMap } from './build-config-map.js';
@@ -19,17 +20,12 @@ import type { EventRecorder } from './events.js';
 import { isPodFinished, observePod, type PodView } from './observe-pod.js';
 import { readOutput, type OutputLimits } from './read-output.js';
 
-export interface Store<T> {
-  get(namespace: string, name: string): T | undefined;
-  hasSynced(): boolean;
-}
-
 export interface ChildrenDeps {
   kube: KubeClient;
-  pods: Store<V1Pod>;
-  configMaps: Store<V1ConfigMap>;
-  networkPolicies: Store<V1NetworkPolicy>;
-  runtimeClasses: Store<V1RuntimeClass> | undefined;
+  pods: Store<Pod>;
+  configMaps: Store<ConfigMap>;
+  networkPolicies: Store<NetworkPolicy>;
+  runtimeClasses: Store<RuntimeClass> | undefined;
   events: EventRecorder;
   pod: PodSettings;
   output: OutputLimits;
@@ -63,7 +59,7 @@ const notCachedYet = (kind: string, name: string): AppError =>
   new AppError('BACKEND_ERROR', `${kind} ${name} exists but is not in the cache yet`);
 
 /** The observed pod, with its output once it has finished. */
-export async function observeExisting(deps: ChildrenDeps, run: RunRef, pod: V1Pod): Promise<Observed> {
+export async function observeExisting(deps: ChildrenDeps, run: RunRef, pod: Pod): Promise<Observed> {
   const view = observePod(pod);
   const output = isPodFinished(view)
     ? await readOutput(deps.kube, run.namespace, view.name, deps.output)
@@ -90,13 +86,9 @@ export async function ensureChildren(
   }
   if (run.podRecorded) {
     // The status says we created it: a cache miss is either lag or a deleted pod; ask the apiserver.
-    try {
-      const live = await deps.kube.getPod(run.namespace, name);
-      return isControlledBy(live, run) ? observeExisting(deps, run, live) : notOurs('Pod', name);
-    } catch (e) {
-      if (isNotFound(e)) return { ...NOTHING_OBSERVED, podLost: true };
-      throw e;
-    }
+    const live = await deps.kube.getPod(run.namespace, name);
+    if (!live) return { ...NOTHING_OBSERVED, podLost: true };
+    return isControlledBy(live, run) ? observeExisting(deps, run, live) : notOurs('Pod', name);
   }
   const missingClass = runtimeClassMissing(deps, effective.runtime);
   if (missingClass) return { ...NOTHING_OBSERVED, blocked: missingClass };
@@ -166,7 +158,7 @@ export function createRefusal(e: KubeApiError): Blocked | undefined {
   return undefined;
 }
 
-async function createPod(deps: ChildrenDeps, run: RunRef, want: V1Pod): Promise<Observed> {
+async function createPod(deps: ChildrenDeps, run: RunRef, want: Pod): Promise<Observed> {
   const name = want.metadata?.name ?? '';
   try {
     const created = await deps.kube.createPod(run.namespace, want);

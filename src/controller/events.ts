@@ -2,7 +2,7 @@
  * Kubernetes Events on a SandboxRun (core/v1), so `kubectl describe sbr` tells the story. An
  * event that cannot be written is logged and dropped: events never fail a reconcile.
  */
-import type { CoreV1Event } from '@kubernetes/client-node';
+import type { KubeEvent } from '../kube/objects.js';
 import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../observability/logger.js';
@@ -20,7 +20,7 @@ export function buildEvent(
   event: { type: 'Normal' | 'Warning'; reason: string; message: string },
   at: Date,
   instance: string,
-): CoreV1Event {
+): KubeEvent {
   const stamp = at.toISOString();
   const micro = stamp.replace(/Z$/, '000Z');
   return {
@@ -42,9 +42,9 @@ export function buildEvent(
     reportingComponent: `sandpit.dev/${EVENT_SOURCE}`,
     reportingInstance: instance,
     action: event.reason,
-    firstTimestamp: stamp as unknown as Date,
-    lastTimestamp: stamp as unknown as Date,
-    eventTime: micro as unknown as Date,
+    firstTimestamp: stamp,
+    lastTimestamp: stamp,
+    eventTime: micro,
     count: 1,
   };
 }

@@ -5,9 +5,9 @@
  * clock skew between nodes does not matter). A leader that cannot renew within the renew deadline
  * stops leading. On a clean shutdown the leader releases the Lease so the next one starts at once.
  */
-import type { V1Lease } from '@kubernetes/client-node';
+import type { Lease } from '../kube/objects.js';
 import type { KubeClient } from '../kube/client.js';
-import { isAlreadyExists, isConflict, isNotFound } from '../kube/errors.js';
+import { isAlreadyExists, isConflict } from '../kube/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { sleep } from '../shared/abort.js';
 
@@ -36,15 +36,13 @@ export interface Observation {
 
 export const microTime = (ms: number): string => new Date(ms).toISOString().replace(/Z$/, '000Z');
 
-export function leaseRecord(lease: V1Lease): LeaseRecord {
+export function leaseRecord(lease: Lease): LeaseRecord {
   const s = lease.spec ?? {};
-  const time = (v: unknown): string | undefined =>
-    v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : undefined;
   return {
     holder: s.holderIdentity ?? '',
     leaseDurationSeconds: s.leaseDurationSeconds ?? 0,
-    acquireTime: time(s.acquireTime),
-    renewTime: time(s.renewTime),
+    acquireTime: s.acquireTime || undefined,
+    renewTime: s.renewTime || undefined,
     transitions: s.leaseTransitions ?? 0,
   };
 }
@@ -84,13 +82,13 @@ export function nextRecord(
   };
 }
 
-function toSpec(r: LeaseRecord): V1Lease['spec'] {
+function toSpec(r: LeaseRecord): Lease['spec'] {
   return {
     holderIdentity: r.holder,
     leaseDurationSeconds: r.leaseDurationSeconds,
     leaseTransitions: r.transitions,
-    ...(r.acquireTime ? { acquireTime: r.acquireTime as unknown as Date } : {}),
-    ...(r.renewTime ? { renewTime: r.renewTime as unknown as Date } : {}),
+    ...(r.acquireTime ? { acquireTime: r.acquireTime } : {}),
+    ...(r.renewTime ? { renewTime: r.renewTime } : {}),
   };
 }
 
@@ -164,7 +162,7 @@ export class LeaderElector {
     this.leading = false;
     try {
       const lease = await this.kube.getLease(this.options.namespace, this.options.name);
-      if (leaseRecord(lease).holder !== this.options.identity) return;
+      if (!lease || leaseRecord(lease).holder !== this.options.identity) return;
       const now = Date.now();
       await this.kube.replaceLease(this.options.namespace, {
         ...lease,
@@ -188,25 +186,13 @@ export class LeaderElector {
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity, leaseDurationSeconds } = this.options;
     const now = Date.now();
-    let lease: V1Lease;
+    let lease: Lease | undefined;
     try {
       lease = await this.kube.getLease(namespace, name);
     } catch (e) {
-      if (!isNotFound(e)) return this.failed(e);
-      const record = nextRecord(
-        identity,
-        { holder: '', leaseDurationSeconds, acquireTime: undefined, renewTime: undefined, transitions: 0 },
-        leaseDurationSeconds,
-        now,
-      );
-      try {
-        await this.kube.createLease(namespace, { metadata: { name, namespace }, spec: toSpec(record) });
-        this.observed = { record, observedAt: now };
-        return true;
-      } catch (err) {
-        return isAlreadyExists(err) ? false : this.failed(err);
-      }
+      return this.failed(e);
     }
+    if (!lease) return this.create(now);
     const current = leaseRecord(lease);
     this.observed = observe(this.observed, current, now);
     if (!canAcquire(identity, this.observed, now)) return false;
@@ -217,6 +203,24 @@ export class LeaderElector {
       return true;
     } catch (e) {
       return isConflict(e) ? false : this.failed(e);
+    }
+  }
+
+  /** No Lease yet: make it, held by this replica. */
+  private async create(now: number): Promise<boolean> {
+    const { namespace, name, identity, leaseDurationSeconds } = this.options;
+    const record = nextRecord(
+      identity,
+      { holder: '', leaseDurationSeconds, acquireTime: undefined, renewTime: undefined, transitions: 0 },
+      leaseDurationSeconds,
+      now,
+    );
+    try {
+      await this.kube.createLease(namespace, { metadata: { name, namespace }, spec: toSpec(record) });
+      this.observed = { record, observedAt: now };
+      return true;
+    } catch (err) {
+      return isAlreadyExists(err) ? false : this.failed(err);
     }
   }
 

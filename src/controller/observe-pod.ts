@@ -1,8 +1,7 @@
 /**
- * observePod(): what a Pod says about its run, read once from its status. Pure. Timestamps may be
- * strings (watch events) or Dates (typed responses); they come out as RFC 3339 strings.
+ * observePod(): what a Pod says about its run, read once from its status. Pure.
  */
-import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import type { ContainerStatus, Pod } from '../kube/objects.js';
 import { parseExitReport, type ExitReport } from '../runner/protocol.js';
 import { SANDBOX_CONTAINER } from './build-pod.js';
 
@@ -39,11 +38,8 @@ export interface PodView {
   terminated: Terminated | undefined;
 }
 
-export function toTime(value: unknown): string | undefined {
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'string' && value !== '') return value;
-  return undefined;
-}
+/** A timestamp, or undefined when it is absent or empty. */
+const toTime = (value: string | undefined): string | undefined => value || undefined;
 
 /** The runner's exit report from a termination message; undefined when there is none (or it is not one). */
 export function terminationReport(text: string | undefined): ExitReport | undefined {
@@ -55,11 +51,11 @@ export function terminationReport(text: string | undefined): ExitReport | undefi
   }
 }
 
-function sandboxStatus(pod: V1Pod): V1ContainerStatus | undefined {
+function sandboxStatus(pod: Pod): ContainerStatus | undefined {
   return pod.status?.containerStatuses?.find((c) => c.name === SANDBOX_CONTAINER);
 }
 
-export function observePod(pod: V1Pod): PodView {
+export function observePod(pod: Pod): PodView {
   const status = pod.status;
   const c = sandboxStatus(pod);
   const term = c?.state?.terminated;

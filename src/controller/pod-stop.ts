@@ -4,7 +4,7 @@
  * FORCE_DELETE_AFTER_MS is forced. A busy kubelet (say, mid container creation) can take minutes
  * to confirm, and the pod object stays until it does; a cancelled sandbox must be gone promptly.
  */
-import type { V1Pod } from '@kubernetes/client-node';
+import type { Pod } from '../kube/objects.js';
 import { isPodFinished, observePod } from './observe-pod.js';
 
 export const FORCE_DELETE_AFTER_MS = 10_000;
@@ -12,7 +12,7 @@ export const FORCE_DELETE_AFTER_MS = 10_000;
 export type PodStopStep =
   { action: 'none'; recheckMs?: undefined } | { action: 'delete' | 'force' | 'wait'; recheckMs: number };
 
-export function podStopStep(pod: V1Pod | undefined, runUid: string, now: Date): PodStopStep {
+export function podStopStep(pod: Pod | undefined, runUid: string, now: Date): PodStopStep {
   if (!pod?.metadata?.uid) return { action: 'none' };
   if (!(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === runUid))
     return { action: 'none' };

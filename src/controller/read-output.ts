@@ -6,7 +6,7 @@
 import type { RunOutput } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
 import { isNotFound } from '../kube/errors.js';
-import { SANDBOX_CONTAINER } from './build-pod.js';
+import { SANDBOX_CONTAINER } from '../api/v1alpha1/labels.js';
 
 export interface OutputLimits {
   /** Bytes of the tail kept in the status. */
@@ -53,14 +53,12 @@ export async function readOutput(
   pod: string,
   limits: OutputLimits,
 ): Promise<RunOutput | undefined> {
+  const ref = { namespace, name: pod };
   try {
-    const log = await kube.readPodLog(namespace, pod, {
-      container: SANDBOX_CONTAINER,
-      limitBytes: limits.readBytes,
-    });
+    const log = await kube.readPodLog(ref, { container: SANDBOX_CONTAINER, limitBytes: limits.readBytes });
     const capped = Buffer.byteLength(log, 'utf8') >= limits.readBytes;
     const tailSource = capped
-      ? await kube.readPodLog(namespace, pod, {
+      ? await kube.readPodLog(ref, {
           container: SANDBOX_CONTAINER,
           tailLines: TAIL_LINES,
           limitBytes: limits.readBytes,

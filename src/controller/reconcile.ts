@@ -9,11 +9,13 @@ import { isDeepStrictEqual } from 'node:util';
 import { isTerminal } from '../api/run.js';
 import { childName } from '../api/v1alpha1/labels.js';
 import {
+  SANDBOX_RUN,
   SandboxRunStatusSchema,
   type SandboxRun,
   type SandboxRunStatus,
 } from '../api/v1alpha1/sandboxrun.js';
 import { isNotFound } from '../kube/errors.js';
+import type { Store } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Policy } from '../policy/policy.js';
 import { admitRun } from './admit.js';
@@ -25,7 +27,6 @@ import {
   observeExisting,
   type ChildrenDeps,
   type Observed,
-  type Store,
 } from './ensure-children.js';
 import { isPodFinished, observePod } from './observe-pod.js';
 import { podStopStep } from './pod-stop.js';
@@ -145,7 +146,7 @@ async function writeStatus(
 ): Promise<void> {
   if (isDeepStrictEqual(status, run.status)) return;
   const body = { ...run.raw, status };
-  const written = await deps.kube.replaceRunStatus(run.ref.namespace, run.ref.name, body);
+  const written = await deps.kube.replaceObjectStatus(SANDBOX_RUN, body);
   deps.overlay.record(key, run.raw.metadata?.resourceVersion, written);
 }
 
@@ -161,7 +162,7 @@ async function finishedRun(
     timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);
   const after = earliest(ttlAfter, recheckPodMs);
   if (after === 0) {
-    await deps.kube.deleteRun(run.ref.namespace, run.ref.name, run.ref.uid);
+    await deps.kube.deleteObject(SANDBOX_RUN, run.ref);
     deps.logger.info(
       { run: key, ttlSecondsAfterFinished: timing.ttlSecondsAfterFinished },
       'Deleted finished SandboxRun (TTL)',

@@ -3,7 +3,7 @@
  * (selected by its managed-by label), in each watched namespace or cluster-wide; and RuntimeClasses,
  * so a run naming a missing one waits instead of making a pod that can never start.
  */
-import type { V1ConfigMap, V1NetworkPolicy, V1Pod, V1RuntimeClass } from '@kubernetes/client-node';
+import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
 import { LABEL_MANAGED_BY, MANAGED_BY_OPERATOR } from '../api/v1alpha1/labels.js';
 import { SANDBOX_RUN, type SandboxRun } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
@@ -18,11 +18,11 @@ export function runSource(kube: KubeClient, namespace: string | undefined): Info
   return {
     resource: SANDBOX_RUN.plural,
     path: scoped(namespace, `/apis/${SANDBOX_RUN.apiVersion}`, SANDBOX_RUN.plural),
-    list: (continueToken) => kube.listRuns({ namespace, continueToken }),
+    list: (continueToken) => kube.listObjects<SandboxRun>(SANDBOX_RUN, { namespace, continueToken }),
   };
 }
 
-export function podSource(kube: KubeClient, namespace: string | undefined): InformerSource<V1Pod> {
+export function podSource(kube: KubeClient, namespace: string | undefined): InformerSource<Pod> {
   return {
     resource: 'pods',
     path: scoped(namespace, '/api/v1', 'pods'),
@@ -31,10 +31,7 @@ export function podSource(kube: KubeClient, namespace: string | undefined): Info
   };
 }
 
-export function configMapSource(
-  kube: KubeClient,
-  namespace: string | undefined,
-): InformerSource<V1ConfigMap> {
+export function configMapSource(kube: KubeClient, namespace: string | undefined): InformerSource<ConfigMap> {
   return {
     resource: 'configmaps',
     path: scoped(namespace, '/api/v1', 'configmaps'),
@@ -46,7 +43,7 @@ export function configMapSource(
 export function networkPolicySource(
   kube: KubeClient,
   namespace: string | undefined,
-): InformerSource<V1NetworkPolicy> {
+): InformerSource<NetworkPolicy> {
   return {
     resource: 'networkpolicies',
     path: scoped(namespace, '/apis/networking.k8s.io/v1', 'networkpolicies'),
@@ -56,7 +53,7 @@ export function networkPolicySource(
   };
 }
 
-export function runtimeClassSource(kube: KubeClient): InformerSource<V1RuntimeClass> {
+export function runtimeClassSource(kube: KubeClient): InformerSource<RuntimeClass> {
   return {
     resource: 'runtimeclasses',
     path: '/apis/node.k8s.io/v1/runtimeclasses',

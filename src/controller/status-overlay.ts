@@ -5,7 +5,7 @@
  * ordering: the written object is used only while the cache still holds the very version it
  * replaced.
  */
-import type { KubeObject } from '../kube/client.js';
+import type { KubeObject } from '../kube/objects.js';
 
 export class StatusOverlay {
   private readonly written = new Map<string, { fromVersion: string | undefined; object: KubeObject }>();

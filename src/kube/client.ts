@@ -1,44 +1,47 @@
 /**
- * The thin @kubernetes/client-node adapter the operator uses: exactly the calls it makes, each
- * mapped to a KubeApiError on failure. Objects come back as plain JSON (client-node's typed lists
- * carry Date instances while watch events carry strings; see notes/libraries.md §1.4), so every
- * cache holds one shape.
+ * The thin @kubernetes/client-node adapter: every call the operator and the gateway make, each
+ * mapped to a KubeApiError on failure, every object returned as plain JSON (objects.ts). A getter
+ * answers undefined when the object does not exist. Which of these calls each side may make is
+ * its own permission table (controller/permissions.ts, backends/kubernetes/permissions.ts).
  */
+import type { Writable } from 'node:stream';
 import {
+  AuthorizationV1Api,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  Log,
   NetworkingV1Api,
   NodeV1Api,
+  VersionApi,
+  Watch,
   type CoreV1Event,
   type KubeConfig,
   type V1ConfigMap,
   type V1Lease,
   type V1NetworkPolicy,
   type V1Pod,
-  type V1RuntimeClass,
 } from '@kubernetes/client-node';
-import { SANDBOX_RUN, type SandboxRun } from '../api/v1alpha1/sandboxrun.js';
-import { kubeCall } from './errors.js';
-
-/** A stored object as the operator reads it (plain JSON). */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    /** A string in watch events, a Date in typed responses: read it with `new Date(x)`. */
-    creationTimestamp?: string | Date;
-    deletionTimestamp?: string | Date;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
-  };
-}
+import type { CustomKind } from '../api/v1alpha1/group.js';
+import {
+  kubeCall,
+  statusError,
+  toKubeError,
+  unlessNotFound,
+  type KubeApiError,
+  type StatusBody,
+} from './errors.js';
+import {
+  plain,
+  type ConfigMap,
+  type KubeEvent,
+  type KubeObject,
+  type Lease,
+  type NetworkPolicy,
+  type Plain,
+  type Pod,
+  type RuntimeClass,
+} from './objects.js';
 
 export interface ListPage<T> {
   items: T[];
@@ -47,28 +50,59 @@ export interface ListPage<T> {
 }
 
 export interface ListQuery {
+  /** undefined: every namespace. */
   namespace: string | undefined;
   labelSelector?: string | undefined;
   continueToken?: string | undefined;
 }
 
-const PAGE = 500;
+/** A custom resource, as the adapter addresses it (a CustomKind fits). */
+export type CustomResource = Pick<CustomKind, 'group' | 'version' | 'plural' | 'kind'>;
 
-/** Typed models → the JSON the apiserver sent (dates as RFC 3339 strings, no undefined fields). */
-function plain<T>(value: unknown): T {
-  return JSON.parse(JSON.stringify(value)) as T;
+/** One RFC 6902 operation (client-node sends custom-object patches as JSON patches). */
+export interface JsonPatchOp {
+  op: 'add' | 'replace' | 'remove';
+  path: string;
+  value?: unknown;
 }
 
-function page<T>(list: {
-  items?: unknown[];
-  metadata?: { resourceVersion?: string; _continue?: string };
-}): ListPage<T> {
+/** What one watch request is of: a collection path (`/api/v1/namespaces/ns/pods`), optionally narrowed. */
+export interface WatchTarget {
+  path: string;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+
+export interface WatchHandlers<T> {
+  onEvent(type: WatchEventType, obj: T): void;
+  /** Called once: undefined on a clean close by the server, else the failure (an in-stream ERROR too). */
+  onDone(err: KubeApiError | undefined): void;
+}
+
+const PAGE = 500;
+
+/** A collection's path: `/api/v1/pods`, `/apis/sandpit.dev/v1alpha1/namespaces/ns/sandboxruns`. */
+export function collectionPath(apiPrefix: string, plural: string, namespace: string | undefined): string {
+  return `${apiPrefix}${namespace ? `/namespaces/${namespace}` : ''}/${plural}`;
+}
+
+export const customPrefix = (r: Pick<CustomResource, 'group' | 'version'>): string =>
+  `/apis/${r.group}/${r.version}`;
+
+function page<T>(list: { items?: unknown[]; metadata?: { resourceVersion?: string; _continue?: string } }) {
   return {
-    items: plain<T[]>(list.items ?? []),
+    items: plain(list.items ?? []) as T[],
     resourceVersion: list.metadata?.resourceVersion ?? '',
     continueToken: list.metadata?._continue || undefined,
   };
 }
+
+/** A plain object handed to client-node: its serializer passes strings through where its models say Date. */
+const model = <T>(body: Plain<T>): T => body as unknown as T;
+
+const where = (namespace: string | undefined): string => (namespace ? ` in ${namespace}` : '');
 
 export function createKubeClient(kc: KubeConfig) {
   const core = kc.makeApiClient(CoreV1Api);
@@ -76,59 +110,83 @@ export function createKubeClient(kc: KubeConfig) {
   const networking = kc.makeApiClient(NetworkingV1Api);
   const node = kc.makeApiClient(NodeV1Api);
   const coordination = kc.makeApiClient(CoordinationV1Api);
-  const run = { group: SANDBOX_RUN.group, version: SANDBOX_RUN.version, plural: SANDBOX_RUN.plural };
+  const authz = kc.makeApiClient(AuthorizationV1Api);
+  const versionApi = kc.makeApiClient(VersionApi);
+  const watcher = new Watch(kc);
+  const logs = new Log(kc);
   const paging = (q: ListQuery) => ({
     limit: PAGE,
     _continue: q.continueToken,
     labelSelector: q.labelSelector,
   });
+  const res = (r: CustomResource) => ({ group: r.group, version: r.version, plural: r.plural });
 
   return {
-    kubeConfig: kc,
+    /** The apiserver's URL, for messages. */
+    server: kc.getCurrentCluster()?.server ?? '(no server)',
 
-    listRuns: (q: ListQuery): Promise<ListPage<SandboxRun>> =>
-      kubeCall(`list SandboxRuns${q.namespace ? ` in ${q.namespace}` : ''}`, async () => {
-        const list = (await (q.namespace
-          ? custom.listNamespacedCustomObject({ ...run, namespace: q.namespace, ...paging(q) })
-          : custom.listClusterCustomObject({ ...run, ...paging(q) }))) as Parameters<typeof page>[0];
-        return page<SandboxRun>(list);
+    // Custom resources (SandboxRun and the kinds after it). The caller types the object it reads.
+    listObjects: <T extends KubeObject>(r: CustomResource, q: ListQuery): Promise<ListPage<T>> =>
+      kubeCall(`list ${r.kind}s${where(q.namespace)}`, async () =>
+        page<T>(
+          (await (q.namespace
+            ? custom.listNamespacedCustomObject({ ...res(r), namespace: q.namespace, ...paging(q) })
+            : custom.listClusterCustomObject({ ...res(r), ...paging(q) }))) as Parameters<typeof page>[0],
+        ),
+      ),
+    getObject: <T extends KubeObject>(r: CustomResource, namespace: string, name: string) =>
+      unlessNotFound(
+        kubeCall(
+          `get ${r.kind} ${namespace}/${name}`,
+          async () => plain(await custom.getNamespacedCustomObject({ ...res(r), namespace, name })) as T,
+        ),
+      ),
+    createObject: <T extends KubeObject>(r: CustomResource, namespace: string, body: T): Promise<T> =>
+      kubeCall(
+        `create ${r.kind} ${namespace}/${body.metadata?.name}`,
+        async () => plain(await custom.createNamespacedCustomObject({ ...res(r), namespace, body })) as T,
+      ),
+    patchObject: (r: CustomResource, ref: { namespace: string; name: string }, ops: JsonPatchOp[]) =>
+      kubeCall(`patch ${r.kind} ${ref.namespace}/${ref.name}`, async () => {
+        await custom.patchNamespacedCustomObject({ ...res(r), ...ref, body: ops });
       }),
-    listPods: (q: ListQuery): Promise<ListPage<V1Pod>> =>
+    /** PUT …/status with the object's resourceVersion: a stale write fails with 409 Conflict. */
+    replaceObjectStatus: <T extends KubeObject>(r: CustomResource, body: T): Promise<T> => {
+      const { namespace = '', name = '' } = body.metadata ?? {};
+      return kubeCall(
+        `update status of ${r.kind} ${namespace}/${name}`,
+        async () =>
+          plain(await custom.replaceNamespacedCustomObjectStatus({ ...res(r), namespace, name, body })) as T,
+      );
+    },
+    /** Deletes the object only if it is still the one with `uid`; its children go in the background. */
+    deleteObject: (r: CustomResource, ref: { namespace: string; name: string; uid: string }) =>
+      kubeCall(`delete ${r.kind} ${ref.namespace}/${ref.name}`, async () => {
+        await custom.deleteNamespacedCustomObject({
+          ...res(r),
+          namespace: ref.namespace,
+          name: ref.name,
+          body: { preconditions: { uid: ref.uid }, propagationPolicy: 'Background' },
+        });
+      }),
+
+    listPods: (q: ListQuery): Promise<ListPage<Pod>> =>
       kubeCall('list Pods', async () =>
-        page<V1Pod>(
+        page<Pod>(
           q.namespace
             ? await core.listNamespacedPod({ namespace: q.namespace, ...paging(q) })
             : await core.listPodForAllNamespaces(paging(q)),
         ),
       ),
-    listConfigMaps: (q: ListQuery): Promise<ListPage<V1ConfigMap>> =>
-      kubeCall('list ConfigMaps', async () =>
-        page<V1ConfigMap>(
-          q.namespace
-            ? await core.listNamespacedConfigMap({ namespace: q.namespace, ...paging(q) })
-            : await core.listConfigMapForAllNamespaces(paging(q)),
+    getPod: (namespace: string, name: string): Promise<Pod | undefined> =>
+      unlessNotFound(
+        kubeCall(`get Pod ${namespace}/${name}`, async () =>
+          plain(await core.readNamespacedPod({ namespace, name })),
         ),
       ),
-    listNetworkPolicies: (q: ListQuery): Promise<ListPage<V1NetworkPolicy>> =>
-      kubeCall('list NetworkPolicies', async () =>
-        page<V1NetworkPolicy>(
-          q.namespace
-            ? await networking.listNamespacedNetworkPolicy({ namespace: q.namespace, ...paging(q) })
-            : await networking.listNetworkPolicyForAllNamespaces(paging(q)),
-        ),
-      ),
-    listRuntimeClasses: (q: ListQuery): Promise<ListPage<V1RuntimeClass>> =>
-      kubeCall('list RuntimeClasses', async () =>
-        page<V1RuntimeClass>(await node.listRuntimeClass(paging(q))),
-      ),
-
-    getPod: (namespace: string, name: string): Promise<V1Pod> =>
-      kubeCall(`get Pod ${namespace}/${name}`, async () =>
-        plain<V1Pod>(await core.readNamespacedPod({ namespace, name })),
-      ),
-    createPod: (namespace: string, body: V1Pod): Promise<V1Pod> =>
+    createPod: (namespace: string, body: Pod): Promise<Pod> =>
       kubeCall(`create Pod ${namespace}/${body.metadata?.name}`, async () =>
-        plain<V1Pod>(await core.createNamespacedPod({ namespace, body })),
+        plain(await core.createNamespacedPod({ namespace, body: model<V1Pod>(body) })),
       ),
     /**
      * Deletes the pod only if it is still the one with `uid` (never a namesake); grace 0 forces it.
@@ -142,70 +200,160 @@ export function createKubeClient(kc: KubeConfig) {
           body: { preconditions: { uid }, gracePeriodSeconds },
         });
       }),
+    /** One read of a container's log (pods/log). */
     readPodLog: (
-      namespace: string,
-      name: string,
+      pod: { namespace: string; name: string },
       options: { container: string; limitBytes?: number; tailLines?: number },
     ): Promise<string> =>
-      kubeCall(`read log of Pod ${namespace}/${name}`, async () =>
-        String(await core.readNamespacedPodLog({ namespace, name, ...options })),
+      kubeCall(`read log of Pod ${pod.namespace}/${pod.name}`, async () =>
+        String(await core.readNamespacedPodLog({ ...pod, ...options })),
+      ),
+    /**
+     * Streams a container's log into `sink` (ended when the log ends); followed while it runs when
+     * `follow`. Rejects with the HTTP status when the log cannot be read (client-node drops the
+     * server's message). Aborting the controller it gives stops the stream.
+     */
+    streamPodLog: (
+      pod: { namespace: string; name: string; container: string },
+      sink: Writable,
+      follow: boolean,
+    ): Promise<AbortController> =>
+      kubeCall(`read log of Pod ${pod.namespace}/${pod.name}`, () =>
+        logs.log(pod.namespace, pod.name, pod.container, sink, { follow, timestamps: false }),
       ),
 
-    createConfigMap: (namespace: string, body: V1ConfigMap): Promise<V1ConfigMap> =>
+    listConfigMaps: (q: ListQuery): Promise<ListPage<ConfigMap>> =>
+      kubeCall('list ConfigMaps', async () =>
+        page<ConfigMap>(
+          q.namespace
+            ? await core.listNamespacedConfigMap({ namespace: q.namespace, ...paging(q) })
+            : await core.listConfigMapForAllNamespaces(paging(q)),
+        ),
+      ),
+    createConfigMap: (namespace: string, body: ConfigMap): Promise<ConfigMap> =>
       kubeCall(`create ConfigMap ${namespace}/${body.metadata?.name}`, async () =>
-        plain<V1ConfigMap>(await core.createNamespacedConfigMap({ namespace, body })),
+        plain(await core.createNamespacedConfigMap({ namespace, body: model<V1ConfigMap>(body) })),
       ),
-    createNetworkPolicy: (namespace: string, body: V1NetworkPolicy): Promise<V1NetworkPolicy> =>
+
+    listNetworkPolicies: (q: ListQuery): Promise<ListPage<NetworkPolicy>> =>
+      kubeCall('list NetworkPolicies', async () =>
+        page<NetworkPolicy>(
+          q.namespace
+            ? await networking.listNamespacedNetworkPolicy({ namespace: q.namespace, ...paging(q) })
+            : await networking.listNetworkPolicyForAllNamespaces(paging(q)),
+        ),
+      ),
+    createNetworkPolicy: (namespace: string, body: NetworkPolicy): Promise<NetworkPolicy> =>
       kubeCall(`create NetworkPolicy ${namespace}/${body.metadata?.name}`, async () =>
-        plain<V1NetworkPolicy>(await networking.createNamespacedNetworkPolicy({ namespace, body })),
+        plain(
+          await networking.createNamespacedNetworkPolicy({ namespace, body: model<V1NetworkPolicy>(body) }),
+        ),
       ),
-    replaceNetworkPolicy: (namespace: string, body: V1NetworkPolicy): Promise<V1NetworkPolicy> =>
+    replaceNetworkPolicy: (namespace: string, body: NetworkPolicy): Promise<NetworkPolicy> =>
       kubeCall(`update NetworkPolicy ${namespace}/${body.metadata?.name}`, async () =>
-        plain<V1NetworkPolicy>(
+        plain(
           await networking.replaceNamespacedNetworkPolicy({
             namespace,
             name: body.metadata?.name ?? '',
-            body,
+            body: model<V1NetworkPolicy>(body),
           }),
         ),
       ),
 
-    /** PUT …/status with the object's resourceVersion: a stale write fails with 409 Conflict. */
-    replaceRunStatus: (namespace: string, name: string, body: KubeObject): Promise<KubeObject> =>
-      kubeCall(`update status of SandboxRun ${namespace}/${name}`, async () =>
-        plain<KubeObject>(
-          await custom.replaceNamespacedCustomObjectStatus({ ...run, namespace, name, body }),
-        ),
-      ),
-    deleteRun: (namespace: string, name: string, uid: string): Promise<void> =>
-      kubeCall(`delete SandboxRun ${namespace}/${name}`, async () => {
-        await custom.deleteNamespacedCustomObject({
-          ...run,
-          namespace,
-          name,
-          body: { preconditions: { uid }, propagationPolicy: 'Background' },
-        });
-      }),
+    listRuntimeClasses: (q: ListQuery): Promise<ListPage<RuntimeClass>> =>
+      kubeCall('list RuntimeClasses', async () => page<RuntimeClass>(await node.listRuntimeClass(paging(q)))),
 
-    createEvent: (namespace: string, body: CoreV1Event): Promise<void> =>
+    createEvent: (namespace: string, body: KubeEvent): Promise<void> =>
       kubeCall(`create Event in ${namespace}`, async () => {
-        await core.createNamespacedEvent({ namespace, body });
+        await core.createNamespacedEvent({ namespace, body: model<CoreV1Event>(body) });
       }),
 
-    getLease: (namespace: string, name: string): Promise<V1Lease> =>
-      kubeCall(`get Lease ${namespace}/${name}`, async () =>
-        plain<V1Lease>(await coordination.readNamespacedLease({ namespace, name })),
-      ),
-    createLease: (namespace: string, body: V1Lease): Promise<V1Lease> =>
-      kubeCall(`create Lease ${namespace}/${body.metadata?.name}`, async () =>
-        plain<V1Lease>(await coordination.createNamespacedLease({ namespace, body })),
-      ),
-    replaceLease: (namespace: string, body: V1Lease): Promise<V1Lease> =>
-      kubeCall(`update Lease ${namespace}/${body.metadata?.name}`, async () =>
-        plain<V1Lease>(
-          await coordination.replaceNamespacedLease({ namespace, name: body.metadata?.name ?? '', body }),
+    getLease: (namespace: string, name: string): Promise<Lease | undefined> =>
+      unlessNotFound(
+        kubeCall(`get Lease ${namespace}/${name}`, async () =>
+          plain(await coordination.readNamespacedLease({ namespace, name })),
         ),
       ),
+    createLease: (namespace: string, body: Lease): Promise<Lease> =>
+      kubeCall(`create Lease ${namespace}/${body.metadata?.name}`, async () =>
+        plain(await coordination.createNamespacedLease({ namespace, body: model<V1Lease>(body) })),
+      ),
+    replaceLease: (namespace: string, body: Lease): Promise<Lease> =>
+      kubeCall(`update Lease ${namespace}/${body.metadata?.name}`, async () =>
+        plain(
+          await coordination.replaceNamespacedLease({
+            namespace,
+            name: body.metadata?.name ?? '',
+            body: model<V1Lease>(body),
+          }),
+        ),
+      ),
+
+    /** The apiserver's version (`v1.20.2`). */
+    version: (): Promise<string> =>
+      kubeCall('get /version', async () => (await versionApi.getCode()).gitVersion),
+    /** The resources a group version serves (discovery); empty when it is not served. */
+    apiResources: async (group: string, version: string): Promise<string[]> =>
+      (await unlessNotFound(
+        kubeCall(`discover ${group}/${version}`, async () =>
+          (await custom.getAPIResources({ group, version })).resources.map((r) => r.name),
+        ),
+      )) ?? [],
+    /** Whether the caller may do `verb` on `resource` (`pods/log` names a subresource): a SelfSubjectAccessReview. */
+    canI: (q: { namespace: string; verb: string; group: string; resource: string }): Promise<boolean> =>
+      kubeCall(`create SelfSubjectAccessReview in ${q.namespace}`, async () => {
+        const [resource, subresource] = q.resource.split('/');
+        const review = await authz.createSelfSubjectAccessReview({
+          body: {
+            spec: {
+              resourceAttributes: {
+                namespace: q.namespace,
+                verb: q.verb,
+                group: q.group,
+                resource,
+                ...(subresource ? { subresource } : {}),
+              },
+            },
+          },
+        });
+        return review.status?.allowed === true;
+      }),
+
+    /**
+     * Opens one watch (bookmarks on). Events arrive as plain JSON; an in-stream ERROR ends it with
+     * its status as a KubeApiError. watch.ts keeps a watch going; call this only through it.
+     */
+    watch: <T extends KubeObject>(
+      target: WatchTarget,
+      query: { resourceVersion: string | undefined; timeoutSeconds: number },
+      handlers: WatchHandlers<T>,
+    ): Promise<AbortController> => {
+      const what = `watch ${target.path}`;
+      let done = false;
+      const end = (err: KubeApiError | undefined): void => {
+        if (done) return;
+        done = true;
+        handlers.onDone(err);
+      };
+      return kubeCall(what, () =>
+        watcher.watch(
+          target.path,
+          {
+            allowWatchBookmarks: true,
+            timeoutSeconds: query.timeoutSeconds,
+            resourceVersion: query.resourceVersion,
+            labelSelector: target.labelSelector,
+            fieldSelector: target.fieldSelector,
+          },
+          (type: string, obj: T & StatusBody) => {
+            if (done) return;
+            if (type === 'ERROR') end(statusError(obj, what));
+            else handlers.onEvent(type as WatchEventType, obj);
+          },
+          (err: unknown) => end(err ? toKubeError(err, what) : undefined),
+        ),
+      );
+    },
   };
 }
 

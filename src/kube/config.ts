@@ -1,6 +1,8 @@
-/** Where the operator's credentials come from: a kubeconfig file, or the pod's service account. */
+/** Where credentials come from: a kubeconfig file, or the pod's service account. */
 import { KubeConfig } from '@kubernetes/client-node';
 import { AppError } from '../shared/errors.js';
+
+export type { KubeConfig };
 
 export interface KubeConfigSource {
   /** A kubeconfig file; wins when given. */

@@ -1,26 +1,37 @@
 /**
  * Errors from the apiserver, mapped once: an ApiException (whose body is a JSON *string* in
- * client-node 1.x) or a network failure becomes a KubeApiError, an AppError that also keeps the
- * HTTP status and the Status reason (`NotFound`, `AlreadyExists`, `Conflict`, `Forbidden`, …).
+ * client-node 1.x), a failed watch or log request (an Error with `statusCode`), an in-stream watch
+ * ERROR (a metav1.Status) or a network failure becomes a KubeApiError, an AppError that also keeps
+ * the HTTP status and the Status reason (`NotFound`, `AlreadyExists`, `Conflict`, `Forbidden`, …).
+ * Every NotFound, AlreadyExists, Conflict and Gone check in sandpit is one of the predicates below.
  */
 import { ApiException } from '@kubernetes/client-node';
 import { AppError, type ErrorCode } from '../shared/errors.js';
 
-export class KubeApiError extends AppError {
+export interface KubeApiErrorDetails {
+  code: ErrorCode;
   /** HTTP status; 0 when the apiserver was not reached. */
-  readonly status: number;
+  status: number;
   /** metav1.Status reason, e.g. AlreadyExists; '' when unknown. */
+  reason: string;
+  cause?: unknown;
+}
+
+export class KubeApiError extends AppError {
+  readonly status: number;
   readonly reason: string;
 
-  constructor(code: ErrorCode, message: string, status: number, reason: string, cause: unknown) {
-    super(code, message, { cause });
+  constructor(message: string, details: KubeApiErrorDetails) {
+    super(details.code, message, { cause: details.cause });
     this.name = 'KubeApiError';
-    this.status = status;
-    this.reason = reason;
+    this.status = details.status;
+    this.reason = details.reason;
   }
 }
 
-interface StatusBody {
+/** The fields of a metav1.Status that sandpit reads. */
+export interface StatusBody {
+  code?: number;
   message?: string;
   reason?: string;
 }
@@ -45,19 +56,30 @@ function codeFor(status: number): ErrorCode {
   return 'BACKEND_ERROR';
 }
 
+function apiError(what: string, status: number, body: StatusBody, cause: unknown): KubeApiError {
+  return new KubeApiError(`${what}: ${body.message ?? `HTTP ${status}`}`, {
+    code: codeFor(status),
+    status,
+    reason: body.reason ?? '',
+    cause,
+  });
+}
+
+/** An in-stream watch ERROR event (its object is a metav1.Status). */
+export function statusError(status: StatusBody, what: string): KubeApiError {
+  return apiError(what, status.code ?? 0, { ...status, message: status.message ?? 'watch error' }, status);
+}
+
 /** Wraps anything a client-node call threw; `what` names the call (`create Pod ns/x`). */
 export function toKubeError(e: unknown, what: string): KubeApiError {
   if (e instanceof KubeApiError) return e;
   if (e instanceof ApiException) {
     const status = (e as ApiException<unknown>).code;
-    const body = parseStatusBody((e as ApiException<unknown>).body);
-    const detail = body.message ?? `HTTP ${status}`;
-    return new KubeApiError(codeFor(status), `${what}: ${detail}`, status, body.reason ?? '', e);
+    return apiError(what, status, parseStatusBody((e as ApiException<unknown>).body), e);
   }
   const statusCode = (e as { statusCode?: unknown } | null)?.statusCode;
   const status = typeof statusCode === 'number' ? statusCode : 0;
-  const message = e instanceof Error ? e.message : String(e);
-  return new KubeApiError(codeFor(status), `${what}: ${message}`, status, '', e);
+  return apiError(what, status, { message: e instanceof Error ? e.message : String(e) }, e);
 }
 
 export const isNotFound = (e: unknown): boolean => e instanceof KubeApiError && e.status === 404;
@@ -74,5 +96,15 @@ export async function kubeCall<T>(what: string, call: () => Promise<T>): Promise
     return await call();
   } catch (e) {
     throw toKubeError(e, what);
+  }
+}
+
+/** The call's result, or undefined when the apiserver says there is no such object (404). */
+export async function unlessNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
   }
 }

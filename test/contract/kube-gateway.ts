@@ -5,7 +5,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { KubernetesBackend, type KubernetesBackendOptions } from '../../src/backends/kubernetes/index.js';
+import {
+  KubernetesBackend,
+  type KubernetesBackendOptions,
+} from '../../src/backends/kubernetes/kubernetes-backend.js';
 import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from '../../src/backends/kubernetes/permissions.js';
 import { REPO_ROOT } from '../support/kube/env.js';
 import type { KubeCluster } from '../support/kube/index.js';
@@ -46,7 +49,7 @@ export function gatewayBackend(
     lease: { namespace, name: LEASE_NAME },
     ttlSecondsAfterFinished: 600,
     pendingTimeoutSeconds: 60,
-    admitTimeoutSeconds: 30,
+    pickupTimeoutSeconds: 30,
     ...overrides,
   });
 }

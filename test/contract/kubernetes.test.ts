@@ -7,7 +7,7 @@ import { after, before, describe } from 'node:test';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { RunRequestSchema } from '../../src/api/run.js';
 import { principalLabelValue } from '../../src/backends/kubernetes/build-sandbox-run.js';
-import type { KubernetesBackend } from '../../src/backends/kubernetes/index.js';
+import type { KubernetesBackend } from '../../src/backends/kubernetes/kubernetes-backend.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { isAppError } from '../../src/shared/errors.js';
 import { withCluster, type KubeCluster } from '../support/kube/index.js';
@@ -163,12 +163,12 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
       }
     });
 
-    it('no operator watching the namespace: ENGINE_UNAVAILABLE after the admit timeout, and the run cancelled', async () => {
+    it('no operator watching the namespace: ENGINE_UNAVAILABLE after the pickup timeout, and the run cancelled', async () => {
       const { cluster } = suite;
       const lonely = await cluster.createNamespace('contract-no-operator');
       try {
         await bindGatewayRbac(cluster, lonely);
-        const backend = gatewayBackend(cluster, lonely, { admitTimeoutSeconds: 3 });
+        const backend = gatewayBackend(cluster, lonely, { pickupTimeoutSeconds: 3 });
         const t0 = performance.now();
         await assert.rejects(
           backend.start(spec({ template: 'python', code: 'print(1)' }), { runId: 'run-lonely0001' }).result,

@@ -114,12 +114,3 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
       return new AppError('BACKEND_ERROR', `cannot ${what}: ${err.message}`, { cause: err });
   }
 }
-
-/** An HTTP status carried by a client-node watch or log failure (0 when the server was not reached). */
-export function statusOf(e: unknown): number {
-  if (e instanceof KubeApiError) return e.status;
-  const s = (e as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
-  if (typeof s === 'number') return s;
-  const c = (e as { code?: unknown } | null)?.code;
-  return typeof c === 'number' ? c : 0;
-}

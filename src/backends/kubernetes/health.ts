@@ -4,8 +4,8 @@
  * permission in permissions.ts (asked with SelfSubjectAccessReviews). Each failed check says how
  * to fix it.
  */
-import type { V1Lease } from '@kubernetes/client-node';
 import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
+import type { Lease } from '../../kube/objects.js';
 import { isAppError } from '../../shared/errors.js';
 import type { BackendHealth } from '../types.js';
 import { CRD_HINT, rbacHint, unreachableHint } from './errors.js';
@@ -23,7 +23,7 @@ export interface HealthTarget {
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** Whether the Lease has a holder that renewed it within its duration. Pure. */
-export function leaseHeld(lease: V1Lease | undefined, now: number): { held: boolean; detail: string } {
+export function leaseHeld(lease: Lease | undefined, now: number): { held: boolean; detail: string } {
   const spec = lease?.spec;
   if (!lease || !spec?.holderIdentity) return { held: false, detail: 'nobody holds the operator Lease' };
   const renewed = spec.renewTime ? new Date(spec.renewTime).getTime() : NaN;
@@ -48,7 +48,7 @@ async function missingPermissions(api: RunApi, target: HealthTarget): Promise<st
     const namespace = p.scope === 'lease-namespace' ? target.lease?.namespace : target.namespace;
     if (namespace === undefined) return [];
     return p.verbs.map(async (verb) =>
-      (await api.canI(namespace, verb, p.apiGroup, p.resource))
+      (await api.canI({ namespace, verb, group: p.apiGroup, resource: p.resource }))
         ? undefined
         : `${describePermission(p, verb)} in ${namespace}`,
     );
@@ -79,7 +79,7 @@ export async function checkHealth(
   }
   if (target.lease) {
     try {
-      const { held, detail } = leaseHeld(await api.getLease(target.lease.namespace, target.lease.name), now);
+      const { held, detail } = leaseHeld(await api.getLease(target.lease), now);
       if (held) facts.push(detail);
       else
         problems.push(

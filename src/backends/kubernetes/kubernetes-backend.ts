@@ -5,8 +5,9 @@
  * phase, reason and exit code are the operator's; its output is the log, captured head and tail
  * like the Docker backend's (stdout and stderr interleaved: the pod log has one stream).
  */
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { RunResult } from '../../api/run.js';
+import { createKubeClient } from '../../kube/client.js';
+import type { KubeConfig } from '../../kube/config.js';
 import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { onAbort } from '../../shared/abort.js';
@@ -30,13 +31,13 @@ export interface KubernetesBackendOptions {
   ttlSecondsAfterFinished: number;
   /** A run whose pod has not started by then fails (the operator enforces it). */
   pendingTimeoutSeconds: number;
-  /** A run no operator acts on within this time fails with ENGINE_UNAVAILABLE. */
-  admitTimeoutSeconds: number;
+  /** A run that no operator picks up (gives a status) within this time fails with ENGINE_UNAVAILABLE. */
+  pickupTimeoutSeconds: number;
   /** Extra labels on every SandboxRun (system labels win). */
   labels?: Readonly<Record<string, string>>;
   logger?: Logger;
   /** Overrides for tests. */
-  timing?: Partial<Omit<SuperviseTiming, 'admitTimeoutMs' | 'deadlineMs'>> & { podGoneMs?: number };
+  timing?: Partial<Omit<SuperviseTiming, 'pickupTimeoutMs' | 'deadlineMs'>> & { podGoneMs?: number };
 }
 
 /** Slack on top of the pending and run time before the gateway gives up on a run. */
@@ -64,7 +65,7 @@ export class KubernetesBackend implements SandboxBackend {
   constructor(options: KubernetesBackendOptions) {
     this.options = options;
     this.namespace = options.namespace;
-    this.api = createRunApi(options.kubeConfig);
+    this.api = createRunApi(createKubeClient(options.kubeConfig));
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
   }
 
@@ -113,7 +114,7 @@ export class KubernetesBackend implements SandboxBackend {
           watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
           cancelWaitMs: this.timing.cancelWaitMs,
           logGraceMs: this.timing.logGraceMs,
-          admitTimeoutMs: o.admitTimeoutSeconds * 1000,
+          pickupTimeoutMs: o.pickupTimeoutSeconds * 1000,
           deadlineMs: (o.pendingTimeoutSeconds + spec.limits.timeoutSeconds + DEADLINE_SLACK_SECONDS) * 1000,
         },
         onChunk: (c) => output.push(c),

@@ -1,12 +1,12 @@
 /**
- * Reads the sandbox container's log through client-node's `Log` (pods/log): followed while the
- * program runs, or read once. On Kubernetes before 1.32 the log is one stream, stdout and stderr
- * interleaved. `Log` pipes the response into our sink (ending it when the log ends) but does not
- * pass on a broken connection, so the caller bounds how long it waits for the end.
+ * Reads the sandbox container's log (pods/log): followed while the program runs, or read once. On
+ * Kubernetes before 1.32 the log is one stream, stdout and stderr interleaved. client-node pipes the
+ * response into our sink (ending it when the log ends) but does not pass on a broken connection,
+ * so the caller bounds how long it waits for the end.
  */
 import { Writable } from 'node:stream';
-import { statusOf } from './errors.js';
-import type { RunApi } from './run-api.js';
+import { toKubeError } from '../../kube/errors.js';
+import type { ObjectRef, RunApi } from './run-api.js';
 
 export type LogEnd =
   | { kind: 'ended' }
@@ -24,7 +24,7 @@ export interface LogReader {
 
 export function readLog(
   api: Pick<RunApi, 'streamLog'>,
-  target: { namespace: string; pod: string; follow: boolean },
+  target: { pod: ObjectRef; follow: boolean },
   onChunk: (data: Buffer) => void,
 ): LogReader {
   let bytes = 0;
@@ -48,17 +48,15 @@ export function readLog(
     },
   });
   sink.on('finish', () => settle({ kind: 'ended' }));
-  api.streamLog(target.namespace, target.pod, sink, target.follow).then(
+  api.streamLog(target.pod, sink, target.follow).then(
     (c) => {
       controller = c;
       if (settled) c.abort();
     },
-    (e: unknown) =>
-      settle({
-        kind: 'failed',
-        status: statusOf(e),
-        message: e instanceof Error ? e.message : String(e),
-      }),
+    (e: unknown) => {
+      const err = toKubeError(e, `read log of Pod ${target.pod.namespace}/${target.pod.name}`);
+      settle({ kind: 'failed', status: err.status, message: err.message });
+    },
   );
   return {
     done,

@@ -1,191 +1,101 @@
 /**
  * The calls the gateway makes to the apiserver, exactly those in permissions.ts (plus discovery,
- * /version and SelfSubjectAccessReviews, which every authenticated user may make). Every failure
- * is mapped once, by gatewayError(), to an error that says what to fix. Objects come back as plain
- * JSON.
+ * /version and SelfSubjectAccessReviews, which every authenticated user may make), all through the
+ * one Kubernetes adapter (src/kube). Every failure is mapped once, by gatewayError(), to an error
+ * that says what to fix. Getters answer undefined when the object does not exist.
  */
 import type { Writable } from 'node:stream';
-import {
-  AuthorizationV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  Log,
-  VersionApi,
-  Watch,
-  type KubeConfig,
-  type V1Lease,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import { SANDBOX_RUN, type SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
+import { collectionPath, customPrefix, type KubeClient } from '../../kube/client.js';
+import type { Pod } from '../../kube/objects.js';
 import { gatewayError, type CallContext } from './errors.js';
+import { followObject, type FollowEnd, type Following } from './follow-object.js';
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-
-export interface WatchHandlers<T> {
-  onEvent(type: WatchEventType, obj: T): void;
-  /** Called once: on a clean close (`undefined`) or a failure. */
-  onDone(err: unknown): void;
+/** One object of the namespace runs are in. */
+export interface ObjectRef {
+  namespace: string;
+  name: string;
 }
 
-export const SANDBOX_CONTAINER = 'sandbox';
-
-const plain = <T>(value: unknown): T => JSON.parse(JSON.stringify(value)) as T;
-
-export function createRunApi(kc: KubeConfig) {
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const core = kc.makeApiClient(CoreV1Api);
-  const coordination = kc.makeApiClient(CoordinationV1Api);
-  const authz = kc.makeApiClient(AuthorizationV1Api);
-  const versionApi = kc.makeApiClient(VersionApi);
-  const watcher = new Watch(kc);
-  const logs = new Log(kc);
-  const server = kc.getCurrentCluster()?.server ?? '(no server)';
-  const { group: GROUP, version: VERSION, plural: PLURAL } = SANDBOX_RUN;
-  const run = { group: GROUP, version: VERSION, plural: PLURAL };
-
-  const call = async <T>(ctx: Omit<CallContext, 'server'>, fn: () => Promise<T>): Promise<T> => {
+export function createRunApi(kube: KubeClient) {
+  const { server } = kube;
+  const context = (verb: string, resource: string, namespace: string): CallContext => ({
+    verb,
+    resource,
+    namespace,
+    server,
+  });
+  const call = async <T>(ctx: CallContext, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
     } catch (e) {
-      throw gatewayError(e, { ...ctx, server });
+      throw gatewayError(e, ctx);
     }
   };
-  const watchPath = (namespace: string, plural: string, prefix: string): string =>
-    `${prefix}/namespaces/${namespace}/${plural}`;
-  const watchOne = async <T>(
-    path: string,
-    name: string,
-    resourceVersion: string | undefined,
-    timeoutSeconds: number,
-    handlers: WatchHandlers<T>,
-  ): Promise<AbortController> =>
-    watcher.watch(
-      path,
-      {
-        fieldSelector: `metadata.name=${name}`,
-        allowWatchBookmarks: true,
-        timeoutSeconds,
-        ...(resourceVersion ? { resourceVersion } : {}),
-      },
-      (type: string, obj: T) => handlers.onEvent(type as WatchEventType, obj),
-      (err: unknown) => handlers.onDone(err ?? undefined),
-    );
+  const runs = (verb: string, namespace: string): CallContext => context(verb, SANDBOX_RUN.plural, namespace);
 
   return {
     server,
 
     createRun: (namespace: string, body: SandboxRun): Promise<SandboxRun> =>
-      call({ verb: 'create', resource: PLURAL, namespace }, async () =>
-        plain<SandboxRun>(await custom.createNamespacedCustomObject({ ...run, namespace, body })),
+      call(runs('create', namespace), () => kube.createObject(SANDBOX_RUN, namespace, body)),
+
+    getRun: (ref: ObjectRef): Promise<SandboxRun | undefined> =>
+      call(runs('get', ref.namespace), () =>
+        kube.getObject<SandboxRun>(SANDBOX_RUN, ref.namespace, ref.name),
       ),
 
-    getRun: (namespace: string, name: string): Promise<SandboxRun> =>
-      call({ verb: 'get', resource: PLURAL, namespace }, async () =>
-        plain<SandboxRun>(await custom.getNamespacedCustomObject({ ...run, namespace, name })),
+    /** Sets spec.cancel. */
+    cancelRun: (ref: ObjectRef): Promise<void> =>
+      call(runs('patch', ref.namespace), () =>
+        kube.patchObject(SANDBOX_RUN, ref, [{ op: 'add', path: '/spec/cancel', value: true }]),
       ),
 
-    /** Sets spec.cancel (a JSON patch: client-node's default patch type). */
-    cancelRun: (namespace: string, name: string): Promise<void> =>
-      call({ verb: 'patch', resource: PLURAL, namespace }, async () => {
-        await custom.patchNamespacedCustomObject({
-          ...run,
-          namespace,
-          name,
-          body: [{ op: 'add', path: '/spec/cancel', value: true }],
-        });
+    /** Watches one SandboxRun until `onObject` says so, it is deleted, or the signal aborts. */
+    followRun: (ref: ObjectRef, following: Following<SandboxRun>): Promise<FollowEnd> =>
+      followObject(kube, {
+        path: collectionPath(customPrefix(SANDBOX_RUN), SANDBOX_RUN.plural, ref.namespace),
+        name: ref.name,
+        get: () => kube.getObject<SandboxRun>(SANDBOX_RUN, ref.namespace, ref.name),
+        context: runs('watch', ref.namespace),
+        ...following,
       }),
 
-    /** Watches one SandboxRun by name from `resourceVersion`; failures reach `onDone` unmapped. */
-    watchRun: (
-      namespace: string,
-      name: string,
-      resourceVersion: string | undefined,
-      timeoutSeconds: number,
-      handlers: WatchHandlers<SandboxRun>,
-    ): Promise<AbortController> =>
-      watchOne(
-        watchPath(namespace, PLURAL, `/apis/${GROUP}/${VERSION}`),
-        name,
-        resourceVersion,
-        timeoutSeconds,
-        handlers,
-      ),
+    getPod: (ref: ObjectRef): Promise<Pod | undefined> =>
+      call(context('get', 'pods', ref.namespace), () => kube.getPod(ref.namespace, ref.name)),
 
-    /** The pod, or undefined when it does not exist. */
-    getPod: (namespace: string, name: string): Promise<V1Pod | undefined> =>
-      call({ verb: 'get', resource: 'pods', namespace }, async () => {
-        try {
-          return plain<V1Pod>(await core.readNamespacedPod({ namespace, name }));
-        } catch (e) {
-          if ((e as { code?: unknown }).code === 404) return undefined;
-          throw e;
-        }
+    /** Watches one pod until `onObject` says so, it is deleted, or the signal aborts. */
+    followPod: (ref: ObjectRef, following: Following<Pod>): Promise<FollowEnd> =>
+      followObject(kube, {
+        path: collectionPath('/api/v1', 'pods', ref.namespace),
+        name: ref.name,
+        get: () => kube.getPod(ref.namespace, ref.name),
+        context: context('watch', 'pods', ref.namespace),
+        ...following,
       }),
-
-    watchPod: (
-      namespace: string,
-      name: string,
-      resourceVersion: string | undefined,
-      timeoutSeconds: number,
-      handlers: WatchHandlers<V1Pod>,
-    ): Promise<AbortController> =>
-      watchOne(watchPath(namespace, 'pods', '/api/v1'), name, resourceVersion, timeoutSeconds, handlers),
 
     /**
-     * Streams the sandbox container's log into `sink` (ended when the log ends). Rejects with the
-     * HTTP status when the log cannot be read (client-node drops the server's message).
+     * Streams the sandbox container's log into `sink` (ended when the log ends). Rejects with a
+     * KubeApiError carrying the HTTP status when the log cannot be read; the caller reports it.
      */
-    streamLog: (namespace: string, pod: string, sink: Writable, follow: boolean): Promise<AbortController> =>
-      logs.log(namespace, pod, SANDBOX_CONTAINER, sink, { follow, timestamps: false }),
+    streamLog: (pod: ObjectRef, sink: Writable, follow: boolean): Promise<AbortController> =>
+      kube.streamPodLog({ ...pod, container: SANDBOX_CONTAINER }, sink, follow),
 
-    version: (): Promise<string> =>
-      call({ verb: 'get', resource: '/version', namespace: '-' }, async () => {
-        const v = await versionApi.getCode();
-        return v.gitVersion;
-      }),
+    version: (): Promise<string> => call(context('get', '/version', '-'), () => kube.version()),
 
     /** The resources the sandpit.dev/v1alpha1 API serves (discovery); empty when the CRD is missing. */
     runApiResources: (): Promise<string[]> =>
-      call({ verb: 'discover', resource: `${GROUP}/${VERSION}`, namespace: '-' }, async () => {
-        try {
-          const list = await custom.getAPIResources({ group: GROUP, version: VERSION });
-          return list.resources.map((r) => r.name);
-        } catch (e) {
-          if ((e as { code?: unknown }).code === 404) return [];
-          throw e;
-        }
-      }),
+      call(context('discover', SANDBOX_RUN.apiVersion, '-'), () =>
+        kube.apiResources(SANDBOX_RUN.group, SANDBOX_RUN.version),
+      ),
 
-    getLease: (namespace: string, name: string): Promise<V1Lease | undefined> =>
-      call({ verb: 'get', resource: 'leases', namespace }, async () => {
-        try {
-          return plain<V1Lease>(await coordination.readNamespacedLease({ namespace, name }));
-        } catch (e) {
-          if ((e as { code?: unknown }).code === 404) return undefined;
-          throw e;
-        }
-      }),
+    getLease: (ref: ObjectRef) =>
+      call(context('get', 'leases', ref.namespace), () => kube.getLease(ref.namespace, ref.name)),
 
     /** Whether the gateway's identity may do `verb` on `resource` (a SelfSubjectAccessReview). */
-    canI: (namespace: string, verb: string, group: string, resource: string): Promise<boolean> =>
-      call({ verb: 'create', resource: 'selfsubjectaccessreviews', namespace }, async () => {
-        const [res, subresource] = resource.split('/');
-        const review = await authz.createSelfSubjectAccessReview({
-          body: {
-            spec: {
-              resourceAttributes: {
-                namespace,
-                verb,
-                group,
-                resource: res,
-                ...(subresource ? { subresource } : {}),
-              },
-            },
-          },
-        });
-        return review.status?.allowed === true;
-      }),
+    canI: (q: { namespace: string; verb: string; group: string; resource: string }): Promise<boolean> =>
+      call(context('create', 'selfsubjectaccessreviews', q.namespace), () => kube.canI(q)),
   };
 }
 

@@ -14,19 +14,20 @@ import {
 import type { Logger } from '../../observability/logger.js';
 import { onAbort } from '../../shared/abort.js';
 import { AppError, toAppError } from '../../shared/errors.js';
+import { within } from '../../shared/time.js';
 import type { CapturedStream } from '../../api/result.js';
 import { StreamCapture, type OutputChunk } from '../../runner/capture.js';
 import type { OutputWindow } from '../../runner/protocol.js';
-import { followObject, type FollowEnd } from './follow-object.js';
+import type { FollowEnd } from './follow-object.js';
 import { readLog, type LogReader } from './read-log.js';
-import type { RunApi } from './run-api.js';
+import type { ObjectRef, RunApi } from './run-api.js';
 import { exactStatusOutput, outputFromStatus } from './run-result.js';
 
 export interface SuperviseTiming {
   /** Server-side timeout of each watch; the watch is re-opened after it. */
   watchTimeoutSeconds: number;
-  /** A run with no status at all by then has no operator: it fails with ENGINE_UNAVAILABLE. */
-  admitTimeoutMs: number;
+  /** A run that no operator has picked up (it has no status at all) by then fails with ENGINE_UNAVAILABLE. */
+  pickupTimeoutMs: number;
   /** The gateway's wall-clock deadline for the whole run (pending time, run time and slack). */
   deadlineMs: number;
   /** How long a cancel waits for the operator's Cancelled before the run ends Cancelled anyway. */
@@ -66,14 +67,6 @@ export function superviseRun(input: SuperviseInput): Promise<Supervised> {
   return new RunSupervisor(input).run();
 }
 
-function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms))),
-  ]).finally(() => clearTimeout(timer));
-}
-
 class RunSupervisor {
   private readonly i: SuperviseInput;
   private readonly capture: StreamCapture;
@@ -96,30 +89,25 @@ class RunSupervisor {
     return `${this.i.namespace}/${this.i.name}`;
   }
 
+  private get ref(): ObjectRef {
+    return { namespace: this.i.namespace, name: this.i.name };
+  }
+
   async run(): Promise<Supervised> {
     const { timing } = this.i;
     const timers = [
       setTimeout(() => {
         if (!this.latest) this.fail(this.noOperator());
-      }, timing.admitTimeoutMs),
+      }, timing.pickupTimeoutMs),
       setTimeout(() => this.fail(this.overdue()), timing.deadlineMs),
     ];
     const detach = onAbort(this.i.signal, () => this.cancel());
     let end: FollowEnd = 'aborted';
     try {
-      end = await followObject<SandboxRun>({
-        watch: (rv, timeout, handlers) =>
-          this.i.api.watchRun(this.i.namespace, this.i.name, rv, timeout, handlers),
-        get: () => this.getRun(),
-        onObject: (obj) => this.observe(obj),
+      end = await this.i.api.followRun(this.ref, {
         resourceVersion: this.i.resourceVersion,
+        onObject: (obj) => this.observe(obj),
         watchTimeoutSeconds: timing.watchTimeoutSeconds,
-        context: {
-          verb: 'watch',
-          resource: 'sandboxruns',
-          namespace: this.i.namespace,
-          server: this.i.api.server,
-        },
         signal: this.stop.signal,
       });
     } catch (e) {
@@ -131,21 +119,12 @@ class RunSupervisor {
     }
     if (this.failure) {
       this.log?.abort();
-      if (!this.cancelling) await this.i.api.cancelRun(this.i.namespace, this.i.name).catch(() => undefined);
+      if (!this.cancelling) await this.i.api.cancelRun(this.ref).catch(() => undefined);
       throw this.failure;
     }
     const status = this.finalStatus(end);
     const { output, note } = await this.collectOutput(status);
     return { status, output, outputNote: note };
-  }
-
-  private async getRun(): Promise<SandboxRun | undefined> {
-    try {
-      return await this.i.api.getRun(this.i.namespace, this.i.name);
-    } catch (e) {
-      if (e instanceof AppError && e.code === 'NOT_FOUND') return undefined;
-      throw e;
-    }
   }
 
   /** Sees one version of the run; true once it is finished. */
@@ -175,8 +154,10 @@ class RunSupervisor {
 
   private startLog(pod: string): void {
     this.i.logger?.debug({ run: this.key, pod }, 'Following pod log');
-    this.log = readLog(this.i.api, { namespace: this.i.namespace, pod, follow: true }, (data) =>
-      this.add(data),
+    this.log = readLog(
+      this.i.api,
+      { pod: { namespace: this.i.namespace, name: pod }, follow: true },
+      (data) => this.add(data),
     );
   }
 
@@ -189,7 +170,7 @@ class RunSupervisor {
     if (this.cancelling) return;
     this.cancelling = true;
     this.i.logger?.debug({ run: this.key }, 'Cancelling SandboxRun');
-    this.i.api.cancelRun(this.i.namespace, this.i.name).catch((e: unknown) => {
+    this.i.api.cancelRun(this.ref).catch((e: unknown) => {
       if (!(e instanceof AppError && e.code === 'NOT_FOUND')) this.fail(toAppError(e, 'BACKEND_ERROR'));
     });
     this.cancelTimer = setTimeout(() => {
@@ -204,7 +185,7 @@ class RunSupervisor {
   }
 
   private noOperator(): AppError {
-    const s = Math.round(this.i.timing.admitTimeoutMs / 1000);
+    const s = Math.round(this.i.timing.pickupTimeoutMs / 1000);
     return new AppError(
       'ENGINE_UNAVAILABLE',
       `no operator acted on SandboxRun ${this.key} within ${s} s (it has no status)`,
@@ -270,14 +251,18 @@ class RunSupervisor {
   /** Reads the log again and adds what the follow missed (everything after `seen` bytes). */
   private async readRest(pod: string, seen: number): Promise<boolean> {
     let skip = seen;
-    const rest = readLog(this.i.api, { namespace: this.i.namespace, pod, follow: false }, (chunk) => {
-      if (skip >= chunk.length) {
-        skip -= chunk.length;
-        return;
-      }
-      this.add(chunk.subarray(skip));
-      skip = 0;
-    });
+    const rest = readLog(
+      this.i.api,
+      { pod: { namespace: this.i.namespace, name: pod }, follow: false },
+      (chunk) => {
+        if (skip >= chunk.length) {
+          skip -= chunk.length;
+          return;
+        }
+        this.add(chunk.subarray(skip));
+        skip = 0;
+      },
+    );
     const end = await within(rest.done, REST_READ_MS);
     rest.abort();
     return end?.kind === 'ended';

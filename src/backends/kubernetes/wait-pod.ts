@@ -4,8 +4,7 @@
  * run's pod is deleted by the operator, and `absent` waits for that. Never throws: it reports
  * whether the pod was seen stopped within the time given.
  */
-import type { V1Pod } from '@kubernetes/client-node';
-import { followObject } from './follow-object.js';
+import type { Pod } from '../../kube/objects.js';
 import type { RunApi } from './run-api.js';
 
 export interface WaitPodOptions {
@@ -16,28 +15,22 @@ export interface WaitPodOptions {
   watchTimeoutSeconds: number;
 }
 
-const finished = (pod: V1Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+const finished = (pod: Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
 export async function waitPodStopped(api: RunApi, o: WaitPodOptions): Promise<boolean> {
-  const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), o.timeoutMs);
-  const done = (pod: V1Pod): boolean => o.until === 'stopped' && finished(pod);
+  const ref = { namespace: o.namespace, name: o.pod };
+  const done = (pod: Pod): boolean => o.until === 'stopped' && finished(pod);
   try {
-    const first = await api.getPod(o.namespace, o.pod);
+    const first = await api.getPod(ref);
     if (!first || done(first)) return true;
-    const end = await followObject<V1Pod>({
-      watch: (rv, timeout, handlers) => api.watchPod(o.namespace, o.pod, rv, timeout, handlers),
-      get: () => api.getPod(o.namespace, o.pod),
-      onObject: done,
+    const end = await api.followPod(ref, {
       resourceVersion: first.metadata?.resourceVersion,
+      onObject: done,
       watchTimeoutSeconds: o.watchTimeoutSeconds,
-      context: { verb: 'watch', resource: 'pods', namespace: o.namespace, server: api.server },
-      signal: stop.signal,
+      signal: AbortSignal.timeout(o.timeoutMs),
     });
     return end !== 'aborted';
   } catch {
     return false;
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { Container, Pod } from '../../../src/kube/objects.js';
 import { buildConfigMap } from '../../../src/controller/build-config-map.js';
 import { buildNetworkPolicy, sameNetworkPolicySpec } from '../../../src/controller/build-network-policy.js';
 import { buildPod, JOB_KEY, LOOPBACK_NAMESERVER } from '../../../src/controller/build-pod.js';
@@ -14,9 +14,9 @@ const spec = effective({
   timeoutSeconds: 20,
   resources: { cpu: '500m', memory: '128Mi' },
 });
-const pod: V1Pod = buildPod(RUN, spec, SETTINGS);
+const pod: Pod = buildPod(RUN, spec, SETTINGS);
 const podSpec = pod.spec!;
-const c: V1Container = podSpec.containers[0]!;
+const c: Container = podSpec.containers[0]!;
 
 describe('buildPod: Pod Security Standards, restricted profile, field by field', () => {
   test('no host namespaces, no host ports, no hostPath', () => {

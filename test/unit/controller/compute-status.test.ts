@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { Pod } from '../../../src/kube/objects.js';
 import type { SandboxRunStatus } from '../../../src/api/v1alpha1/sandboxrun.js';
 import { computeStatus, requeueAfterMs, type StatusInput } from '../../../src/controller/compute-status.js';
 import { observePod } from '../../../src/controller/observe-pod.js';
@@ -38,7 +38,7 @@ const report = (r: Record<string, unknown>): string =>
     ...r,
   });
 
-function pod(status: V1Pod['status']): ReturnType<typeof observePod> {
+function pod(status: Pod['status']): ReturnType<typeof observePod> {
   return observePod({ metadata: { name: 'hello-abcde', uid: 'p1' }, status });
 }
 
@@ -46,7 +46,7 @@ const terminated = (
   exitCode: number,
   message?: string,
   reason = exitCode ? 'Error' : 'Completed',
-  podStatus: V1Pod['status'] = {},
+  podStatus: Pod['status'] = {},
 ) =>
   pod({
     phase: exitCode === 0 ? 'Succeeded' : 'Failed',
@@ -63,8 +63,8 @@ const terminated = (
             exitCode,
             reason,
             ...(message ? { message } : {}),
-            startedAt: at(2) as unknown as Date,
-            finishedAt: at(3) as unknown as Date,
+            startedAt: at(2),
+            finishedAt: at(3),
           },
         },
       },
@@ -193,7 +193,7 @@ describe('computeStatus: before the program runs', () => {
           restartCount: 0,
           image: 'i',
           imageID: '',
-          state: { running: { startedAt: at(2) as unknown as Date } },
+          state: { running: { startedAt: at(2) } },
         },
       ],
     });

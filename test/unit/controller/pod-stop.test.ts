@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { Pod } from '../../../src/kube/objects.js';
 import { FORCE_DELETE_AFTER_MS, podStopStep } from '../../../src/controller/pod-stop.js';
 import { RUN } from './fixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00Z');
 
-function pod(options: { phase?: string; deletedAgoMs?: number; owner?: string } = {}): V1Pod {
+function pod(options: { phase?: string; deletedAgoMs?: number; owner?: string } = {}): Pod {
   return {
     metadata: {
       name: 'hello-abc',
@@ -22,7 +22,7 @@ function pod(options: { phase?: string; deletedAgoMs?: number; owner?: string } 
       ],
       ...(options.deletedAgoMs === undefined
         ? {}
-        : { deletionTimestamp: new Date(NOW.getTime() - options.deletedAgoMs) }),
+        : { deletionTimestamp: new Date(NOW.getTime() - options.deletedAgoMs).toISOString() }),
     },
     status: { phase: options.phase ?? 'Running' },
   };

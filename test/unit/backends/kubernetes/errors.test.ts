@@ -10,7 +10,7 @@ const ctx: CallContext = {
   server: 'https://127.0.0.1:6443',
 };
 const apiError = (status: number, message: string, reason = ''): KubeApiError =>
-  new KubeApiError('BACKEND_ERROR', `create SandboxRuns: ${message}`, status, reason, undefined);
+  new KubeApiError(`create SandboxRuns: ${message}`, { code: 'BACKEND_ERROR', status, reason });
 
 describe('gatewayError: each refusal says what to fix', () => {
   test('apiserver unreachable: ENGINE_UNAVAILABLE naming the server, with a hint', () => {
@@ -84,7 +84,10 @@ describe('gatewayError: each refusal says what to fix', () => {
     assert.equal(gatewayError(apiError(401, 'Unauthorized'), ctx).code, 'UNAUTHORIZED');
     assert.equal(gatewayError(apiError(413, 'Request entity too large'), ctx).code, 'TOO_LARGE');
     assert.equal(
-      gatewayError(new KubeApiError('ENGINE_UNAVAILABLE', 'x: etcd timeout', 500, '', undefined), ctx).code,
+      gatewayError(
+        new KubeApiError('x: etcd timeout', { code: 'ENGINE_UNAVAILABLE', status: 500, reason: '' }),
+        ctx,
+      ).code,
       'ENGINE_UNAVAILABLE',
     );
     assert.equal(gatewayError(apiError(409, 'already exists', 'AlreadyExists'), ctx).code, 'BACKEND_ERROR');

@@ -7,7 +7,7 @@ const lease = (renewTime: string | undefined, holderIdentity: string | undefined
   spec: {
     holderIdentity,
     leaseDurationSeconds: 15,
-    ...(renewTime ? { renewTime: renewTime as unknown as Date } : {}),
+    ...(renewTime ? { renewTime } : {}),
   },
 });
 
