@@ -1,66 +1,54 @@
 /**
- * What a run's children share: the deterministic name, the system labels and the controller
- * owner reference (so deleting the run garbage-collects them), and the ownership check the
- * reconciler applies before it touches anything it finds under that name.
+ * What every child the operator makes shares, whatever kind owns it: the deterministic name, the
+ * system labels, the controller owner reference (so deleting the owner garbage-collects it), the
+ * ownership check a reconciler applies before it touches anything under that name, and the owner
+ * an event about a child is routed to.
  */
-import type { ObjectMeta, OwnerReference } from '../kube/objects.js';
-import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
-import {
-  childName,
-  LABEL_COMPONENT,
-  LABEL_MANAGED_BY,
-  LABEL_RUN,
-  LABEL_RUN_UID,
-  labelValueFor,
-  MANAGED_BY_OPERATOR,
-} from '../api/v1alpha1/labels.js';
-import type { KubeObject } from '../kube/objects.js';
+import { childName, LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY_OPERATOR } from '../api/v1alpha1/labels.js';
+import type { KubeObject, ObjectMeta, OwnerReference } from '../kube/objects.js';
 
-/** The identity of a run, as its children refer to it. */
-export interface RunRef {
+/** An object that owns children (a SandboxRun), as they refer to it. */
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
   name: string;
   namespace: string;
   uid: string;
 }
 
-export function controllerRef(run: RunRef): OwnerReference {
+export function controllerRef(owner: ObjectRef): OwnerReference {
   return {
-    apiVersion: SANDBOX_RUN.apiVersion,
-    kind: SANDBOX_RUN.kind,
-    name: run.name,
-    uid: run.uid,
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.name,
+    uid: owner.uid,
     controller: true,
   };
 }
 
-/** System labels only; they are what the NetworkPolicy and the operator's watches select on. */
-export function childLabels(run: RunRef): Record<string, string> {
+/**
+ * A child's metadata: its name, the operator's system labels and the owner's `labels` (what its
+ * NetworkPolicy and the operator's watches select on), and the controller reference.
+ */
+export function childMeta(owner: ObjectRef, labels: Readonly<Record<string, string>>): ObjectMeta {
   return {
-    [LABEL_MANAGED_BY]: MANAGED_BY_OPERATOR,
-    [LABEL_COMPONENT]: 'sandbox',
-    [LABEL_RUN]: labelValueFor(run.name),
-    [LABEL_RUN_UID]: run.uid,
+    name: childName(owner.name, owner.uid),
+    namespace: owner.namespace,
+    labels: { [LABEL_MANAGED_BY]: MANAGED_BY_OPERATOR, [LABEL_COMPONENT]: 'sandbox', ...labels },
+    ownerReferences: [controllerRef(owner)],
   };
 }
 
-export function childMeta(run: RunRef): ObjectMeta {
-  return {
-    name: childName(run.name, run.uid),
-    namespace: run.namespace,
-    labels: childLabels(run),
-    ownerReferences: [controllerRef(run)],
-  };
+/** True when `obj` names this owner (by UID) as its controller. */
+export function isControlledBy(obj: KubeObject, owner: Pick<ObjectRef, 'uid'>): boolean {
+  return (obj.metadata?.ownerReferences ?? []).some((o) => o.controller === true && o.uid === owner.uid);
 }
 
-/** True when `obj` names this run (by UID) as its controller. */
-export function isControlledBy(obj: KubeObject, run: RunRef): boolean {
-  return (obj.metadata?.ownerReferences ?? []).some((o) => o.controller === true && o.uid === run.uid);
-}
-
-/** The `namespace/name` of the SandboxRun controlling `obj`, if any. */
-export function ownerKey(obj: KubeObject): string | undefined {
-  const ref = (obj.metadata?.ownerReferences ?? []).find(
-    (o) => o.controller === true && o.kind === SANDBOX_RUN.kind && o.apiVersion === SANDBOX_RUN.apiVersion,
-  );
-  return ref && obj.metadata?.namespace ? `${obj.metadata.namespace}/${ref.name}` : undefined;
+/** The object controlling `obj`: its apiVersion and kind, and its `namespace/name` key. */
+export function controllerOf(obj: KubeObject): { apiVersion: string; kind: string; key: string } | undefined {
+  const ref = (obj.metadata?.ownerReferences ?? []).find((o) => o.controller === true);
+  const namespace = obj.metadata?.namespace;
+  return ref && namespace
+    ? { apiVersion: ref.apiVersion, kind: ref.kind, key: `${namespace}/${ref.name}` }
+    : undefined;
 }

@@ -1,22 +1,22 @@
 /**
- * Kubernetes Events on a SandboxRun (core/v1), so `kubectl describe sbr` tells the story. An
- * event that cannot be written is logged and dropped: events never fail a reconcile.
+ * Kubernetes Events (core/v1) on the objects the operator reconciles, so `kubectl describe sbr`
+ * tells the story. An event that cannot be written is logged and dropped: events never fail a
+ * reconcile.
  */
-import type { KubeEvent } from '../kube/objects.js';
-import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../kube/client.js';
+import type { KubeEvent } from '../kube/objects.js';
 import type { Logger } from '../observability/logger.js';
-import type { RunRef } from './children.js';
+import type { ObjectRef } from './children.js';
 
 export const EVENT_SOURCE = 'sandpit-operator';
 
 export interface EventRecorder {
-  normal(run: RunRef, reason: string, message: string): Promise<void>;
-  warning(run: RunRef, reason: string, message: string): Promise<void>;
+  normal(obj: ObjectRef, reason: string, message: string): Promise<void>;
+  warning(obj: ObjectRef, reason: string, message: string): Promise<void>;
 }
 
 export function buildEvent(
-  run: RunRef,
+  obj: ObjectRef,
   event: { type: 'Normal' | 'Warning'; reason: string; message: string },
   at: Date,
   instance: string,
@@ -25,15 +25,15 @@ export function buildEvent(
   const micro = stamp.replace(/Z$/, '000Z');
   return {
     metadata: {
-      name: `${run.name.slice(0, 200)}.${(at.getTime() * 1000 + Math.floor(Math.random() * 1000)).toString(16)}`,
-      namespace: run.namespace,
+      name: `${obj.name.slice(0, 200)}.${(at.getTime() * 1000 + Math.floor(Math.random() * 1000)).toString(16)}`,
+      namespace: obj.namespace,
     },
     involvedObject: {
-      apiVersion: SANDBOX_RUN.apiVersion,
-      kind: SANDBOX_RUN.kind,
-      name: run.name,
-      namespace: run.namespace,
-      uid: run.uid,
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      name: obj.name,
+      namespace: obj.namespace,
+      uid: obj.uid,
     },
     type: event.type,
     reason: event.reason,
@@ -56,25 +56,25 @@ export function createEventRecorder(deps: {
   now: () => Date;
 }): EventRecorder {
   const record = async (
-    run: RunRef,
+    obj: ObjectRef,
     type: 'Normal' | 'Warning',
     reason: string,
     message: string,
   ): Promise<void> => {
     try {
       await deps.kube.createEvent(
-        run.namespace,
-        buildEvent(run, { type, reason, message }, deps.now(), deps.instance),
+        obj.namespace,
+        buildEvent(obj, { type, reason, message }, deps.now(), deps.instance),
       );
     } catch (e) {
       deps.logger.warn(
-        { run: `${run.namespace}/${run.name}`, reason, err: (e as Error).message },
+        { object: `${obj.kind} ${obj.namespace}/${obj.name}`, reason, err: (e as Error).message },
         'Dropped Event',
       );
     }
   };
   return {
-    normal: (run, reason, message) => record(run, 'Normal', reason, message),
-    warning: (run, reason, message) => record(run, 'Warning', reason, message),
+    normal: (obj, reason, message) => record(obj, 'Normal', reason, message),
+    warning: (obj, reason, message) => record(obj, 'Warning', reason, message),
   };
 }

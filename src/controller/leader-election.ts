@@ -10,6 +10,7 @@ import type { KubeClient } from '../kube/client.js';
 import { isAlreadyExists, isConflict } from '../kube/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { sleep } from '../shared/abort.js';
+import { within } from '../shared/time.js';
 
 export interface LeaderElectionOptions {
   namespace: string;
@@ -146,14 +147,8 @@ export class LeaderElector {
   }
 
   /** One try, bounded in time: a request that hangs counts as a failed renewal. */
-  private attempt(timeoutMs: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      void this.tryAcquireOrRenew().then((ok) => {
-        clearTimeout(timer);
-        resolve(ok);
-      });
-    });
+  private async attempt(timeoutMs: number): Promise<boolean> {
+    return (await within(this.tryAcquireOrRenew(), timeoutMs)) ?? false;
   }
 
   /** Gives the lease up (a clean shutdown): the next replica takes it without waiting it out. */

@@ -76,10 +76,13 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
         this.set(queueDepth());
       },
     }),
-    /** Wires the gauges that are read at scrape time. */
-    observe(sources: { phaseCounts: () => Map<string, number>; queueDepth: () => number }): void {
-      phaseCounts = sources.phaseCounts;
-      queueDepth = sources.queueDepth;
+    /** Wires sandpit_operator_runs, read at scrape time: SandboxRuns by phase ('' when new). */
+    observeRunPhases(counts: () => Map<string, number>): void {
+      phaseCounts = counts;
+    },
+    /** Wires sandpit_operator_workqueue_depth, read at scrape time. */
+    observeQueueDepth(depth: () => number): void {
+      queueDepth = depth;
     },
   };
   return metrics;

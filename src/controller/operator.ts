@@ -1,15 +1,17 @@
 /**
- * The operator's lifecycle: campaign for the Lease (when leader election is on) and let the
- * controller act only while leading. The controller is made on first leadership; when the Lease
- * is lost (it could not be renewed in time, e.g. the apiserver was down) the controller pauses
- * (its caches stay warm, no work is taken) and resumes when the Lease is won back, so no process
- * restart is needed. On shutdown the controller drains before the Lease is given up, so two
- * replicas never act at once and a clean hand-over does not wait for the Lease to expire.
+ * The operator: the kinds it reconciles (SandboxRun), and its lifecycle. It campaigns for the
+ * Lease (when leader election is on) and lets the manager act only while leading. The manager is
+ * made on first leadership; when the Lease is lost (it could not be renewed in time, e.g. the
+ * apiserver was down) it pauses (its caches stay warm, no work is taken) and resumes when the Lease
+ * is won back, so no process restart is needed. On shutdown the manager drains before the Lease is
+ * given up, so two replicas never act at once and a clean hand-over does not wait for the Lease to
+ * expire.
  */
-import { Controller, type ControllerOptions } from './controller.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+import { Manager, type ManagerOptions } from './manager.js';
+import { sandboxRunController, type SandboxRunSettings } from './sandboxrun/controller.js';
 
-export interface OperatorOptions extends ControllerOptions {
+export interface OperatorOptions extends ManagerOptions, SandboxRunSettings {
   leaderElection: LeaderElectionOptions | undefined;
 }
 
@@ -25,7 +27,7 @@ export interface Operator {
 
 export function createOperator(options: OperatorOptions): Operator {
   const { logger, metrics } = options;
-  let controller: Controller | undefined;
+  let manager: Manager | undefined;
   let starting: Promise<void> | undefined;
   const elector = options.leaderElection
     ? new LeaderElector({ kube: options.kube, logger }, options.leaderElection)
@@ -33,30 +35,30 @@ export function createOperator(options: OperatorOptions): Operator {
 
   const lead = (): void => {
     metrics.leader.set(1);
-    if (controller) {
-      controller.setActive(true);
+    if (manager) {
+      manager.setActive(true);
       return;
     }
-    controller = new Controller(options);
-    starting = controller
+    manager = new Manager(options, [sandboxRunController(options)]);
+    starting = manager
       .start()
       .catch((e: unknown) => logger.error({ err: (e as Error).message }, 'Controller failed to start'));
   };
   const pause = (): void => {
     metrics.leader.set(0);
-    controller?.setActive(false);
+    manager?.setActive(false);
     logger.warn('Paused the controller until the Lease is won back');
   };
-  const stopController = async (): Promise<void> => {
+  const stopManager = async (): Promise<void> => {
     await starting;
-    await controller?.stop();
-    controller = undefined;
+    await manager?.stop();
+    manager = undefined;
   };
 
   return {
     isLeader: () => (elector ? elector.isLeader() : true),
-    isReady: () => (elector && !elector.isLeader() ? true : (controller?.isReady() ?? false)),
-    isHealthy: (maxFailingMs) => (controller?.failingMs() ?? 0) <= maxFailingMs,
+    isReady: () => (elector && !elector.isLeader() ? true : (manager?.isReady() ?? false)),
+    isHealthy: (maxFailingMs) => (manager?.failingMs() ?? 0) <= maxFailingMs,
     async run(signal: AbortSignal): Promise<void> {
       if (!elector) {
         lead();
@@ -66,7 +68,7 @@ export function createOperator(options: OperatorOptions): Operator {
       } else {
         await elector.run(signal, { onStartedLeading: lead, onStoppedLeading: pause });
       }
-      await stopController();
+      await stopManager();
       await elector?.release();
       metrics.leader.set(0);
     },

@@ -1,31 +1,33 @@
 /**
- * What the controller watches: SandboxRuns, and the Pods, ConfigMaps and NetworkPolicies it made
- * (selected by its managed-by label), in each watched namespace or cluster-wide; and RuntimeClasses,
- * so a run naming a missing one waits instead of making a pod that can never start.
+ * What the manager watches: the objects of each kind it reconciles, and the Pods, ConfigMaps and
+ * NetworkPolicies the operator made (selected by its managed-by label), in each watched namespace
+ * or cluster-wide; and RuntimeClasses, so a run naming a missing one waits instead of making a pod
+ * that can never start.
  */
-import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
+import type { CustomKind } from '../api/v1alpha1/group.js';
 import { LABEL_MANAGED_BY, MANAGED_BY_OPERATOR } from '../api/v1alpha1/labels.js';
-import { SANDBOX_RUN, type SandboxRun } from '../api/v1alpha1/sandboxrun.js';
-import type { KubeClient } from '../kube/client.js';
+import { collectionPath, customPrefix, type KubeClient } from '../kube/client.js';
 import type { InformerSource } from '../kube/informer.js';
+import type { ConfigMap, KubeObject, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
 
 export const CHILD_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_OPERATOR}`;
 
-const scoped = (namespace: string | undefined, group: string, plural: string): string =>
-  `${group}${namespace ? `/namespaces/${namespace}` : ''}/${plural}`;
-
-export function runSource(kube: KubeClient, namespace: string | undefined): InformerSource<SandboxRun> {
+export function kindSource<T extends KubeObject>(
+  kube: KubeClient,
+  kind: CustomKind,
+  namespace: string | undefined,
+): InformerSource<T> {
   return {
-    resource: SANDBOX_RUN.plural,
-    path: scoped(namespace, `/apis/${SANDBOX_RUN.apiVersion}`, SANDBOX_RUN.plural),
-    list: (continueToken) => kube.listObjects<SandboxRun>(SANDBOX_RUN, { namespace, continueToken }),
+    resource: kind.plural,
+    path: collectionPath(customPrefix(kind), kind.plural, namespace),
+    list: (continueToken) => kube.listObjects<T>(kind, { namespace, continueToken }),
   };
 }
 
 export function podSource(kube: KubeClient, namespace: string | undefined): InformerSource<Pod> {
   return {
     resource: 'pods',
-    path: scoped(namespace, '/api/v1', 'pods'),
+    path: collectionPath('/api/v1', 'pods', namespace),
     labelSelector: CHILD_SELECTOR,
     list: (continueToken) => kube.listPods({ namespace, labelSelector: CHILD_SELECTOR, continueToken }),
   };
@@ -34,7 +36,7 @@ export function podSource(kube: KubeClient, namespace: string | undefined): Info
 export function configMapSource(kube: KubeClient, namespace: string | undefined): InformerSource<ConfigMap> {
   return {
     resource: 'configmaps',
-    path: scoped(namespace, '/api/v1', 'configmaps'),
+    path: collectionPath('/api/v1', 'configmaps', namespace),
     labelSelector: CHILD_SELECTOR,
     list: (continueToken) => kube.listConfigMaps({ namespace, labelSelector: CHILD_SELECTOR, continueToken }),
   };
@@ -46,7 +48,7 @@ export function networkPolicySource(
 ): InformerSource<NetworkPolicy> {
   return {
     resource: 'networkpolicies',
-    path: scoped(namespace, '/apis/networking.k8s.io/v1', 'networkpolicies'),
+    path: collectionPath('/apis/networking.k8s.io/v1', 'networkpolicies', namespace),
     labelSelector: CHILD_SELECTOR,
     list: (continueToken) =>
       kube.listNetworkPolicies({ namespace, labelSelector: CHILD_SELECTOR, continueToken }),

@@ -25,8 +25,4 @@ export class StatusOverlay {
   forget(key: string): void {
     this.written.delete(key);
   }
-
-  get size(): number {
-    return this.written.size;
-  }
 }

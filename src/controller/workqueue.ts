@@ -4,6 +4,8 @@
  * added while in process, it is queued again when done); failures back off exponentially per key;
  * requeue-after timers keep only the earliest time per key. Keys, never object snapshots.
  */
+import { backoffDelay } from '../shared/backoff.js';
+
 export interface WorkQueueOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
@@ -53,9 +55,9 @@ export class WorkQueue {
 
   /** Adds the key after its exponential backoff (base × 2^failures, capped). */
   addRateLimited(key: string): number {
-    const n = this.failures.get(key) ?? 0;
-    this.failures.set(key, n + 1);
-    const delay = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** n);
+    const failures = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, failures);
+    const delay = backoffDelay(failures, { initialMs: this.baseDelayMs, maxMs: this.maxDelayMs });
     this.addAfter(key, delay);
     return delay;
   }
@@ -63,10 +65,6 @@ export class WorkQueue {
   /** Forgets the key's failures (its next backoff starts from the base again). */
   forget(key: string): void {
     this.failures.delete(key);
-  }
-
-  retries(key: string): number {
-    return this.failures.get(key) ?? 0;
   }
 
   /** The next key to process, or undefined once the queue shuts down. Pair every key with done(). */
@@ -91,10 +89,6 @@ export class WorkQueue {
 
   get length(): number {
     return this.queue.length;
-  }
-
-  get inFlight(): number {
-    return this.processing.size;
   }
 
   shutDown(): void {

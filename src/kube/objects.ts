@@ -20,6 +20,7 @@ import type {
   V1RuntimeClass,
   V1SecurityContext,
   V1Volume,
+  V1VolumeMount,
 } from '@kubernetes/client-node';
 
 /** A client-node model as JSON: every Date an RFC 3339 string. */
@@ -40,6 +41,7 @@ export type ContainerStatus = Plain<V1ContainerStatus>;
 export type PodSecurityContext = Plain<V1PodSecurityContext>;
 export type SecurityContext = Plain<V1SecurityContext>;
 export type Volume = Plain<V1Volume>;
+export type VolumeMount = Plain<V1VolumeMount>;
 export type ConfigMap = Plain<V1ConfigMap>;
 export type NetworkPolicy = Plain<V1NetworkPolicy>;
 export type NetworkPolicySpec = Plain<V1NetworkPolicySpec>;

@@ -1,11 +1,13 @@
 // Shared inputs for the controller's unit tests.
 import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
-import type { PodSettings } from '../../../src/controller/build-pod.js';
-import type { RunRef } from '../../../src/controller/children.js';
+import type { ObjectRef } from '../../../src/controller/children.js';
+import type { PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
 import { evaluate, type EffectiveSpec } from '../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 
-export const RUN: RunRef = {
+export const RUN: ObjectRef = {
+  apiVersion: 'sandpit.dev/v1alpha1',
+  kind: 'SandboxRun',
   name: 'hello',
   namespace: 'agents',
   uid: '0b5a4c3e-1111-2222-3333-444455556666',

@@ -8,7 +8,7 @@ import {
   principalLabelValue,
   type BuildOptions,
 } from '../../../../src/backends/kubernetes/build-sandbox-run.js';
-import { admitRun } from '../../../../src/controller/admit.js';
+import { evaluateRun } from '../../../../src/controller/sandboxrun/evaluate-run.js';
 import { evaluate, type EffectiveSpec } from '../../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
 
@@ -122,7 +122,7 @@ describe('buildSandboxRun', () => {
   for (const [name, request] of roundTrips) {
     test(`the operator's admission reaches the same effective spec: ${name}`, () => {
       const spec = effective(request);
-      const admitted = admitRun(buildSandboxRun(spec, OPTIONS).spec, policy);
+      const admitted = evaluateRun(buildSandboxRun(spec, OPTIONS).spec, policy);
       assert.ok(admitted.allowed, !admitted.allowed ? admitted.message : '');
       assert.deepEqual(admitted.effective, spec);
     });

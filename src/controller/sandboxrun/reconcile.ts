@@ -1,26 +1,29 @@
 /**
  * reconcileRun(): one level-triggered, idempotent pass over one SandboxRun, by key. It reads the
- * run from the cache, decides admission with the shared policy, makes sure the children exist,
+ * run from the cache, takes the shared policy's verdict on it, makes sure the children exist,
  * computes the status purely, writes it once if it changed (PUT with the resourceVersion, so a
  * stale pass fails with Conflict instead of overwriting), then reports the transition. It never
  * writes the spec, and never touches children it does not control.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { isTerminal } from '../api/run.js';
-import { childName } from '../api/v1alpha1/labels.js';
+import { isTerminal } from '../../api/run.js';
+import { childName } from '../../api/v1alpha1/labels.js';
 import {
   SANDBOX_RUN,
   SandboxRunStatusSchema,
   type SandboxRun,
   type SandboxRunStatus,
-} from '../api/v1alpha1/sandboxrun.js';
-import { isNotFound } from '../kube/errors.js';
-import type { Store } from '../kube/store.js';
-import type { Logger } from '../observability/logger.js';
-import type { Policy } from '../policy/policy.js';
-import { admitRun } from './admit.js';
-import type { RunRef } from './children.js';
-import { computeStatus, requeueAfterMs, type Admission } from './compute-status.js';
+} from '../../api/v1alpha1/sandboxrun.js';
+import { isNotFound } from '../../kube/errors.js';
+import type { Store } from '../../kube/store.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Policy } from '../../policy/policy.js';
+import type { ObjectRef } from '../children.js';
+import type { ReconcileResult } from '../kind-controller.js';
+import { isPodFinished, observePod } from '../pod/observe-pod.js';
+import { podStopStep } from '../pod/pod-stop.js';
+import type { StatusOverlay } from '../status-overlay.js';
+import { computeStatus, requeueAfterMs } from './compute-status.js';
 import {
   ensureChildren,
   NOTHING_OBSERVED,
@@ -28,10 +31,9 @@ import {
   type ChildrenDeps,
   type Observed,
 } from './ensure-children.js';
-import { isPodFinished, observePod } from './observe-pod.js';
-import { podStopStep } from './pod-stop.js';
+import { evaluateRun, type RunVerdict } from './evaluate-run.js';
 import { reportTransition, type ReportDeps } from './report.js';
-import type { StatusOverlay } from './status-overlay.js';
+import { runRef } from './run-ref.js';
 
 export interface RunSettings {
   defaultPendingTimeoutSeconds: number;
@@ -47,88 +49,89 @@ export interface ReconcileDeps extends ChildrenDeps, ReportDeps {
   logger: Logger;
 }
 
-export interface ReconcileResult {
-  requeueAfterMs?: number | undefined;
-}
-
 interface RunView {
   raw: SandboxRun;
-  ref: RunRef;
+  ref: ObjectRef;
   generation: number;
   createdAt: string;
   status: SandboxRunStatus;
-}
-
-function readRun(raw: SandboxRun): RunView {
-  const m = raw.metadata ?? {};
-  const parsed = SandboxRunStatusSchema.safeParse(raw.status ?? {});
-  return {
-    raw,
-    ref: { name: m.name ?? '', namespace: m.namespace ?? '', uid: m.uid ?? '' },
-    generation: m.generation ?? 1,
-    createdAt: m.creationTimestamp ?? new Date(0).toISOString(),
-    status: parsed.success ? parsed.data : {},
-  };
+  /** When the run needs another look: its pending deadline and TTL, as of this pass. */
+  timing: Parameters<typeof requeueAfterMs>[1];
 }
 
 /** A number field of the raw spec, read leniently (a rejected spec still has a TTL). */
-function specNumber(raw: RunView['raw'], field: string): number | undefined {
+function specNumber(raw: SandboxRun, field: string): number | undefined {
   const value = (raw.spec as Record<string, unknown> | undefined)?.[field];
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+function readRun(raw: SandboxRun, deps: ReconcileDeps): RunView {
+  const m = raw.metadata ?? {};
+  const parsed = SandboxRunStatusSchema.safeParse(raw.status ?? {});
+  const createdAt = m.creationTimestamp ?? new Date(0).toISOString();
+  const { defaultPendingTimeoutSeconds, defaultTtlSecondsAfterFinished } = deps.runSettings;
+  return {
+    raw,
+    ref: runRef({ name: m.name ?? '', namespace: m.namespace ?? '', uid: m.uid ?? '' }),
+    generation: m.generation ?? 1,
+    createdAt,
+    status: parsed.success ? parsed.data : {},
+    timing: {
+      createdAt,
+      pendingTimeoutSeconds: specNumber(raw, 'pendingTimeoutSeconds') ?? defaultPendingTimeoutSeconds,
+      ttlSecondsAfterFinished: specNumber(raw, 'ttlSecondsAfterFinished') ?? defaultTtlSecondsAfterFinished,
+      now: deps.now().toISOString(),
+    },
+  };
 }
 
 export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<ReconcileResult> {
   const [namespace = '', name = ''] = key.split('/');
   const raw = deps.overlay.latest(key, deps.runs.get(namespace, name));
   if (!raw || raw.metadata?.deletionTimestamp) return {}; // owner references garbage-collect the children
-  const run = readRun(raw);
-  const now = deps.now().toISOString();
-  const ttl = specNumber(raw, 'ttlSecondsAfterFinished') ?? deps.runSettings.defaultTtlSecondsAfterFinished;
-  const pendingTimeoutSeconds =
-    specNumber(raw, 'pendingTimeoutSeconds') ?? deps.runSettings.defaultPendingTimeoutSeconds;
-  const timing = { createdAt: run.createdAt, pendingTimeoutSeconds, ttlSecondsAfterFinished: ttl, now };
+  const run = readRun(raw, deps);
+  if (run.status.phase && isTerminal(run.status.phase)) return finishedRun(deps, key, run);
+  return activeRun(deps, key, run);
+}
 
-  if (run.status.phase && isTerminal(run.status.phase)) return finishedRun(deps, key, run, timing);
-
-  const decision = admitRun(raw.spec, deps.policy);
-  const cancel = decision.spec?.cancel === true;
-  let observed: Observed = NOTHING_OBSERVED;
-  if (decision.allowed && !cancel) {
-    observed = await ensureChildren(
-      deps,
-      { ...run.ref, podRecorded: run.status.podName !== undefined },
-      decision.effective,
-      decision.job,
-    );
-  } else if (decision.allowed) {
-    observed = await observeForCancel(deps, run);
-  }
-  const admission: Admission = decision.allowed
-    ? { allowed: true }
-    : { allowed: false, message: decision.message };
+/** A run not finished yet: the verdict, the children, the status, the report. */
+async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
+  const verdict = evaluateRun(run.raw.spec, deps.policy);
   const status = computeStatus({
     generation: run.generation,
     createdAt: run.createdAt,
     current: run.status,
-    admission,
-    cancel,
-    pendingTimeoutSeconds,
+    verdict: verdict.allowed ? { allowed: true } : { allowed: false, message: verdict.message },
+    cancel: verdict.spec?.cancel === true,
+    pendingTimeoutSeconds: run.timing.pendingTimeoutSeconds,
     podName: childName(run.ref.name, run.ref.uid),
-    ...observed,
-    now,
+    ...(await observeChildren(deps, run, verdict)),
+    now: run.timing.now,
   });
   await writeStatus(deps, key, run, status);
   await reportTransition(deps, {
     run: run.ref,
     createdAt: run.createdAt,
-    annotations: raw.metadata?.annotations,
+    annotations: run.raw.metadata?.annotations,
     before: run.status,
     after: status,
-    effective: decision.allowed ? decision.effective : undefined,
+    effective: verdict.allowed ? verdict.effective : undefined,
   });
-  const after = requeueAfterMs(status, timing);
+  const after = requeueAfterMs(status, run.timing);
   if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };
   return { requeueAfterMs: earliest(after, await stopUnfinishedPod(deps, run)) };
+}
+
+/** The children of an allowed run, made when missing; of a cancelled one, only a pod that finished. */
+function observeChildren(deps: ReconcileDeps, run: RunView, verdict: RunVerdict): Promise<Observed> {
+  if (!verdict.allowed) return Promise.resolve(NOTHING_OBSERVED);
+  if (verdict.spec.cancel === true) return observeForCancel(deps, run);
+  return ensureChildren(
+    deps,
+    { ...run.ref, podRecorded: run.status.podName !== undefined },
+    verdict.effective,
+    verdict.job,
+  );
 }
 
 /** Cancelling: the pod's result if it already finished (the program won the race), else nothing. */
@@ -151,12 +154,8 @@ async function writeStatus(
 }
 
 /** A finished run: its pod must not keep running (cancelled, or failed while pending); TTL clean-up. */
-async function finishedRun(
-  deps: ReconcileDeps,
-  key: string,
-  run: RunView,
-  timing: Parameters<typeof requeueAfterMs>[1],
-): Promise<ReconcileResult> {
+async function finishedRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
+  const { timing } = run;
   const recheckPodMs = await stopUnfinishedPod(deps, run);
   const ttlAfter =
     timing.ttlSecondsAfterFinished === undefined ? undefined : requeueAfterMs(run.status, timing);

@@ -3,10 +3,10 @@
  * The log is read up to a byte limit; when the program wrote more than that, the tail is taken
  * from a second read of the last lines, and `bytes` says how much was counted.
  */
-import type { RunOutput } from '../api/v1alpha1/sandboxrun.js';
-import type { KubeClient } from '../kube/client.js';
-import { isNotFound } from '../kube/errors.js';
-import { SANDBOX_CONTAINER } from '../api/v1alpha1/labels.js';
+import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
+import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
+import type { KubeClient } from '../../kube/client.js';
+import { isNotFound } from '../../kube/errors.js';
 
 export interface OutputLimits {
   /** Bytes of the tail kept in the status. */

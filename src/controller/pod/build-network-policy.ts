@@ -1,18 +1,17 @@
 /**
- * buildNetworkPolicy(): deny all ingress and all egress for exactly this run's pod (selected by
- * the run's UID label). Egress rules do not exist yet, so there is no allowlist to render. Pure.
+ * buildNetworkPolicy(): deny all ingress and all egress for exactly the pods `podSelector` picks
+ * (one sandbox's, by its owner's UID label). Egress rules do not exist yet, so there is no
+ * allowlist to render. Pure.
  */
-import type { NetworkPolicy, NetworkPolicySpec } from '../kube/objects.js';
-import { LABEL_RUN_UID } from '../api/v1alpha1/labels.js';
-import { childMeta, type RunRef } from './children.js';
+import type { NetworkPolicy, NetworkPolicySpec, ObjectMeta } from '../../kube/objects.js';
 
-export function buildNetworkPolicy(run: RunRef): NetworkPolicy {
+export function buildNetworkPolicy(meta: ObjectMeta, podSelector: Record<string, string>): NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: childMeta(run),
+    metadata: meta,
     spec: {
-      podSelector: { matchLabels: { [LABEL_RUN_UID]: run.uid } },
+      podSelector: { matchLabels: podSelector },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: [],

@@ -1,31 +1,33 @@
 /**
- * ensureChildren(): makes what an admitted run needs exist, in order (ConfigMap, deny-all
+ * ensureChildren(): makes what an allowed run needs exist, in order (ConfigMap, deny-all
  * NetworkPolicy, then the Pod, so the pod never runs unconfined), and reports what it observed.
  * Every child is found under its deterministic name; one this run does not control is never
  * touched. Create calls are idempotent (AlreadyExists means a previous pass made it).
  */
-import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
-import type { RunOutput } from '../api/v1alpha1/sandboxrun.js';
-import type { KubeClient } from '../kube/client.js';
-import type { Store } from '../kube/store.js';
-import { isAlreadyExists, isForbidden, KubeApiError } from '../kube/errors.js';
-import type { EffectiveSpec } from '../policy/evaluate.js';
-import { AppError } from '../shared/errors.js';
+import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
+import type { KubeClient } from '../../kube/client.js';
+import { isAlreadyExists, isForbidden, KubeApiError } from '../../kube/errors.js';
+import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../../kube/objects.js';
+import type { Store } from '../../kube/store.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { AppError } from '../../shared/errors.js';
+import { isControlledBy, type ObjectRef } from '../children.js';
+import type { EventRecorder } from '../events.js';
+import { buildNetworkPolicy, sameNetworkPolicySpec } from '../pod/build-network-policy.js';
+import type { PodSettings } from '../pod/build-sandbox-pod.js';
+import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
 import { buildConfigMap } from './build-config-map.js';
-import { buildNetworkPolicy, sameNetworkPolicySpec } from './build-network-policy.js';
-import { buildPod, type PodSettings } from './build-pod.js';
-import { isControlledBy, type RunRef } from './children.js';
+import { buildRunPod } from './build-run-pod.js';
 import type { Blocked } from './compute-status.js';
-import type { EventRecorder } from './events.js';
-import { isPodFinished, observePod, type PodView } from './observe-pod.js';
 import { readOutput, type OutputLimits } from './read-output.js';
+import { runChildMeta, runPodSelector } from './run-ref.js';
 
 export interface ChildrenDeps {
   kube: KubeClient;
   pods: Store<Pod>;
   configMaps: Store<ConfigMap>;
   networkPolicies: Store<NetworkPolicy>;
-  runtimeClasses: Store<RuntimeClass> | undefined;
+  runtimeClasses: Store<RuntimeClass>;
   events: EventRecorder;
   pod: PodSettings;
   output: OutputLimits;
@@ -59,7 +61,7 @@ const notCachedYet = (kind: string, name: string): AppError =>
   new AppError('BACKEND_ERROR', `${kind} ${name} exists but is not in the cache yet`);
 
 /** The observed pod, with its output once it has finished. */
-export async function observeExisting(deps: ChildrenDeps, run: RunRef, pod: Pod): Promise<Observed> {
+export async function observeExisting(deps: ChildrenDeps, run: ObjectRef, pod: Pod): Promise<Observed> {
   const view = observePod(pod);
   const output = isPodFinished(view)
     ? await readOutput(deps.kube, run.namespace, view.name, deps.output)
@@ -69,11 +71,11 @@ export async function observeExisting(deps: ChildrenDeps, run: RunRef, pod: Pod)
 
 export async function ensureChildren(
   deps: ChildrenDeps,
-  run: RunRef & { podRecorded: boolean },
+  run: ObjectRef & { podRecorded: boolean },
   effective: EffectiveSpec,
   job: Buffer,
 ): Promise<Observed> {
-  const want = buildPod(run, effective, deps.pod);
+  const want = buildRunPod(run, effective, deps.pod);
   const name = want.metadata?.name ?? '';
   const cached = deps.pods.get(run.namespace, name);
   if (cached) {
@@ -99,7 +101,7 @@ export async function ensureChildren(
 
 function runtimeClassMissing(deps: ChildrenDeps, runtime: string | undefined): Blocked | undefined {
   const classes = deps.runtimeClasses;
-  if (!runtime || !classes?.hasSynced() || classes.get('', runtime)) return undefined;
+  if (!runtime || !classes.hasSynced() || classes.get('', runtime)) return undefined;
   return {
     reason: 'RuntimeClassNotFound',
     message: `RuntimeClass "${runtime}" does not exist in the cluster`,
@@ -107,7 +109,11 @@ function runtimeClassMissing(deps: ChildrenDeps, runtime: string | undefined): B
   };
 }
 
-async function ensureConfigMap(deps: ChildrenDeps, run: RunRef, job: Buffer): Promise<Observed | undefined> {
+async function ensureConfigMap(
+  deps: ChildrenDeps,
+  run: ObjectRef,
+  job: Buffer,
+): Promise<Observed | undefined> {
   const want = buildConfigMap(run, job);
   const name = want.metadata?.name ?? '';
   const have = deps.configMaps.get(run.namespace, name);
@@ -121,8 +127,8 @@ async function ensureConfigMap(deps: ChildrenDeps, run: RunRef, job: Buffer): Pr
   }
 }
 
-async function ensureNetworkPolicy(deps: ChildrenDeps, run: RunRef): Promise<Observed | undefined> {
-  const want = buildNetworkPolicy(run);
+async function ensureNetworkPolicy(deps: ChildrenDeps, run: ObjectRef): Promise<Observed | undefined> {
+  const want = buildNetworkPolicy(runChildMeta(run), runPodSelector(run));
   const name = want.metadata?.name ?? '';
   const have = deps.networkPolicies.get(run.namespace, name);
   if (have) {
@@ -158,7 +164,7 @@ export function createRefusal(e: KubeApiError): Blocked | undefined {
   return undefined;
 }
 
-async function createPod(deps: ChildrenDeps, run: RunRef, want: Pod): Promise<Observed> {
+async function createPod(deps: ChildrenDeps, run: ObjectRef, want: Pod): Promise<Observed> {
   const name = want.metadata?.name ?? '';
   try {
     const created = await deps.kube.createPod(run.namespace, want);

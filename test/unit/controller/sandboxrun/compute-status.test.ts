@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Pod } from '../../../src/kube/objects.js';
-import type { SandboxRunStatus } from '../../../src/api/v1alpha1/sandboxrun.js';
-import { computeStatus, requeueAfterMs, type StatusInput } from '../../../src/controller/compute-status.js';
-import { observePod } from '../../../src/controller/observe-pod.js';
+import type { Pod } from '../../../../src/kube/objects.js';
+import type { SandboxRunStatus } from '../../../../src/api/v1alpha1/sandboxrun.js';
+import {
+  computeStatus,
+  requeueAfterMs,
+  type StatusInput,
+} from '../../../../src/controller/sandboxrun/compute-status.js';
+import { observePod } from '../../../../src/controller/pod/observe-pod.js';
 
 const CREATED = '2026-01-01T00:00:00Z';
 const at = (s: number): string => new Date(Date.parse(CREATED) + s * 1000).toISOString();
@@ -13,7 +17,7 @@ function input(over: Partial<StatusInput> = {}): StatusInput {
     generation: 1,
     createdAt: CREATED,
     current: {},
-    admission: { allowed: true },
+    verdict: { allowed: true },
     cancel: false,
     pendingTimeoutSeconds: 60,
     podName: 'hello-abcde',
@@ -273,7 +277,7 @@ describe('computeStatus: before the program runs', () => {
 describe('computeStatus: policy, cancel, loss', () => {
   test('denied: Rejected/PolicyDenied, Admitted=False, no pod', () => {
     const s = computeStatus(
-      input({ admission: { allowed: false, message: 'denied by policy: image: not allowed' } }),
+      input({ verdict: { allowed: false, message: 'denied by policy: image: not allowed' } }),
     );
     assert.equal(s.phase, 'Rejected');
     assert.equal(s.reason, 'PolicyDenied');

@@ -2,11 +2,11 @@
  * computeStatus(): the run's status from what the reconciler observed. Pure: time comes in as an
  * argument. A terminal status never changes again (only observedGeneration follows the spec).
  */
-import { isTerminal, type Phase, type Reason } from '../api/run.js';
-import { ConditionType, setCondition } from '../api/v1alpha1/conditions.js';
-import type { RunOutput, SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
-import { classify, type RunFacts } from '../api/outcome.js';
-import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } from './observe-pod.js';
+import { classify, type RunFacts } from '../../api/outcome.js';
+import { isTerminal, type Phase, type Reason } from '../../api/run.js';
+import { ConditionType, setCondition, type ConditionInput } from '../../api/v1alpha1/conditions.js';
+import type { Condition, RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } from '../pod/observe-pod.js';
 
 /** What keeps the pod from being created or from starting. */
 export interface Blocked {
@@ -19,13 +19,14 @@ export interface Blocked {
   permanent: boolean;
 }
 
-export type Admission = { allowed: true } | { allowed: false; message: string };
+/** The policy's verdict on the run (evaluate-run.ts), as the status reports it. */
+export type Verdict = { allowed: true } | { allowed: false; message: string };
 
 export interface StatusInput {
   generation: number;
   createdAt: string;
   current: SandboxRunStatus;
-  admission: Admission;
+  verdict: Verdict;
   cancel: boolean;
   pendingTimeoutSeconds: number;
   /** The deterministic name of the run's pod. */
@@ -58,33 +59,9 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
   const o = decide(i);
   const terminal = isTerminal(o.phase);
   const observedGeneration = i.generation;
-  let conditions = i.current.conditions ?? [];
-  conditions = setCondition(
-    conditions,
-    i.admission.allowed
-      ? {
-          type: ConditionType.Admitted,
-          status: 'True',
-          reason: 'PolicyAllowed',
-          message: 'the policy allows the run',
-          observedGeneration,
-        }
-      : {
-          type: ConditionType.Admitted,
-          status: 'False',
-          reason: 'PolicyDenied',
-          message: i.admission.message,
-          observedGeneration,
-        },
-    i.now,
-  );
-  conditions = setCondition(
-    conditions,
+  const wanted: ConditionInput[] = [
+    admitted(i.verdict, observedGeneration),
     { type: ConditionType.Started, ...o.started, observedGeneration },
-    i.now,
-  );
-  conditions = setCondition(
-    conditions,
     {
       type: ConditionType.Finished,
       status: terminal ? 'True' : 'False',
@@ -92,7 +69,10 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
       message: o.message,
       observedGeneration,
     },
-    i.now,
+  ];
+  const conditions = wanted.reduce<Condition[]>(
+    (all, next) => setCondition(all, next, i.now),
+    i.current.conditions ?? [],
   );
   return compact({
     phase: o.phase,
@@ -108,10 +88,29 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
   });
 }
 
+/** The Admitted condition: the policy's verdict. */
+function admitted(verdict: Verdict, observedGeneration: number): ConditionInput {
+  return verdict.allowed
+    ? {
+        type: ConditionType.Admitted,
+        status: 'True',
+        reason: 'PolicyAllowed',
+        message: 'the policy allows the run',
+        observedGeneration,
+      }
+    : {
+        type: ConditionType.Admitted,
+        status: 'False',
+        reason: 'PolicyDenied',
+        message: verdict.message,
+        observedGeneration,
+      };
+}
+
 function decide(i: StatusInput): Outcome {
-  if (!i.admission.allowed) {
+  if (!i.verdict.allowed) {
     return {
-      ...ended(i, 'Rejected', 'PolicyDenied', i.admission.message),
+      ...ended(i, 'Rejected', 'PolicyDenied', i.verdict.message),
       started: notStarted('PolicyDenied', 'the policy refused the run'),
     };
   }
@@ -175,15 +174,21 @@ function finished(i: StatusInput, pod: PodView): Outcome {
   return { ...base, phase, reason, message: message ?? 'the program exited with code 0' };
 }
 
+/** Why the program did not run to an exit of its own, when the pod says so. */
+function podFailure(pod: PodView): string | undefined {
+  const t = pod.terminated;
+  if (!t)
+    return `the pod ended without running the program (${pod.reason ?? pod.phase}: ${pod.message ?? 'no detail'})`;
+  if (!t.report && t.exitCode === RUNNER_FAILED_EXIT)
+    return 'the runner could not start the program; see the pod log';
+  return undefined;
+}
+
 /** The run's facts as the shared classifier takes them: the runner's report first, the pod second. */
 export function podFacts(pod: PodView): RunFacts {
   const t = pod.terminated;
   const report = t?.report;
-  let failure: string | undefined;
-  if (!t)
-    failure = `the pod ended without running the program (${pod.reason ?? pod.phase}: ${pod.message ?? 'no detail'})`;
-  else if (!report && t.exitCode === RUNNER_FAILED_EXIT)
-    failure = 'the runner could not start the program; see the pod log';
+  const failure = podFailure(pod);
   return {
     exitCode: report?.exitCode ?? t?.exitCode ?? null,
     timedOut: report?.timedOut === true || pod.reason === 'DeadlineExceeded',
@@ -214,13 +219,15 @@ function pending(i: StatusInput): Outcome {
   const elapsed = (Date.parse(i.now) - Date.parse(i.createdAt)) / 1000;
   if (elapsed >= i.pendingTimeoutSeconds) {
     const why = `the pod did not start within ${i.pendingTimeoutSeconds}s`;
-    return ended(
-      i,
-      'Failed',
-      problem?.reason ?? 'PendingTimeout',
-      problem ? `${why}: ${problem.message}` : why,
-    );
+    return problem
+      ? ended(i, 'Failed', problem.reason, `${why}: ${problem.message}`)
+      : ended(i, 'Failed', 'PendingTimeout', why);
   }
+  return waiting(i, problem);
+}
+
+/** Still pending: what the program waits for. */
+function waiting(i: StatusInput, problem: Blocked | undefined): Outcome {
   const waitingFor = i.pod?.waiting?.reason ?? (i.pod ? 'PodPending' : 'PodNotCreated');
   const detail =
     problem?.message ?? (i.pod ? `pod ${i.podName} is ${waitingFor}` : `creating pod ${i.podName}`);

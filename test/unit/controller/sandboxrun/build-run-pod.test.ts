@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Container, Pod } from '../../../src/kube/objects.js';
-import { buildConfigMap } from '../../../src/controller/build-config-map.js';
-import { buildNetworkPolicy, sameNetworkPolicySpec } from '../../../src/controller/build-network-policy.js';
-import { buildPod, JOB_KEY, LOOPBACK_NAMESERVER } from '../../../src/controller/build-pod.js';
-import { isControlledBy, ownerKey } from '../../../src/controller/children.js';
-import { encodeJob } from '../../../src/runner/protocol.js';
-import { effective, RUN, SETTINGS } from './fixtures.js';
+import type { Container, Pod } from '../../../../src/kube/objects.js';
+import { buildConfigMap } from '../../../../src/controller/sandboxrun/build-config-map.js';
+import {
+  buildNetworkPolicy,
+  sameNetworkPolicySpec,
+} from '../../../../src/controller/pod/build-network-policy.js';
+import { controllerOf, isControlledBy } from '../../../../src/controller/children.js';
+import { LOOPBACK_NAMESERVER } from '../../../../src/controller/pod/build-sandbox-pod.js';
+import { buildRunPod, JOB_KEY } from '../../../../src/controller/sandboxrun/build-run-pod.js';
+import { runChildMeta, runPodSelector } from '../../../../src/controller/sandboxrun/run-ref.js';
+import { encodeJob } from '../../../../src/runner/protocol.js';
+import { effective, RUN, SETTINGS } from '../fixtures.js';
 
 const spec = effective({
   template: 'python',
@@ -14,11 +19,11 @@ const spec = effective({
   timeoutSeconds: 20,
   resources: { cpu: '500m', memory: '128Mi' },
 });
-const pod: Pod = buildPod(RUN, spec, SETTINGS);
+const pod: Pod = buildRunPod(RUN, spec, SETTINGS);
 const podSpec = pod.spec!;
 const c: Container = podSpec.containers[0]!;
 
-describe('buildPod: Pod Security Standards, restricted profile, field by field', () => {
+describe('buildRunPod: Pod Security Standards, restricted profile, field by field', () => {
   test('no host namespaces, no host ports, no hostPath', () => {
     assert.equal(podSpec.hostNetwork, false);
     assert.equal(podSpec.hostPID, false);
@@ -81,7 +86,7 @@ describe('buildPod: Pod Security Standards, restricted profile, field by field',
   test('resources: limits from the evaluated policy, small requests under them', () => {
     assert.deepEqual(c.resources?.limits, { cpu: '500m', memory: '128Mi' });
     assert.deepEqual(c.resources?.requests, { cpu: '10m', memory: '32Mi' });
-    const tiny = buildPod(
+    const tiny = buildRunPod(
       RUN,
       effective({ template: 'python', code: '', resources: { cpu: '5m', memory: '16Mi' } }),
       SETTINGS,
@@ -121,7 +126,7 @@ describe('buildPod: Pod Security Standards, restricted profile, field by field',
 
   test('runtimeClassName from the decision; absent when there is none', () => {
     assert.equal(podSpec.runtimeClassName, undefined);
-    const g = buildPod(
+    const g = buildRunPod(
       RUN,
       effective({ template: 'python', code: '', runtime: 'gvisor' }, ['gvisor']),
       SETTINGS,
@@ -130,13 +135,17 @@ describe('buildPod: Pod Security Standards, restricted profile, field by field',
   });
 
   test('deterministic: the same inputs give the same pod', () => {
-    assert.deepEqual(buildPod(RUN, spec, SETTINGS), pod);
+    assert.deepEqual(buildRunPod(RUN, spec, SETTINGS), pod);
   });
 });
 
 describe('children metadata', () => {
   test('name, namespace, system labels and a controller owner reference', () => {
-    for (const obj of [pod, buildConfigMap(RUN, Buffer.from('x')), buildNetworkPolicy(RUN)]) {
+    for (const obj of [
+      pod,
+      buildConfigMap(RUN, Buffer.from('x')),
+      buildNetworkPolicy(runChildMeta(RUN), runPodSelector(RUN)),
+    ]) {
       assert.match(obj.metadata?.name ?? '', /^hello-[0-9a-f]{5}$/);
       assert.equal(obj.metadata?.name, pod.metadata?.name);
       assert.equal(obj.metadata?.namespace, 'agents');
@@ -158,12 +167,16 @@ describe('children metadata', () => {
     }
   });
 
-  test('ownership: controlled by the run with that UID only; ownerKey maps a child to its run', () => {
+  test('ownership: controlled by the run with that UID only; controllerOf routes a child to its run', () => {
     const plain = JSON.parse(JSON.stringify(pod)) as Parameters<typeof isControlledBy>[0];
     assert.equal(isControlledBy(plain, RUN), true);
     assert.equal(isControlledBy(plain, { ...RUN, uid: 'other' }), false);
-    assert.equal(ownerKey(plain), 'agents/hello');
-    assert.equal(ownerKey({ metadata: { namespace: 'agents', ownerReferences: [] } }), undefined);
+    assert.deepEqual(controllerOf(plain), {
+      apiVersion: 'sandpit.dev/v1alpha1',
+      kind: 'SandboxRun',
+      key: 'agents/hello',
+    });
+    assert.equal(controllerOf({ metadata: { namespace: 'agents', ownerReferences: [] } }), undefined);
   });
 });
 
@@ -179,7 +192,7 @@ describe('buildConfigMap', () => {
 });
 
 describe('buildNetworkPolicy', () => {
-  const np = buildNetworkPolicy(RUN);
+  const np = buildNetworkPolicy(runChildMeta(RUN), runPodSelector(RUN));
   test('selects exactly the run’s pod (by UID label) and denies all ingress and egress', () => {
     assert.deepEqual(np.spec, {
       podSelector: { matchLabels: { 'sandpit.dev/run-uid': RUN.uid } },

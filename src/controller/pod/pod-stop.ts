@@ -1,10 +1,11 @@
 /**
- * What to do about the pod of a run that has finished (cancelled, or failed before it started):
+ * What to do about the pod of an owner that has finished (a run cancelled, or failed before it started):
  * a pod still running is deleted gracefully; a deletion the kubelet has not confirmed after
  * FORCE_DELETE_AFTER_MS is forced. A busy kubelet (say, mid container creation) can take minutes
  * to confirm, and the pod object stays until it does; a cancelled sandbox must be gone promptly.
  */
-import type { Pod } from '../kube/objects.js';
+import type { Pod } from '../../kube/objects.js';
+import { isControlledBy } from '../children.js';
 import { isPodFinished, observePod } from './observe-pod.js';
 
 export const FORCE_DELETE_AFTER_MS = 10_000;
@@ -12,10 +13,9 @@ export const FORCE_DELETE_AFTER_MS = 10_000;
 export type PodStopStep =
   { action: 'none'; recheckMs?: undefined } | { action: 'delete' | 'force' | 'wait'; recheckMs: number };
 
-export function podStopStep(pod: Pod | undefined, runUid: string, now: Date): PodStopStep {
+export function podStopStep(pod: Pod | undefined, ownerUid: string, now: Date): PodStopStep {
   if (!pod?.metadata?.uid) return { action: 'none' };
-  if (!(pod.metadata.ownerReferences ?? []).some((o) => o.controller && o.uid === runUid))
-    return { action: 'none' };
+  if (!isControlledBy(pod, { uid: ownerUid })) return { action: 'none' };
   const deleting = pod.metadata.deletionTimestamp;
   if (!deleting) {
     return isPodFinished(observePod(pod))

@@ -2,12 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { buildEvent, type EventRecorder } from '../../../src/controller/events.js';
-import { createOperatorMetrics } from '../../../src/controller/metrics.js';
-import { auditOutcome, reportTransition, type Transition } from '../../../src/controller/report.js';
-import { auditRecord } from '../../../src/observability/audit.js';
-import type { Logger } from '../../../src/observability/logger.js';
-import { effective, RUN } from './fixtures.js';
+import { buildEvent, type EventRecorder } from '../../../../src/controller/events.js';
+import { createOperatorMetrics } from '../../../../src/controller/metrics.js';
+import {
+  auditOutcome,
+  reportTransition,
+  type Transition,
+} from '../../../../src/controller/sandboxrun/report.js';
+import { auditRecord } from '../../../../src/observability/audit.js';
+import type { Logger } from '../../../../src/observability/logger.js';
+import { effective, RUN } from '../fixtures.js';
 
 const spec = effective();
 const finished: Transition = {

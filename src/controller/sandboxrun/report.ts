@@ -3,20 +3,20 @@
  * run is finished, one audit record in the gateway's format. Run only after the write succeeded
  * (the write carries the resourceVersion, so each transition is reported once).
  */
-import { isTerminal } from '../api/run.js';
-import { ANNOTATION_PRINCIPAL } from '../api/v1alpha1/labels.js';
-import type { SandboxRunStatus } from '../api/v1alpha1/sandboxrun.js';
-import { auditRecord, writeAudit, type AuditOutcome } from '../observability/audit.js';
-import type { Logger } from '../observability/logger.js';
-import type { EffectiveSpec } from '../policy/evaluate.js';
-import type { RunRef } from './children.js';
-import type { EventRecorder } from './events.js';
-import type { OperatorMetrics } from './metrics.js';
+import { isTerminal } from '../../api/run.js';
+import { ANNOTATION_PRINCIPAL } from '../../api/v1alpha1/labels.js';
+import type { SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import { auditRecord, writeAudit, type AuditOutcome } from '../../observability/audit.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import type { ObjectRef } from '../children.js';
+import type { EventRecorder } from '../events.js';
+import type { OperatorMetrics } from '../metrics.js';
 
 export const BACKEND = 'kubernetes';
 
 export interface Transition {
-  run: RunRef;
+  run: ObjectRef;
   createdAt: string;
   annotations: Record<string, string> | undefined;
   before: SandboxRunStatus;
@@ -51,22 +51,26 @@ export function auditOutcome(t: Transition): AuditOutcome {
 export async function reportTransition(deps: ReportDeps, t: Transition): Promise<void> {
   const { before, after, run } = t;
   if (before.phase === after.phase || !after.phase) return;
-  const key = `${run.namespace}/${run.name}`;
   if (after.phase === 'Running') {
     deps.metrics.timeToRunning.observe(seconds(t.createdAt, after.startTime));
     await deps.events.normal(run, 'Started', after.message ?? 'the program is running');
     return;
   }
-  if (!isTerminal(after.phase)) return;
+  if (isTerminal(after.phase)) await reportFinished(deps, t, after.phase);
+}
+
+/** A run that reached `phase`: metrics, its Event, a log line and its audit record. */
+async function reportFinished(deps: ReportDeps, t: Transition, phase: string): Promise<void> {
+  const { before, after, run } = t;
   if (after.startTime && before.phase !== 'Running')
     deps.metrics.timeToRunning.observe(seconds(t.createdAt, after.startTime));
-  deps.metrics.timeToFinish.observe({ phase: after.phase }, seconds(t.createdAt, after.completionTime));
-  deps.metrics.runsFinished.inc({ backend: BACKEND, phase: after.phase, reason: after.reason ?? '' });
-  const message = after.message ?? after.phase;
-  if (after.phase === 'Succeeded') await deps.events.normal(run, 'Succeeded', message);
-  else await deps.events.warning(run, after.phase, `${after.reason ?? after.phase}: ${message}`);
+  deps.metrics.timeToFinish.observe({ phase }, seconds(t.createdAt, after.completionTime));
+  deps.metrics.runsFinished.inc({ backend: BACKEND, phase, reason: after.reason ?? '' });
+  const message = after.message ?? phase;
+  if (phase === 'Succeeded') await deps.events.normal(run, 'Succeeded', message);
+  else await deps.events.warning(run, phase, `${after.reason ?? phase}: ${message}`);
   deps.logger.info(
-    { run: key, phase: after.phase, reason: after.reason, exitCode: after.exitCode },
+    { run: `${run.namespace}/${run.name}`, phase, reason: after.reason, exitCode: after.exitCode },
     'Finished SandboxRun',
   );
   if (t.effective) {

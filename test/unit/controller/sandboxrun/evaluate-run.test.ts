@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { admitRun } from '../../../src/controller/admit.js';
-import { createPolicy } from '../../../src/policy/policy.js';
-import { evaluate } from '../../../src/policy/evaluate.js';
-import { RunRequestSchema } from '../../../src/api/run.js';
+import { evaluateRun } from '../../../../src/controller/sandboxrun/evaluate-run.js';
+import { createPolicy } from '../../../../src/policy/policy.js';
+import { evaluate } from '../../../../src/policy/evaluate.js';
+import { RunRequestSchema } from '../../../../src/api/run.js';
 
 const policy = createPolicy({ imageAllowlist: ['sandpit/*'], allowedRuntimes: ['gvisor'] });
 
-describe('admitRun: the shared policy decides', () => {
+describe('evaluateRun: the shared policy decides', () => {
   test('allowed: the same effective spec evaluate() gives the Docker backend, and the encoded job', () => {
-    const r = admitRun(
+    const r = evaluateRun(
       { template: 'python', code: 'print(1)', runtimeClassName: 'gvisor', cancel: false },
       policy,
     );
@@ -24,7 +24,7 @@ describe('admitRun: the shared policy decides', () => {
   });
 
   test('an image outside the allowlist is denied, naming the field and the limit', () => {
-    const r = admitRun({ image: 'docker.io/library/alpine:3', command: ['true'] }, policy);
+    const r = evaluateRun({ image: 'docker.io/library/alpine:3', command: ['true'] }, policy);
     assert.equal(r.allowed, false);
     assert.ok(!r.allowed);
     assert.match(
@@ -34,29 +34,29 @@ describe('admitRun: the shared policy decides', () => {
   });
 
   test('runtime violations are reported as runtimeClassName', () => {
-    const r = admitRun({ template: 'python', code: '', runtimeClassName: 'kata' }, policy);
+    const r = evaluateRun({ template: 'python', code: '', runtimeClassName: 'kata' }, policy);
     assert.ok(!r.allowed);
     assert.equal(r.violations[0]?.field, 'runtimeClassName');
   });
 
   test('a spec the schema refuses (no code or command, bad path) is denied as invalid', () => {
-    const r = admitRun({ template: 'python' }, policy);
+    const r = evaluateRun({ template: 'python' }, policy);
     assert.ok(!r.allowed);
     assert.match(r.message, /^invalid spec: code: give code or command/);
-    const p = admitRun({ template: 'python', code: '', files: [{ path: '../x', content: '' }] }, policy);
+    const p = evaluateRun({ template: 'python', code: '', files: [{ path: '../x', content: '' }] }, policy);
     assert.ok(!p.allowed);
     assert.match(p.message, /files\.0\.path/);
   });
 
   test('limits over the ceiling are denied', () => {
-    const r = admitRun({ template: 'python', code: '', resources: { memory: '4Gi' } }, policy);
+    const r = evaluateRun({ template: 'python', code: '', resources: { memory: '4Gi' } }, policy);
     assert.ok(!r.allowed);
     assert.match(r.message, /resources\.memory: 4Gi is over the ceiling of 512Mi/);
   });
 
   test('a job too large for a ConfigMap is denied', () => {
     const big = createPolicy({ imageAllowlist: ['sandpit/*'], ceilings: { requestBytes: 8 * 1024 ** 2 } });
-    const r = admitRun({ template: 'python', code: 'x'.repeat(2 * 1024 ** 2) }, big);
+    const r = evaluateRun({ template: 'python', code: 'x'.repeat(2 * 1024 ** 2) }, big);
     assert.ok(!r.allowed);
     assert.match(r.message, /more than a ConfigMap holds/);
   });

@@ -1,18 +1,24 @@
 /**
- * admitRun(): the authoritative policy decision for a SandboxRun (DESIGN.md §3): the spec is read
- * as the shared run request and given to the same evaluate() the Docker backend uses. Pure.
+ * evaluateRun(): the authoritative policy verdict on a SandboxRun (DESIGN.md §3): the spec is read
+ * as the shared run request and given to the same evaluate() the Docker backend uses, and an
+ * allowed run's job is encoded (it must fit its ConfigMap). Pure. The status's Admitted condition
+ * reports the verdict.
  */
-import { RunRequestSchema } from '../api/run.js';
-import { issuesToViolations } from '../api/validate.js';
-import { SandboxRunSpecSchema, toRunRequestInput, type SandboxRunSpec } from '../api/v1alpha1/sandboxrun.js';
-import { encodeJob } from '../runner/protocol.js';
-import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
-import type { Policy } from '../policy/policy.js';
-import type { Violation } from '../shared/errors.js';
-import { formatSize } from '../shared/quantity.js';
+import { RunRequestSchema } from '../../api/run.js';
+import { issuesToViolations } from '../../api/validate.js';
+import {
+  SandboxRunSpecSchema,
+  toRunRequestInput,
+  type SandboxRunSpec,
+} from '../../api/v1alpha1/sandboxrun.js';
+import { evaluate, type EffectiveSpec } from '../../policy/evaluate.js';
+import type { Policy } from '../../policy/policy.js';
+import { encodeJob } from '../../runner/protocol.js';
+import type { Violation } from '../../shared/errors.js';
+import { formatSize } from '../../shared/quantity.js';
 import { MAX_JOB_BYTES } from './build-config-map.js';
 
-export type AdmitResult =
+export type RunVerdict =
   | { allowed: true; spec: SandboxRunSpec; effective: EffectiveSpec; job: Buffer }
   | { allowed: false; spec: SandboxRunSpec | undefined; violations: Violation[]; message: string };
 
@@ -22,11 +28,11 @@ export function describeViolations(violations: readonly Violation[]): string {
     .join('; ');
 }
 
-function denied(spec: SandboxRunSpec | undefined, what: string, violations: Violation[]): AdmitResult {
+function denied(spec: SandboxRunSpec | undefined, what: string, violations: Violation[]): RunVerdict {
   return { allowed: false, spec, violations, message: `${what}: ${describeViolations(violations)}` };
 }
 
-export function admitRun(rawSpec: unknown, policy: Policy): AdmitResult {
+export function evaluateRun(rawSpec: unknown, policy: Policy): RunVerdict {
   const parsed = SandboxRunSpecSchema.safeParse(rawSpec ?? {});
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;

@@ -1,19 +1,26 @@
 /**
- * buildPod(): the Pod that runs one SandboxRun. Pure: the same run, decision and settings give the
- * same Pod. Pod Security Standards "restricted" profile throughout; no service account token, no
- * service links, no host namespaces, no DNS that leaves the pod while egress is none; inputs come
- * from the owned ConfigMap as a framed job that `sandpit-runner --plain` reads.
+ * buildSandboxPod(): the hardened pod every sandbox runs in, whatever its program (a run's job
+ * today, a session's runner next). Pure. Pod Security Standards "restricted" profile throughout
+ * (non-root 1000:1000, no privilege escalation, every capability dropped, seccomp RuntimeDefault,
+ * read-only root filesystem); no service account token, no service links, no host namespaces; no
+ * DNS that leaves the pod while egress is none; a size-limited workspace and /tmp; the policy's
+ * RuntimeClass and limits. The caller adds only what its program needs: the command, its inputs
+ * (read-only volumes) and a deadline.
  */
-import type { Container, Pod, PodSecurityContext, SecurityContext } from '../kube/objects.js';
-import type { EffectiveSpec } from '../policy/evaluate.js';
-import { formatSize } from '../shared/quantity.js';
-import { childMeta, type RunRef } from './children.js';
+import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
+import type {
+  Container,
+  ObjectMeta,
+  Pod,
+  PodSecurityContext,
+  SecurityContext,
+  Volume,
+  VolumeMount,
+} from '../../kube/objects.js';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { formatSize } from '../../shared/quantity.js';
 
-export const SANDBOX_CONTAINER = 'sandbox';
 export const SANDBOX_UID = 1000;
-export const JOB_KEY = 'job.bin';
-export const JOB_DIR = '/sandpit/job';
-export const RUNNER = '/usr/local/bin/sandpit-runner';
 /** A nameserver nobody answers on inside the pod's own network namespace: lookups fail, no packet leaves. */
 export const LOOPBACK_NAMESERVER = '127.0.0.1';
 
@@ -31,6 +38,23 @@ export interface PodSettings {
    * exists), so without this grace a slow start would eat the program's time.
    */
   startGraceSeconds: number;
+}
+
+/** What runs in the sandbox container, and what it needs beyond the workspace and /tmp. */
+export interface SandboxProgram {
+  command: string[];
+  /** Inputs, mounted read-only. */
+  inputs?: { mount: VolumeMount; volume: Volume }[];
+}
+
+export interface SandboxPodInput {
+  meta: ObjectMeta;
+  /** The policy's decision: image, working directory, limits, RuntimeClass. */
+  spec: EffectiveSpec;
+  settings: PodSettings;
+  program: SandboxProgram;
+  /** The pod's hard end (activeDeadlineSeconds), when it has one. */
+  activeDeadlineSeconds?: number;
 }
 
 export const cpuQuantity = (milli: number): string =>
@@ -59,26 +83,26 @@ export function containerSecurityContext(): SecurityContext {
   };
 }
 
-function container(spec: EffectiveSpec, settings: PodSettings): Container {
-  const { limits } = spec;
+function sandboxContainer(i: SandboxPodInput): Container {
+  const { limits } = i.spec;
   return {
     name: SANDBOX_CONTAINER,
-    image: spec.image,
-    imagePullPolicy: settings.imagePullPolicy,
-    command: [RUNNER, '--job', `${JOB_DIR}/${JOB_KEY}`, '--plain'],
-    workingDir: spec.workdir,
+    image: i.spec.image,
+    imagePullPolicy: i.settings.imagePullPolicy,
+    command: i.program.command,
+    workingDir: i.spec.workdir,
     resources: {
       limits: { cpu: cpuQuantity(limits.cpuMilli), memory: formatSize(limits.memoryBytes) },
       requests: {
-        cpu: cpuQuantity(Math.min(settings.cpuRequestMilli, limits.cpuMilli)),
-        memory: formatSize(Math.min(settings.memoryRequestBytes, limits.memoryBytes)),
+        cpu: cpuQuantity(Math.min(i.settings.cpuRequestMilli, limits.cpuMilli)),
+        memory: formatSize(Math.min(i.settings.memoryRequestBytes, limits.memoryBytes)),
       },
     },
     securityContext: containerSecurityContext(),
     volumeMounts: [
-      { name: 'workspace', mountPath: spec.workdir },
+      { name: 'workspace', mountPath: i.spec.workdir },
       { name: 'tmp', mountPath: '/tmp' },
-      { name: 'job', mountPath: JOB_DIR, readOnly: true },
+      ...(i.program.inputs ?? []).map((input) => ({ ...input.mount, readOnly: true })),
     ],
     terminationMessagePath: '/dev/termination-log',
     terminationMessagePolicy: 'File',
@@ -87,15 +111,15 @@ function container(spec: EffectiveSpec, settings: PodSettings): Container {
   };
 }
 
-export function buildPod(run: RunRef, spec: EffectiveSpec, settings: PodSettings): Pod {
-  const meta = childMeta(run);
+export function buildSandboxPod(i: SandboxPodInput): Pod {
+  const { spec } = i;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: meta,
+    metadata: i.meta,
     spec: {
       restartPolicy: 'Never',
-      activeDeadlineSeconds: spec.limits.timeoutSeconds + settings.startGraceSeconds,
+      ...(i.activeDeadlineSeconds !== undefined ? { activeDeadlineSeconds: i.activeDeadlineSeconds } : {}),
       terminationGracePeriodSeconds: 1,
       ...(spec.runtime ? { runtimeClassName: spec.runtime } : {}),
       automountServiceAccountToken: false,
@@ -114,14 +138,11 @@ export function buildPod(run: RunRef, spec: EffectiveSpec, settings: PodSettings
         ],
       },
       securityContext: podSecurityContext(),
-      containers: [container(spec, settings)],
+      containers: [sandboxContainer(i)],
       volumes: [
         { name: 'workspace', emptyDir: { sizeLimit: formatSize(spec.limits.workspaceBytes) } },
         { name: 'tmp', emptyDir: { sizeLimit: formatSize(spec.limits.tmpBytes) } },
-        {
-          name: 'job',
-          configMap: { name: meta.name ?? '', items: [{ key: JOB_KEY, path: JOB_KEY }], defaultMode: 0o444 },
-        },
+        ...(i.program.inputs ?? []).map((input) => input.volume),
       ],
     },
   };

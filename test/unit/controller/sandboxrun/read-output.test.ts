@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { terminationReport } from '../../../src/controller/observe-pod.js';
-import { lastBytes, printable, toRunOutput } from '../../../src/controller/read-output.js';
+import { terminationReport } from '../../../../src/controller/pod/observe-pod.js';
+import { lastBytes, printable, toRunOutput } from '../../../../src/controller/sandboxrun/read-output.js';
 
 describe('the output tail', () => {
   test('lastBytes keeps the end and never splits a character', () => {

@@ -1,0 +1,49 @@
+/**
+ * The contract between the manager and the controller of one kind (SandboxRun today; Sandbox and
+ * SandboxPool next): the manager runs the caches, the queue and the workers; a kind's controller
+ * names its kind and makes the reconciler that does one level-triggered pass per key.
+ */
+import type { CustomKind } from '../api/v1alpha1/group.js';
+import type { KubeClient } from '../kube/client.js';
+import type { ConfigMap, KubeObject, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
+import type { Store } from '../kube/store.js';
+import type { Logger } from '../observability/logger.js';
+import type { EventRecorder } from './events.js';
+import type { OperatorMetrics } from './metrics.js';
+
+export interface ReconcileResult {
+  /** Look at the key again after this long even if nothing changes. */
+  requeueAfterMs?: number | undefined;
+}
+
+/** What every kind's reconciler works with: clients, the kind's own cache and the children's. */
+export interface ReconcileContext<T extends KubeObject> {
+  kube: KubeClient;
+  logger: Logger;
+  metrics: OperatorMetrics;
+  events: EventRecorder;
+  now: () => Date;
+  /** The objects of the kind. */
+  objects: Store<T>;
+  pods: Store<Pod>;
+  configMaps: Store<ConfigMap>;
+  networkPolicies: Store<NetworkPolicy>;
+  runtimeClasses: Store<RuntimeClass>;
+}
+
+export interface Reconciler {
+  /** One pass over the object with this `namespace/name` key; throws to be retried with backoff. */
+  reconcile(key: string): Promise<ReconcileResult>;
+  /** The object is gone from the cache: drop anything kept for it. */
+  forget?(key: string): void;
+  /** Keys to look at again when a RuntimeClass appears or goes (objects waiting for their pod). */
+  waitingForRuntimeClasses?(): string[];
+}
+
+export interface KindController<T extends KubeObject> {
+  kind: CustomKind;
+  /** The log field that names one of its objects (`run`). */
+  logField: string;
+  /** Makes the kind's reconciler over the manager's caches (once, when the manager is made). */
+  reconciler(context: ReconcileContext<T>): Reconciler;
+}

@@ -1,0 +1,52 @@
+/**
+ * The SandboxRun controller: what the manager needs to run SandboxRuns (DESIGN.md §4). Its
+ * reconciler is reconcileRun() over the manager's caches, with the runs this controller just wrote
+ * (the status overlay), and it keeps the runs-by-phase gauge.
+ */
+import { SANDBOX_RUN, type SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
+import { objectKey } from '../../kube/objects.js';
+import type { Store } from '../../kube/store.js';
+import type { Policy } from '../../policy/policy.js';
+import type { KindController } from '../kind-controller.js';
+import type { PodSettings } from '../pod/build-sandbox-pod.js';
+import { StatusOverlay } from '../status-overlay.js';
+import type { OutputLimits } from './read-output.js';
+import { reconcileRun, type RunSettings } from './reconcile.js';
+
+export interface SandboxRunSettings {
+  policy: Policy;
+  pod: PodSettings;
+  output: OutputLimits;
+  runSettings: RunSettings;
+}
+
+const phaseOf = (run: SandboxRun): string => run.status?.phase ?? '';
+
+function phaseCounts(runs: Store<SandboxRun>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const run of runs.list()) counts.set(phaseOf(run), (counts.get(phaseOf(run)) ?? 0) + 1);
+  return counts;
+}
+
+export function sandboxRunController(settings: SandboxRunSettings): KindController<SandboxRun> {
+  return {
+    kind: SANDBOX_RUN,
+    logField: 'run',
+    reconciler(context) {
+      const runs = context.objects;
+      const overlay = new StatusOverlay();
+      context.metrics.observeRunPhases(() => phaseCounts(runs));
+      const deps = { ...context, ...settings, runs, overlay };
+      return {
+        reconcile: (key) => reconcileRun(deps, key),
+        forget: (key) => overlay.forget(key),
+        // A RuntimeClass appearing (or going) matters to runs still waiting for their pod.
+        waitingForRuntimeClasses: () =>
+          runs
+            .list()
+            .filter((run) => phaseOf(run) === 'Pending')
+            .map(objectKey),
+      };
+    },
+  };
+}
