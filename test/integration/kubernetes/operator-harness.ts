@@ -164,8 +164,14 @@ export function waitForPhase(
   });
 }
 
-/** The value of one sample of a metric in Prometheus text (0 when absent). */
+/**
+ * The value of one sample of a metric in Prometheus text. A metric that is not exposed at all (no
+ * `# TYPE` line) throws, and so does an unlabelled one with no sample: absent never reads as 0.
+ * A labelled counter has no sample for labels it was never counted with: that is a real 0.
+ */
 export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  if (!text.split('\n').some((line) => line.startsWith(`# TYPE ${name} `)))
+    throw new Error(`metric ${name} is not exposed`);
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
     const m = /^([a-z_:]+)(\{([^}]*)\})? (\S+)$/.exec(line);
@@ -173,7 +179,38 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     const got = Object.fromEntries([...(m[3] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
     if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[4]);
   }
+  if (Object.keys(labels).length === 0) throw new Error(`metric ${name} has no sample`);
   return 0;
+}
+
+/**
+ * Creates the run and measures the operator's reaction on this machine, as loaded right now: from
+ * the create call to the first status the test sees. Bounds on how late the operator may act
+ * after a deadline scale from it (lateBy), so they hold on two loaded cores and stay tight on a
+ * quiet machine.
+ */
+export async function createTimed(cluster: KubeCluster, namespace: string, run: SandboxRun): Promise<number> {
+  const started = performance.now();
+  await createRun(cluster, namespace, run);
+  const name = run.metadata.name;
+  await cluster.waitFor<SandboxRun>(
+    { path: runsPath(namespace), name },
+    (r) => r.status?.phase !== undefined,
+    {
+      timeoutMs: 60_000,
+      description: `SandboxRun ${namespace}/${name} to get a status`,
+    },
+  );
+  return performance.now() - started;
+}
+
+/** How late (s) a reaction may come after its deadline, given a measured one (ms): 3 times that, at least 5 s. */
+export const lateBy = (measuredMs: number): number => Math.max(5, (3 * measuredMs) / 1000);
+
+/** Seconds from the run's creation to its completion, by the cluster's own clocks. */
+export function secondsToComplete(run: SandboxRun): number {
+  const created = Date.parse(run.metadata.creationTimestamp ?? '');
+  return (Date.parse(run.status?.completionTime ?? '') - created) / 1000;
 }
 
 export interface Suite {

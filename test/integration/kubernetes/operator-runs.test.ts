@@ -7,8 +7,11 @@ import {
   applyHelloSample,
   cancelRun,
   createRun,
+  createTimed,
   getRun,
+  lateBy,
   sandboxRun,
+  secondsToComplete,
   operatorSuite,
   podsOf,
   waitForFinished,
@@ -53,7 +56,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     assert.match(run.status?.output?.tail ?? '', /about to fail/);
   });
 
-  it('an endless loop: TimedOut/DeadlineExceeded within the deadline + 5 s', async () => {
+  it('an endless loop: TimedOut/DeadlineExceeded at the deadline, reported as promptly as its start', async () => {
     const { cluster, ns } = ops.suite;
     const timeoutSeconds = 5;
     await createRun(
@@ -61,15 +64,21 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
       ns,
       sandboxRun('loops', { template: 'python', code: 'while True:\n    pass', timeoutSeconds }),
     );
-    await waitForPhase(cluster, ns, 'loops', 'Running', 60_000);
-    const runningSeen = Date.now();
+    const running = await waitForPhase(cluster, ns, 'loops', 'Running', 60_000);
+    // How long the start took from the container to this test (kubelet, operator, status, watch): the
+    // end goes the same way, so it may take about as long on this machine as loaded now.
+    const startLagMs = Math.max(0, Date.now() - Date.parse(running.status?.startTime ?? ''));
     const run = await waitForFinished(cluster, ns, 'loops', 60_000);
-    const elapsed = (Date.now() - runningSeen) / 1000;
+    const endLag = (Date.now() - Date.parse(run.status?.completionTime ?? '')) / 1000;
     assert.equal(run.status?.phase, 'TimedOut', JSON.stringify(run.status));
     assert.equal(run.status?.reason, 'DeadlineExceeded');
-    assert.ok(elapsed <= timeoutSeconds + 5, `TimedOut seen ${elapsed.toFixed(1)} s after Running`);
+    // The runner's deadline, by the container's own times (activeDeadlineSeconds would come later).
     const ran = (Date.parse(run.status.completionTime!) - Date.parse(run.status.startTime!)) / 1000;
     assert.ok(ran >= timeoutSeconds - 1 && ran <= timeoutSeconds + 5, `ran ${ran} s`);
+    assert.ok(
+      endLag <= lateBy(startLagMs),
+      `TimedOut seen ${endLag.toFixed(1)} s after the container ended (its start took ${(startLagMs / 1000).toFixed(1)} s)`,
+    );
   });
 
   it('a memory hog: Failed/OOMKilled', async () => {
@@ -114,11 +123,10 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     assert.equal(admitted?.status, 'False');
   });
 
-  it('a missing image: Failed/ImageNotFound within pendingTimeoutSeconds + 5 s', async () => {
+  it('a missing image: Failed/ImageNotFound by pendingTimeoutSeconds', async () => {
     const { cluster, ns } = ops.suite;
     const pendingTimeoutSeconds = 10;
-    const created = Date.now();
-    await createRun(
+    const reactionMs = await createTimed(
       cluster,
       ns,
       sandboxRun('no-image', {
@@ -128,10 +136,13 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
       }),
     );
     const run = await waitForFinished(cluster, ns, 'no-image', 60_000);
-    const elapsed = (Date.now() - created) / 1000;
+    const took = secondsToComplete(run);
     assert.equal(run.status?.phase, 'Failed', JSON.stringify(run.status));
     assert.equal(run.status?.reason, 'ImageNotFound');
-    assert.ok(elapsed <= pendingTimeoutSeconds + 5, `took ${elapsed.toFixed(1)} s`);
+    assert.ok(
+      took <= pendingTimeoutSeconds + lateBy(reactionMs),
+      `took ${took.toFixed(1)} s (the operator's first reaction: ${reactionMs.toFixed(0)} ms)`,
+    );
     // The stuck pod is deleted (the kubelet may take its time to confirm a pod whose image never came).
     await cluster
       .waitFor<V1Pod>(
@@ -144,11 +155,10 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
       });
   });
 
-  it('an unknown RuntimeClass: Failed/RuntimeClassNotFound within pendingTimeoutSeconds + 5 s, no pod', async () => {
+  it('an unknown RuntimeClass: Failed/RuntimeClassNotFound at pendingTimeoutSeconds, no pod', async () => {
     const { cluster, ns } = ops.suite;
     const pendingTimeoutSeconds = 8;
-    const created = Date.now();
-    await createRun(
+    const reactionMs = await createTimed(
       cluster,
       ns,
       sandboxRun('no-runtime-class', {
@@ -162,12 +172,12 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     const started = pending.status?.conditions?.find((c) => c.type === 'Started');
     assert.equal(started?.reason, 'RuntimeClassNotFound');
     const run = await waitForFinished(cluster, ns, 'no-runtime-class', 60_000);
-    const elapsed = (Date.now() - created) / 1000;
+    const took = secondsToComplete(run);
     assert.equal(run.status?.phase, 'Failed');
     assert.equal(run.status?.reason, 'RuntimeClassNotFound');
     assert.ok(
-      elapsed >= pendingTimeoutSeconds - 1 && elapsed <= pendingTimeoutSeconds + 5,
-      `took ${elapsed.toFixed(1)} s`,
+      took >= pendingTimeoutSeconds && took <= pendingTimeoutSeconds + lateBy(reactionMs),
+      `took ${took.toFixed(1)} s (the operator's first reaction: ${reactionMs.toFixed(0)} ms)`,
     );
     assert.deepEqual(await podsOf(ops.suite, run), []);
   });

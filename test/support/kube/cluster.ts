@@ -18,7 +18,7 @@ import {
 import { collectDiagnostics } from './diagnostics.js';
 import { type ClusterEnv, type IdentityName, loadClusterEnv, REPO_ROOT, START_COMMAND } from './env.js';
 import { runCommand, type RunOptions, type RunResult } from './run.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../../../src/shared/time.js';
 import { waitFor, type WaitOptions, type Watched, type WatchEventType, type WatchTarget } from './wait.js';
 
 /** Label on every namespace the tests create. */
@@ -205,7 +205,11 @@ async function connect(): Promise<KubeCluster> {
   }
   const cluster = new KubeCluster(env);
   try {
-    await withTimeout(cluster.kc.makeApiClient(VersionApi).getCode(), 10_000, `GET ${env.apiServer}/version`);
+    await withTimeout(
+      cluster.kc.makeApiClient(VersionApi).getCode(),
+      10_000,
+      `GET ${env.apiServer}/version: no answer in 10 s`,
+    );
   } catch (e) {
     throw unavailable(`API server ${env.apiServer} does not answer (${(e as Error).message})`);
   }
@@ -214,7 +218,7 @@ async function connect(): Promise<KubeCluster> {
     const node = await withTimeout(
       cluster.core.readNode({ name: env.nodeName }),
       10_000,
-      `GET node ${env.nodeName}`,
+      `GET node ${env.nodeName}: no answer in 10 s`,
     );
     const cond = node.status?.conditions?.find((c) => c.type === 'Ready');
     ready =

@@ -9,7 +9,7 @@ import {
   type KubeConfig,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { withTimeout } from './timeout.js';
+import { withTimeout } from '../../../src/shared/time.js';
 
 export interface DiagnosticsSource {
   kc: KubeConfig;
@@ -31,7 +31,7 @@ export async function collectDiagnostics(src: DiagnosticsSource, namespace: stri
   const section = async (title: string, fn: () => Promise<string>): Promise<void> => {
     let body: string;
     try {
-      body = await withTimeout(fn(), 10_000, title);
+      body = await withTimeout(fn(), 10_000, `${title}: no answer in 10 s`);
     } catch (e) {
       body = `(unavailable: ${apiErrorMessage(e)})`;
     }
