@@ -2,13 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-import { CLIENT_NODE, layerConfigs } from './eslint.layers.js';
-
-/** TRANSITIONAL (see below): a folder's layer patterns without the client-node fence. */
-function transitionalPatterns(folder) {
-  const layer = layerConfigs().find((c) => c.files[0] === `src/${folder}/**/*.ts`);
-  return layer.rules['no-restricted-imports'][1].patterns.filter((p) => p !== CLIENT_NODE);
-}
+import { layerConfigs } from './eslint.layers.js';
 
 export default tseslint.config(
   {
@@ -55,25 +49,6 @@ export default tseslint.config(
     // Code over these is split, not exempted.
     files: ['src/**/*.ts'],
     rules: { complexity: ['error', 15], 'max-params': ['error', 4] },
-  },
-  {
-    // TRANSITIONAL, issue 12 in progress: the Kubernetes side moves client-node behind src/kube and
-    // splits these files. This block goes when that lands; nothing else may be added to it.
-    files: [
-      'src/controller/**/*.ts',
-      'src/backends/kubernetes/**/*.ts',
-      'src/kube/**/*.ts',
-      'src/api/v1alpha1/crd.ts',
-    ],
-    rules: { complexity: 'off', 'max-params': 'off' },
-  },
-  {
-    files: ['src/controller/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: transitionalPatterns('controller') }] },
-  },
-  {
-    files: ['src/backends/kubernetes/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: transitionalPatterns('backends') }] },
   },
   {
     files: ['src/cmd/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
