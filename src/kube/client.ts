@@ -91,7 +91,13 @@ export function collectionPath(apiPrefix: string, plural: string, namespace: str
 export const customPrefix = (r: Pick<CustomResource, 'group' | 'version'>): string =>
   `/apis/${r.group}/${r.version}`;
 
-function page<T>(list: { items?: unknown[]; metadata?: { resourceVersion?: string; _continue?: string } }) {
+/** A list response, as far as paging reads it. */
+interface List {
+  items?: unknown[];
+  metadata?: { resourceVersion?: string; _continue?: string };
+}
+
+function page<T>(list: List): ListPage<T> {
   return {
     items: plain(list.items ?? []) as T[],
     resourceVersion: list.metadata?.resourceVersion ?? '',
@@ -119,6 +125,22 @@ export function createKubeClient(kc: KubeConfig) {
     _continue: q.continueToken,
     labelSelector: q.labelSelector,
   });
+  /** One page of a namespaced resource: in `q.namespace`, or in every namespace. */
+  const listPages = <T>(
+    what: string,
+    q: ListQuery,
+    calls: {
+      namespaced(o: ReturnType<typeof paging> & { namespace: string }): Promise<List>;
+      all(o: ReturnType<typeof paging>): Promise<List>;
+    },
+  ): Promise<ListPage<T>> =>
+    kubeCall(`list ${what}${where(q.namespace)}`, async () =>
+      page<T>(
+        q.namespace
+          ? await calls.namespaced({ namespace: q.namespace, ...paging(q) })
+          : await calls.all(paging(q)),
+      ),
+    );
   const res = (r: CustomResource) => ({ group: r.group, version: r.version, plural: r.plural });
 
   return {
@@ -131,7 +153,7 @@ export function createKubeClient(kc: KubeConfig) {
         page<T>(
           (await (q.namespace
             ? custom.listNamespacedCustomObject({ ...res(r), namespace: q.namespace, ...paging(q) })
-            : custom.listClusterCustomObject({ ...res(r), ...paging(q) }))) as Parameters<typeof page>[0],
+            : custom.listClusterCustomObject({ ...res(r), ...paging(q) }))) as List,
         ),
       ),
     getObject: <T extends KubeObject>(r: CustomResource, namespace: string, name: string) =>
@@ -171,13 +193,10 @@ export function createKubeClient(kc: KubeConfig) {
       }),
 
     listPods: (q: ListQuery): Promise<ListPage<Pod>> =>
-      kubeCall('list Pods', async () =>
-        page<Pod>(
-          q.namespace
-            ? await core.listNamespacedPod({ namespace: q.namespace, ...paging(q) })
-            : await core.listPodForAllNamespaces(paging(q)),
-        ),
-      ),
+      listPages<Pod>('Pods', q, {
+        namespaced: (o) => core.listNamespacedPod(o),
+        all: (o) => core.listPodForAllNamespaces(o),
+      }),
     getPod: (namespace: string, name: string): Promise<Pod | undefined> =>
       unlessNotFound(
         kubeCall(`get Pod ${namespace}/${name}`, async () =>
@@ -223,26 +242,20 @@ export function createKubeClient(kc: KubeConfig) {
       ),
 
     listConfigMaps: (q: ListQuery): Promise<ListPage<ConfigMap>> =>
-      kubeCall('list ConfigMaps', async () =>
-        page<ConfigMap>(
-          q.namespace
-            ? await core.listNamespacedConfigMap({ namespace: q.namespace, ...paging(q) })
-            : await core.listConfigMapForAllNamespaces(paging(q)),
-        ),
-      ),
+      listPages<ConfigMap>('ConfigMaps', q, {
+        namespaced: (o) => core.listNamespacedConfigMap(o),
+        all: (o) => core.listConfigMapForAllNamespaces(o),
+      }),
     createConfigMap: (namespace: string, body: ConfigMap): Promise<ConfigMap> =>
       kubeCall(`create ConfigMap ${namespace}/${body.metadata?.name}`, async () =>
         plain(await core.createNamespacedConfigMap({ namespace, body: model<V1ConfigMap>(body) })),
       ),
 
     listNetworkPolicies: (q: ListQuery): Promise<ListPage<NetworkPolicy>> =>
-      kubeCall('list NetworkPolicies', async () =>
-        page<NetworkPolicy>(
-          q.namespace
-            ? await networking.listNamespacedNetworkPolicy({ namespace: q.namespace, ...paging(q) })
-            : await networking.listNetworkPolicyForAllNamespaces(paging(q)),
-        ),
-      ),
+      listPages<NetworkPolicy>('NetworkPolicies', q, {
+        namespaced: (o) => networking.listNamespacedNetworkPolicy(o),
+        all: (o) => networking.listNetworkPolicyForAllNamespaces(o),
+      }),
     createNetworkPolicy: (namespace: string, body: NetworkPolicy): Promise<NetworkPolicy> =>
       kubeCall(`create NetworkPolicy ${namespace}/${body.metadata?.name}`, async () =>
         plain(

@@ -118,13 +118,7 @@ async function ensureConfigMap(
   const name = want.metadata?.name ?? '';
   const have = deps.configMaps.get(run.namespace, name);
   if (have) return isControlledBy(have, run) ? undefined : notOurs('ConfigMap', name);
-  try {
-    await deps.kube.createConfigMap(run.namespace, want);
-    return undefined;
-  } catch (e) {
-    if (isAlreadyExists(e)) throw notCachedYet('ConfigMap', name);
-    throw e;
-  }
+  return createChild('ConfigMap', name, () => deps.kube.createConfigMap(run.namespace, want));
 }
 
 async function ensureNetworkPolicy(deps: ChildrenDeps, run: ObjectRef): Promise<Observed | undefined> {
@@ -143,11 +137,16 @@ async function ensureNetworkPolicy(deps: ChildrenDeps, run: ObjectRef): Promise<
     }
     return undefined;
   }
+  return createChild('NetworkPolicy', name, () => deps.kube.createNetworkPolicy(run.namespace, want));
+}
+
+/** Creates a child; AlreadyExists means a previous pass made it and the cache has not caught up. */
+async function createChild(kind: string, name: string, create: () => Promise<unknown>): Promise<undefined> {
   try {
-    await deps.kube.createNetworkPolicy(run.namespace, want);
+    await create();
     return undefined;
   } catch (e) {
-    if (isAlreadyExists(e)) throw notCachedYet('NetworkPolicy', name);
+    if (isAlreadyExists(e)) throw notCachedYet(kind, name);
     throw e;
   }
 }
