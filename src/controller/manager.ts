@@ -7,7 +7,7 @@
  */
 import type { KubeClient } from '../kube/client.js';
 import { isConflict } from '../kube/errors.js';
-import { Informer, type InformerSource } from '../kube/informer.js';
+import { Informer, InformerSet, type InformerSource } from '../kube/informer.js';
 import {
   objectKey,
   type ConfigMap,
@@ -16,7 +16,6 @@ import {
   type Pod,
   type RuntimeClass,
 } from '../kube/objects.js';
-import { InformerSet } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
 import { pollUntil } from '../shared/time.js';
 import { controllerOf } from './children.js';

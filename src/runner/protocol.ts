@@ -15,6 +15,9 @@ export const PROTOCOL_VERSION = 2;
 /** The oldest runner this code accepts. */
 export const MIN_PROTOCOL_VERSION = 2;
 
+/** Where every sandbox image keeps the runner (images/build.sh and the Dockerfile put it there). */
+export const RUNNER_PATH = '/usr/local/bin/sandpit-runner';
+
 const MAGIC = Buffer.from('SPJ1');
 
 function record(type: string, data: Buffer): Buffer {

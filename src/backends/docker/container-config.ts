@@ -5,8 +5,8 @@
 import type Docker from 'dockerode';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { LABELS, MANAGED_BY } from './labels.js';
+import { RUNNER_PATH } from '../../runner/protocol.js';
 
-export const RUNNER = '/usr/local/bin/sandpit-runner';
 export const SANDBOX_USER = '1000:1000';
 
 /**
@@ -47,7 +47,7 @@ export function buildContainerConfig(
   return {
     name: options.name,
     Image: shape.image,
-    Entrypoint: [RUNNER],
+    Entrypoint: [RUNNER_PATH],
     Cmd: [],
     User: SANDBOX_USER,
     WorkingDir: shape.workdir,

@@ -9,10 +9,10 @@ import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { ObjectRef } from '../children.js';
 import { buildSandboxPod, type PodSettings } from '../pod/build-sandbox-pod.js';
 import { runChildMeta } from './run-ref.js';
+import { RUNNER_PATH } from '../../runner/protocol.js';
 
 export const JOB_KEY = 'job.bin';
 export const JOB_DIR = '/sandpit/job';
-export const RUNNER = '/usr/local/bin/sandpit-runner';
 
 export function buildRunPod(run: ObjectRef, spec: EffectiveSpec, settings: PodSettings): Pod {
   const meta = runChildMeta(run);
@@ -21,7 +21,7 @@ export function buildRunPod(run: ObjectRef, spec: EffectiveSpec, settings: PodSe
     spec,
     settings,
     program: {
-      command: [RUNNER, '--job', `${JOB_DIR}/${JOB_KEY}`, '--plain'],
+      command: [RUNNER_PATH, '--job', `${JOB_DIR}/${JOB_KEY}`, '--plain'],
       inputs: [
         {
           mount: { name: 'job', mountPath: JOB_DIR },

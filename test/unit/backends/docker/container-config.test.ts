@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   buildContainerConfig,
-  RUNNER,
   RUNSC_PIDS_OVERHEAD,
   SANDBOX_USER,
   UNROUTABLE_NAMESERVER,
@@ -10,6 +9,7 @@ import {
   type ContainerShape,
 } from '../../../../src/backends/docker/container-config.js';
 import { LABELS, MANAGED_BY, MANAGED_FILTER } from '../../../../src/backends/docker/labels.js';
+import { RUNNER_PATH } from '../../../../src/runner/protocol.js';
 
 const MiB = 1024 ** 2;
 
@@ -155,8 +155,8 @@ describe('privileges', () => {
 describe('process and I/O', () => {
   test('the runner is the entrypoint, with no command and no environment of its own', () => {
     const c = build();
-    assert.equal(RUNNER, '/usr/local/bin/sandpit-runner');
-    assert.deepEqual(c.Entrypoint, [RUNNER]);
+    assert.equal(RUNNER_PATH, '/usr/local/bin/sandpit-runner');
+    assert.deepEqual(c.Entrypoint, [RUNNER_PATH]);
     assert.deepEqual(c.Cmd, []);
     assert.deepEqual(c.Env, []);
     assert.equal(c.Image, 'sandpit/python:3.11');
