@@ -37,15 +37,36 @@ export interface EffectiveSpec {
 
 export type Evaluation = { ok: true; spec: EffectiveSpec } | { ok: false; violations: Violation[] };
 
+/** What every sandbox, a run's or a session's, is decided on. */
+export type SandboxRequest = Pick<
+  RunRequest,
+  'template' | 'image' | 'resources' | 'timeoutSeconds' | 'runtime' | 'network'
+>;
+
+export interface SandboxDecision {
+  template: Template | undefined;
+  image: string | undefined;
+  limits: EffectiveLimits;
+  runtime: string | undefined;
+  network: 'none';
+}
+
+/** The sandbox a request gets: template, image, limits, runtime and network, each against the policy. */
+export function resolveSandbox(request: SandboxRequest, d: Decision): SandboxDecision {
+  const template = resolveTemplate(request, d);
+  return {
+    template,
+    image: resolveImage(request, template, d),
+    limits: resolveLimits(request, template, d),
+    runtime: resolveRuntime(request, d),
+    network: checkNetwork(request, d),
+  };
+}
+
 export function evaluate(request: RunRequest, policy: Policy, scope: Scope = {}): Evaluation {
   const violations: Violation[] = [];
   const d: Decision = { policy, scope, deny: (v) => void violations.push(v) };
-
-  const template = resolveTemplate(request, d);
-  const image = resolveImage(request, template, d);
-  const limits = resolveLimits(request, template, d);
-  const runtime = resolveRuntime(request, d);
-  const network = checkNetwork(request, d);
+  const { template, image, limits, runtime, network } = resolveSandbox(request, d);
 
   const files = request.files.map((f) => ({
     path: f.path,
@@ -77,7 +98,7 @@ export function evaluate(request: RunRequest, policy: Policy, scope: Scope = {})
   };
 }
 
-export function resolveTemplate(
+function resolveTemplate(
   request: Pick<RunRequest, 'template'>,
   { policy, scope, deny }: Decision,
 ): Template | undefined {
@@ -101,7 +122,7 @@ export function resolveTemplate(
   return template;
 }
 
-export function resolveImage(
+function resolveImage(
   request: Pick<RunRequest, 'image'>,
   template: Template | undefined,
   { policy, scope, deny }: Decision,
@@ -129,7 +150,7 @@ export function resolveImage(
   return image;
 }
 
-export function resolveRuntime(
+function resolveRuntime(
   request: Pick<RunRequest, 'runtime'>,
   { policy, deny }: Decision,
 ): string | undefined {

@@ -8,9 +8,7 @@ import type { ExecRequest, SessionRequest } from '../api/session.js';
 import { toWorkspacePath } from '../api/session.js';
 import type { Violation } from '../shared/errors.js';
 import type { Decision, Scope } from './decision.js';
-import { mergeEnv, resolveImage, resolveRuntime, resolveTemplate } from './evaluate.js';
-import { resolveLimits } from './limits.js';
-import { checkNetwork } from './network.js';
+import { mergeEnv, resolveSandbox } from './evaluate.js';
 import type { Policy } from './policy.js';
 import { WORKSPACE } from './templates.js';
 
@@ -61,11 +59,7 @@ export function evaluateSession(
 ): SessionEvaluation {
   const violations: Violation[] = [];
   const d: Decision = { policy, scope, deny: (v) => void violations.push(v) };
-  const template = resolveTemplate(request, d);
-  const image = resolveImage(request, template, d);
-  const limits = resolveLimits(request, template, d);
-  const runtime = resolveRuntime(request, d);
-  const network = checkNetwork(request, d);
+  const { template, image, limits, runtime, network } = resolveSandbox(request, d);
   const s = policy.sessions;
   const ttlSeconds = bounded(d, 'ttlSeconds', request.ttlSeconds ?? s.ttlSeconds, s.maxTtlSeconds);
   const idleTimeoutSeconds = bounded(

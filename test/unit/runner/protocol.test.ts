@@ -8,6 +8,7 @@ import {
   type Frame,
 } from '../../../src/runner/protocol.js';
 import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
+import { frame } from '../../support/runner-frames.js';
 
 function spec(
   overrides: Partial<EffectiveSpec> = {},
@@ -42,15 +43,6 @@ function spec(
 
 const bytes = (...parts: (string | number[] | Buffer)[]): Buffer =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
-
-/** A runner frame: u8 type, u32be length, payload. */
-function frame(type: string, data: Buffer | string = Buffer.alloc(0)): Buffer {
-  const payload = typeof data === 'string' ? Buffer.from(data) : data;
-  const hdr = Buffer.alloc(5);
-  hdr.write(type, 0, 'latin1');
-  hdr.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([hdr, payload]);
-}
 
 describe('outputWindow', () => {
   const cases: [number, number, number][] = [

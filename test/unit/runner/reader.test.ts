@@ -4,14 +4,8 @@ import type { OutputChunk } from '../../../src/runner/capture.js';
 import { MIN_PROTOCOL_VERSION } from '../../../src/runner/protocol.js';
 import { checkRunnerVersion, RunnerReader } from '../../../src/runner/reader.js';
 import { AppError } from '../../../src/shared/errors.js';
+import { frame } from '../../support/runner-frames.js';
 
-function frame(type: string, data: Buffer | string = Buffer.alloc(0)): Buffer {
-  const payload = typeof data === 'string' ? Buffer.from(data) : data;
-  const hdr = Buffer.alloc(5);
-  hdr.write(type, 0, 'latin1');
-  hdr.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([hdr, payload]);
-}
 const exitFrame = (report: Record<string, unknown>): Buffer => frame('X', JSON.stringify(report));
 const tail = (stream: 1 | 2, s: string): Buffer =>
   frame('T', Buffer.concat([Buffer.from([stream]), Buffer.from(s)]));
