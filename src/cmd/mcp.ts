@@ -11,7 +11,10 @@ usage: sandpit mcp [options]
 
 Serves MCP over stdio: stdout carries only JSON-RPC, logs go to stderr. Register it with a client:
 
-  claude mcp add sandpit -- npx -y sandpit mcp
+  claude mcp add sandpit -- npx -y sandpit-mcp mcp
+
+(sandpit-mcp is this command's npm package. Until it is published, install it from a packed
+tarball, npm install -g ./sandpit-mcp-<version>.tgz: the line above then runs that install.)
 
 Tools: run_code, run_command, get_run, cancel_run, list_templates, sandbox_health,
 execute_python_code, check_sandbox_health (see docs/mcp.md).

@@ -1,6 +1,7 @@
 /**
  * What a user gets from npm: `npm pack`, `npm install <tarball>` into an empty directory (the
- * dependencies come from the registry), then `npx sandpit mcp` answers tools/list over stdio.
+ * dependencies come from the registry), then `npx sandpit-mcp mcp` answers tools/list over stdio
+ * (the package is sandpit-mcp; its one bin is sandpit).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -16,7 +17,7 @@ before(async () => {
   ensureBuilt();
 });
 
-test('npm pack → npm install <tgz> → npx sandpit --help, and npx sandpit mcp answers tools/list', async () => {
+test('npm pack → npm install <tgz> → npx sandpit-mcp --help, and npx sandpit-mcp mcp answers tools/list', async () => {
   const packDir = tempDir('pack');
   const packed = JSON.parse(
     execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' }),
@@ -24,6 +25,7 @@ test('npm pack → npm install <tgz> → npx sandpit --help, and npx sandpit mcp
     filename: string;
     files: { path: string }[];
   }[];
+  assert.match(packed[0]!.filename, /^sandpit-mcp-\d+\.\d+\.\d+\.tgz$/);
   const tarball = join(packDir, packed[0]!.filename);
   const paths = packed[0]!.files.map((f) => f.path);
   assert.ok(
@@ -43,7 +45,7 @@ test('npm pack → npm install <tgz> → npx sandpit --help, and npx sandpit mcp
     timeout: 600_000,
   });
   assert.ok(existsSync(join(installDir, 'node_modules/.bin/sandpit')), 'the bin is linked');
-  const help = execFileSync('npx', ['--no-install', 'sandpit', '--help'], {
+  const help = execFileSync('npx', ['--no-install', 'sandpit-mcp', '--help'], {
     cwd: installDir,
     encoding: 'utf8',
     env: cleanEnv(),
@@ -51,7 +53,7 @@ test('npm pack → npm install <tgz> → npx sandpit --help, and npx sandpit mcp
   assert.match(help, /^usage: sandpit <command>/);
   for (const command of ['run', 'mcp', 'serve', 'doctor', 'images', 'setup', 'operator'])
     assert.match(help, new RegExp(`\\n  ${command} `));
-  const images = execFileSync('npx', ['--no-install', 'sandpit', 'images', '--help'], {
+  const images = execFileSync('npx', ['--no-install', 'sandpit-mcp', 'images', '--help'], {
     cwd: installDir,
     encoding: 'utf8',
     env: cleanEnv(),
@@ -64,7 +66,7 @@ test('npm pack → npm install <tgz> → npx sandpit --help, and npx sandpit mcp
 
   const server = await connectStdio({
     command: 'npx',
-    args: ['--no-install', 'sandpit', 'mcp'],
+    args: ['--no-install', 'sandpit-mcp', 'mcp'],
     cwd: installDir,
     env: cleanEnv(),
   });
