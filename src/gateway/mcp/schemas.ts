@@ -67,6 +67,7 @@ export const TemplateInfoSchema = z.object({
   name: z.string().describe('Template name, for run_code language or run_command template'),
   description: z.string().describe('What the template runs'),
   image: z.string().describe('Image the template runs in'),
+  libraries: z.array(z.string()).describe('What the image offers beyond the language runtime'),
   aliases: z.array(z.string()).describe('Other accepted names'),
   fileName: z.string().describe('Name the code is given inside the sandbox'),
   defaults: z

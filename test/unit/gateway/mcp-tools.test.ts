@@ -160,6 +160,7 @@ test('list_templates gives every template with its limits', async () => {
   const r = await call('list_templates');
   const templates = r.structuredContent?.templates as {
     name: string;
+    libraries: string[];
     defaults: { timeoutSeconds: number; memory: string };
   }[];
   assert.deepEqual(
@@ -168,6 +169,17 @@ test('list_templates gives every template with its limits', async () => {
   );
   assert.equal(templates[0]!.defaults.timeoutSeconds, 30);
   assert.match(text(r), /^python \(sandpit\/python:3\.11\): /);
+  // Which libraries each image has: python has pip and venv, node no npm.
+  assert.ok(
+    templates[0]!.libraries.some((l) => /pip and venv/.test(l)),
+    'python names pip and venv',
+  );
+  assert.ok(
+    templates[1]!.libraries.some((l) => /no npm/.test(l)),
+    'node says it has no npm',
+  );
+  assert.ok(templates.every((t) => t.libraries.length > 0));
+  assert.match(text(r), /^python .*with the standard library, pip and venv/);
 });
 
 test('tool calls are counted by tool and outcome', async () => {

@@ -21,7 +21,7 @@ export function registerListTemplates(server: McpServer, deps: ToolDeps): void {
       const text = templates
         .map(
           (t) =>
-            `${t.name} (${t.image}): ${t.description}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`,
+            `${t.name} (${t.image}): ${t.description}; with ${t.libraries.join(', ')}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`,
         )
         .join('\n');
       return Promise.resolve(
