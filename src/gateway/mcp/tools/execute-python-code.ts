@@ -39,7 +39,9 @@ export function toSeedResult(r: RunResult): SeedExecute {
     exit_code: r.exitCode,
     timed_out: r.timedOut,
     truncated: r.truncated,
-    error: success ? null : (r.message ?? r.reason ?? r.phase),
+    error: success
+      ? null
+      : [r.message ?? r.reason ?? r.phase, r.hint].filter((p) => p !== undefined).join('; '),
     run_id: r.runId,
     duration_ms: r.durationMs,
   };
