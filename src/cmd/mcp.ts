@@ -39,7 +39,7 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const ctx = loadContext({
     configPath: values.config,
     logFd: 2,
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+    ...(values['log-level'] !== undefined ? { logLevel: values['log-level'] } : {}),
   });
   const { service, metrics } = await wireBackend(ctx, { tolerateEngineDown: true });
   const server = createMcpServer({

@@ -1,6 +1,6 @@
 /**
  * loadConfig: defaults ← config file (`--config` / SANDPIT_CONFIG, YAML or JSON) ← the seed's
- * environment variables ← `SANDPIT_*` environment variables. Every error names the field, where the
+ * environment variables ← `SANDPIT_*` environment variables ← command-line flags. Every error names the field, where the
  * value came from, and the accepted form.
  */
 import { readFileSync } from 'node:fs';
@@ -86,9 +86,17 @@ export const RENAMED: Readonly<Record<string, string>> = {
   'kubernetes.gatewayAdmitTimeoutSeconds': 'kubernetes.gateway.pickupTimeoutSeconds',
 };
 
+/** A command-line flag that sets a config field; it wins over the file and the environment. */
+export interface FlagSetting {
+  field: string;
+  flag: string;
+  value: string;
+}
+
 export interface LoadOptions {
   env?: Readonly<Record<string, string | undefined>>;
   configPath?: string;
+  flags?: readonly FlagSetting[];
   /** Receives a line for each deprecated setting in use (the caller logs them). */
   warnings?: string[];
 }
@@ -128,6 +136,11 @@ class Gathered {
     this.sources.set(field, `env ${name}`);
     return true;
   }
+
+  flag({ field, flag, value }: FlagSetting): void {
+    setPath(this.raw, field, value);
+    this.sources.set(field, `flag ${flag}`);
+  }
 }
 
 export function loadConfig(options: LoadOptions = {}): Config {
@@ -143,6 +156,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     if (was !== is && gathered.variable(was, renamed)) warnings.push(`${was} is deprecated: use ${is}`);
   }
   for (const field of configFields()) gathered.variable(envNameFor(field), field);
+  for (const flag of options.flags ?? []) gathered.flag(flag);
 
   const { raw, sources } = gathered;
   const result = ConfigSchema.safeParse(raw);

@@ -775,3 +775,18 @@ describe('renamed settings: the old names still work, with a warning', () => {
     );
   });
 });
+
+describe('command-line flags', () => {
+  test('a flag beats the environment and the file, and its errors name the flag', () => {
+    const env = { SANDPIT_LOGGING_LEVEL: 'warn' };
+    const flags = [{ field: 'logging.level', flag: '--log-level', value: 'debug' }];
+    assert.equal(loadConfig({ env, flags }).logging.level, 'debug');
+    assert.throws(
+      () => loadConfig({ env, flags: [{ ...flags[0]!, value: 'loud' }] }),
+      (e: unknown) =>
+        e instanceof AppError &&
+        e.exitCode === 78 &&
+        /logging\.level \(from flag --log-level = "loud"\): expected one of fatal, error/.test(e.message),
+    );
+  });
+});
