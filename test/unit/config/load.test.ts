@@ -579,7 +579,7 @@ describe('errors', () => {
       caught = e;
     }
     assert.ok(caught instanceof AppError);
-    assert.match(caught.hint ?? '', /sandpit --help/);
+    assert.match(caught.hint ?? '', /`sandpit config` lists every setting/);
     assert.equal(caught.exitCode, 78);
   });
 
@@ -789,4 +789,32 @@ describe('command-line flags', () => {
         /logging\.level \(from flag --log-level = "loud"\): expected one of fatal, error/.test(e.message),
     );
   });
+});
+
+describe('an unknown key suggests the nearest valid one', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sandpit-config-typo-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const cases: [string, RegExp][] = [
+    [
+      'sandbox:\n  maxMemroy: 1g\n',
+      /sandbox: unknown setting\(s\) maxMemroy \(did you mean maxMemory\?\) in file /,
+    ],
+    ['sandbx:\n  maxMemory: 1g\n', /\(top level\): unknown setting\(s\) sandbx \(did you mean sandbox\?\)/],
+    ['server:\n  allowedhosts: [a]\n', /allowedhosts \(did you mean allowedHosts\?\)/],
+    [
+      'auth:\n  tokens:\n    - name: ci\n      token: abcdefghijk\n      template: [python]\n',
+      /auth\.tokens\.0: unknown setting\(s\) template \(did you mean templates\?\)/,
+    ],
+    ['sandbox:\n  flux: 1\n', /sandbox: unknown setting\(s\) flux in file /],
+  ];
+  for (const [yaml, want] of cases) {
+    test(JSON.stringify(yaml), () => {
+      const file = join(dir, 'c.yaml');
+      writeFileSync(file, yaml);
+      assert.throws(
+        () => loadConfig({ configPath: file }),
+        (e: unknown) => e instanceof AppError && want.test(e.message),
+      );
+    });
+  }
 });
