@@ -66,7 +66,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const version = packageVersion();
   const mcp = createMcpHttp(
     { service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version },
-    { stateless },
+    { stateless, seedTools: config.server.seedTools },
   );
   const maxRequestBytes = config.sandbox.maxRequestBytes;
   const app = createHttpApp({

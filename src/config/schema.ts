@@ -95,6 +95,9 @@ export const ConfigSchema = z
         host: z.string().min(1).default('127.0.0.1'),
         allowedHosts: list().optional(),
         stateless: bool().default(false),
+        seedTools: bool()
+          .default(true)
+          .describe("Offer the seed servers' tools, execute_python_code and check_sandbox_health"),
       })
       .strict()
       .prefault({}),

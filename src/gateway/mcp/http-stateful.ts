@@ -11,6 +11,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { McpHttp } from '../http/app.js';
 import { jsonRpcError } from '../http/errors.js';
 import { principalOfRequest, type ToolDeps } from './context.js';
+import type { ToolCatalog } from './catalog.js';
 import { createMcpServer } from './server.js';
 
 export interface StatefulOptions {
@@ -26,7 +27,7 @@ interface Session {
   active: number;
 }
 
-export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHttp {
+export function statefulMcpHttp(deps: ToolDeps, catalog: ToolCatalog, options: StatefulOptions): McpHttp {
   const sessions = new Map<string, Session>();
   const principalOf = (req: Request): string => principalOfRequest(req, deps).name;
 
@@ -65,7 +66,7 @@ export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHt
         );
       return;
     }
-    const server = createMcpServer(deps);
+    const server = createMcpServer(deps, catalog);
     const session: Session = {
       server,
       transport: undefined as never,

@@ -339,6 +339,7 @@ describe('SANDPIT_* variables', () => {
       'server.allowedHosts',
       'server.host',
       'server.port',
+      'server.seedTools',
       'server.stateless',
     ]);
   });
@@ -355,6 +356,7 @@ describe('SANDPIT_* variables', () => {
     'server.host': { text: '0.0.0.0', want: '0.0.0.0' },
     'server.allowedHosts': { text: 'a.example,b.example', want: ['a.example', 'b.example'] },
     'server.stateless': { text: 'true', want: true },
+    'server.seedTools': { text: 'false', want: false },
     'auth.token': { text: 'env-token-123456', want: 'env-token-123456' },
     'auth.tokens': {
       text: '[{"name":"ci","token":"ci-token-1234","templates":["bash"]}]',
