@@ -184,11 +184,11 @@ test('list_templates gives every template with its limits', async () => {
 
 test('tool calls are counted by tool and outcome', async () => {
   const before = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(
-    /outcome="policy_denied"} (\d+)/,
+    /outcome="policy_denied",component="gateway"} (\d+)/,
   )?.[1];
   await call('run_code', { code: 'x', timeoutSeconds: 999 });
   const after = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(
-    /tool="run_code",outcome="policy_denied"} (\d+)/,
+    /tool="run_code",outcome="policy_denied",component="gateway"} (\d+)/,
   )?.[1];
   assert.equal(Number(after), Number(before ?? 0) + 1);
 });

@@ -87,8 +87,11 @@ describe('reporting a finished run', () => {
     );
     assert.deepEqual(events.seen, ['Warning Failed: Error: the program exited with code 3']);
     const text = await metrics.registry.metrics();
-    assert.match(text, /sandpit_runs_total\{backend="kubernetes",phase="Failed",reason="Error"\} 1/);
-    assert.match(text, /sandpit_operator_run_finish_seconds_count\{phase="Failed"\} 1/);
+    assert.match(
+      text,
+      /sandpit_runs_total\{backend="kubernetes",phase="Failed",reason="Error",component="operator"\} 1/,
+    );
+    assert.match(text, /sandpit_operator_run_finish_seconds_count\{component="operator",phase="Failed"\} 1/);
   });
 
   test('no phase change: nothing reported', async () => {
