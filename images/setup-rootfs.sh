@@ -23,9 +23,6 @@ if [ "$#" -gt 0 ]; then
   # shellcheck disable=SC2086
   apt-get $apt_opts install -y --no-install-recommends "$@"
 fi
-# A sandbox is thrown away after its run, so PEP 668's guard against mixing pip and apt protects
-# nothing here: without the marker a plain `pip install x` falls back to a user install under HOME.
-rm -f /usr/lib/python3*/EXTERNALLY-MANAGED
 
 # 2. The sandbox user: uid/gid 1000, home /home/sandbox.
 getent group sandbox >/dev/null || groupadd --gid 1000 sandbox
