@@ -24,7 +24,7 @@ COPY README.md ./
 RUN npm run build \
   && npm pack --ignore-scripts --pack-destination /tmp \
   && mkdir -p /out \
-  && tar -xzf /tmp/sandpit-*.tgz -C /out \
+  && tar -xzf /tmp/sandpit-mcp-*.tgz -C /out \
   && cp package-lock.json /out/package/ \
   && cd /out/package \
   && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \

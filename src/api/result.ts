@@ -16,6 +16,19 @@ export interface CapturedStream {
 
 export const EMPTY_STREAM: CapturedStream = { text: '', bytes: 0, truncated: false, binary: false };
 
+/**
+ * What resolvers and clients print when a name lookup or a connection finds no network. Models
+ * read such a traceback as a transient failure and retry, so the result says it is not.
+ */
+const NO_NETWORK =
+  /Temporary failure in name resolution|Name or service not known|getaddrinfo ENOTFOUND|EAI_AGAIN|Could not resolve host|Network is unreachable/;
+export const NO_NETWORK_HINT = 'this sandbox has no network (egress: none)';
+
+/** The hint for a run whose error output shows it tried to reach the network. */
+export function networkHint(errorOutput: string): string | undefined {
+  return NO_NETWORK.test(errorOutput) ? NO_NETWORK_HINT : undefined;
+}
+
 /** What ran: the parts of the effective spec a result names. */
 export interface RunSubject {
   template: string | undefined;
@@ -49,6 +62,8 @@ export interface ResultInput {
   now?: number;
   backend: string;
   served?: 'cold' | 'warm' | undefined;
+  /** Where the program's error messages are, when not in stderr (a pod log interleaves them into stdout). */
+  errorText?: string | undefined;
 }
 
 export function buildResult(input: ResultInput): RunResult {
@@ -56,11 +71,13 @@ export function buildResult(input: ResultInput): RunResult {
   const stdout = input.stdout ?? EMPTY_STREAM;
   const stderr = input.stderr ?? EMPTY_STREAM;
   const end = input.finishedAt ?? input.now ?? Date.now();
+  const hint = networkHint(input.errorText ?? stderr.text);
   return {
     runId: input.runId,
     phase: outcome.phase,
     ...(outcome.reason ? { reason: outcome.reason } : {}),
     ...(outcome.message ? { message: outcome.message } : {}),
+    ...(hint ? { hint } : {}),
     exitCode: outcome.exitCode,
     timedOut: outcome.phase === 'TimedOut',
     stdout: stdout.text,

@@ -186,6 +186,7 @@ export const RunResultSchema = z.object({
   phase: PhaseSchema,
   reason: ReasonSchema.optional(),
   message: z.string().optional().describe('Human-readable detail about the outcome'),
+  hint: z.string().optional().describe('What to do about the outcome, when it is known'),
   exitCode: z.number().int().nullable().describe('Exit code of the program, null if it never ran'),
   timedOut: z.boolean().describe('True exactly when the deadline ended the run'),
   stdout: z.string().describe('Standard output; head and tail kept when truncated'),

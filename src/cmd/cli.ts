@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `sandpit` command: dispatches to one subcommand; every subcommand has --help. */
+import { configCommand } from './config.js';
 import { packageVersion, reportError } from './process.js';
 import { doctorCommand } from './doctor.js';
 import { imagesCommand } from './images.js';
@@ -19,12 +20,13 @@ commands:
   doctor    check the engine, images and runtime; name the fixes    sandpit doctor
   setup     install/start the Docker engine and build the images    sandpit setup   (root)
   images    build or list the sandbox images                        sandpit images build
-  version   print the version
+  config    every setting: env variable, default, value, source     sandpit config
+  version   print the version (also -V, --version)
 
 Run \`sandpit <command> --help\` for a command's options.
 Configuration: --config FILE or SANDPIT_CONFIG (YAML/JSON), SANDPIT_* and the seed's variables
 (MCP_PORT, MCP_AUTH_TOKEN, SANDBOX_IMAGE_ALLOWLIST, MAX_CONTAINER_CPU, MAX_CONTAINER_MEMORY,
-CONTAINER_TIMEOUT_SECONDS, DISABLE_NETWORK).
+CONTAINER_TIMEOUT_SECONDS, DISABLE_NETWORK). \`sandpit config\` lists every setting.
 `;
 
 type Command = (argv: string[]) => Promise<number> | number;
@@ -34,6 +36,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   doctor: () => Promise.resolve(doctorCommand),
   images: () => Promise.resolve(imagesCommand),
   setup: () => Promise.resolve(setupCommand),
+  config: () => Promise.resolve(configCommand),
   // Loaded on demand: only these two need the MCP SDK and express.
   mcp: async () => (await import('./mcp.js')).mcpCommand,
   serve: async () => (await import('./serve.js')).serveCommand,
@@ -47,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE.trim()}\n`);
     return name === undefined ? 64 : 0;
   }
-  if (name === 'version' || name === '--version') {
+  if (name === 'version' || name === '--version' || name === '-V') {
     process.stdout.write(`sandpit ${packageVersion()}\n`);
     return 0;
   }

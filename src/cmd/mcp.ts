@@ -1,6 +1,6 @@
 /** `sandpit mcp`: the MCP server over stdio, for Claude Code, Cursor and other local clients. */
 import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
-import { createMcpServer } from '../gateway/mcp/server.js';
+import { buildToolCatalog, createMcpServer } from '../gateway/mcp/server.js';
 import { serveStdio } from '../gateway/mcp/stdio.js';
 import { parse, printHelp } from './args.js';
 import { packageVersion, shutdownSignal } from './process.js';
@@ -11,10 +11,15 @@ usage: sandpit mcp [options]
 
 Serves MCP over stdio: stdout carries only JSON-RPC, logs go to stderr. Register it with a client:
 
-  claude mcp add sandpit -- npx -y sandpit mcp
+  claude mcp add sandpit -- npx -y sandpit-mcp mcp
 
-Tools: run_code, run_command, get_run, cancel_run, list_templates, sandbox_health,
-execute_python_code, check_sandbox_health (see docs/mcp.md).
+(sandpit-mcp is this command's npm package. Until it is published, install it from a packed
+tarball, npm install -g ./sandpit-mcp-<version>.tgz, and register the command itself:
+claude mcp add sandpit -- sandpit mcp)
+
+Tools: run_code, run_command, get_run, cancel_run, list_templates, sandbox_health, and the seed
+servers' execute_python_code and check_sandbox_health (server.seedTools: false hides these two;
+see docs/mcp.md).
 
 options:
       --log-level LEVEL   fatal, error, warn, info, debug, trace or silent (default: logging.level)
@@ -36,16 +41,17 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const ctx = loadContext({
     configPath: values.config,
     logFd: 2,
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+    ...(values['log-level'] !== undefined ? { logLevel: values['log-level'] } : {}),
   });
   const { service, metrics } = await wireBackend(ctx, { tolerateEngineDown: true });
-  const server = createMcpServer({
+  const deps = {
     service,
     logger: ctx.logger,
     metrics,
     defaultPrincipal: LOCAL_PRINCIPAL,
     version: packageVersion(),
-  });
+  };
+  const server = createMcpServer(deps, buildToolCatalog(deps, { seedTools: ctx.config.server.seedTools }));
   const stop = shutdownSignal();
   ctx.logger.info({ pid: process.pid }, 'MCP server on stdio');
   try {

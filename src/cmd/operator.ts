@@ -65,7 +65,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
   }
   const { config, logger } = loadContext({
     configPath: values.config,
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+    ...(values['log-level'] !== undefined ? { logLevel: values['log-level'] } : {}),
   });
   const k = config.kubernetes.operator;
   const source = kubeconfigSource(values.kubeconfig);

@@ -43,7 +43,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const ctx = loadContext({
     configPath: values.config,
     logFd: 1,
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+    ...(values['log-level'] !== undefined ? { logLevel: values['log-level'] } : {}),
   });
   const { config, logger } = ctx;
   const host = values.host ?? config.server.host;
@@ -66,7 +66,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const version = packageVersion();
   const mcp = createMcpHttp(
     { service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version },
-    { stateless },
+    { stateless, seedTools: config.server.seedTools },
   );
   const maxRequestBytes = config.sandbox.maxRequestBytes;
   const app = createHttpApp({

@@ -30,7 +30,7 @@ export function setupCommand(argv: string[]): number {
       'INVALID_REQUEST',
       'sandpit setup installs packages and starts dockerd, so it needs root',
       {
-        hint: 'run it as root, e.g. `sudo npx sandpit setup`',
+        hint: 'run it as root, e.g. `sudo sandpit setup` (or `sudo npx -y sandpit-mcp setup`)',
       },
     );
   }

@@ -31,8 +31,13 @@ export function loadContext(options: {
     env: process.env,
     warnings: deprecated,
     ...(options.configPath ? { configPath: options.configPath } : {}),
+    // Validated like every setting: a bad --log-level is a config error (exit 78), not a crash.
+    flags:
+      options.logLevel === undefined
+        ? []
+        : [{ field: 'logging.level', flag: '--log-level', value: options.logLevel }],
   });
-  const logger = createLogger({ level: options.logLevel ?? config.logging.level, fd: options.logFd ?? 2 });
+  const logger = createLogger({ level: config.logging.level, fd: options.logFd ?? 2 });
   for (const warning of [...deprecated, ...configWarnings(config)]) logger.warn(warning);
   return { config, logger };
 }

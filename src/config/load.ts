@@ -1,9 +1,10 @@
 /**
  * loadConfig: defaults ← config file (`--config` / SANDPIT_CONFIG, YAML or JSON) ← the seed's
- * environment variables ← `SANDPIT_*` environment variables. Every error names the field, where the
+ * environment variables ← `SANDPIT_*` environment variables ← command-line flags. Every error names the field, where the
  * value came from, and the accepted form.
  */
 import { readFileSync } from 'node:fs';
+import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import { AppError } from '../shared/errors.js';
@@ -86,9 +87,17 @@ export const RENAMED: Readonly<Record<string, string>> = {
   'kubernetes.gatewayAdmitTimeoutSeconds': 'kubernetes.gateway.pickupTimeoutSeconds',
 };
 
+/** A command-line flag that sets a config field; it wins over the file and the environment. */
+export interface FlagSetting {
+  field: string;
+  flag: string;
+  value: string;
+}
+
 export interface LoadOptions {
   env?: Readonly<Record<string, string | undefined>>;
   configPath?: string;
+  flags?: readonly FlagSetting[];
   /** Receives a line for each deprecated setting in use (the caller logs them). */
   warnings?: string[];
 }
@@ -128,9 +137,24 @@ class Gathered {
     this.sources.set(field, `env ${name}`);
     return true;
   }
+
+  flag({ field, flag, value }: FlagSetting): void {
+    setPath(this.raw, field, value);
+    this.sources.set(field, `flag ${flag}`);
+  }
 }
 
 export function loadConfig(options: LoadOptions = {}): Config {
+  return resolveConfig(options).config;
+}
+
+/** A loaded config, and where each field that is not a default came from (`env MCP_PORT`, …). */
+export interface ResolvedConfig {
+  config: Config;
+  sources: ReadonlyMap<string, string>;
+}
+
+export function resolveConfig(options: LoadOptions = {}): ResolvedConfig {
   const env = options.env ?? {};
   const warnings = options.warnings ?? [];
   const gathered = new Gathered(env);
@@ -143,14 +167,15 @@ export function loadConfig(options: LoadOptions = {}): Config {
     if (was !== is && gathered.variable(was, renamed)) warnings.push(`${was} is deprecated: use ${is}`);
   }
   for (const field of configFields()) gathered.variable(envNameFor(field), field);
+  for (const flag of options.flags ?? []) gathered.flag(flag);
 
   const { raw, sources } = gathered;
   const result = ConfigSchema.safeParse(raw);
-  if (result.success) return result.data;
+  if (result.success) return { config: result.data, sources };
   const fileSource = configPath ? `file ${configPath}` : undefined;
   const lines = result.error.issues.map((issue) => describeIssue(issue, { raw, sources, fileSource }));
   throw new AppError('CONFIG_INVALID', `invalid configuration:\n  ${lines.join('\n  ')}`, {
-    hint: 'fix the named settings; `sandpit --help` lists every setting and its environment variable',
+    hint: 'fix the named settings; `sandpit config` lists every setting, its environment variable and default',
   });
 }
 
@@ -174,9 +199,71 @@ function describeIssue(
   const shown = secret || value === undefined ? '' : ` = ${JSON.stringify(value)}`;
   const from = source ? ` (from ${source}${shown})` : shown ? ` (${shown.slice(3)})` : '';
   if (issue.code === 'unrecognized_keys') {
-    return `${field || '(top level)'}: unknown setting(s) ${issue.keys.join(', ')}${source ? ` in ${source}` : ''}`;
+    const known = keysAt(issue.path);
+    const unknown = issue.keys.map((k) => {
+      const near = nearest(k, known);
+      return near ? `${k} (did you mean ${near}?)` : k;
+    });
+    return `${field || '(top level)'}: unknown setting(s) ${unknown.join(', ')}${source ? ` in ${source}` : ''}`;
   }
   return `${field || '(top level)'}${from}: ${issue.message}`;
+}
+
+/** The schema of the value at `path` (`['sandbox', 'maxMemory']`, `['auth', 'tokens', 0]`). */
+export function schemaAt(path: readonly PropertyKey[]): z.ZodType | undefined {
+  let schema: z.ZodType | undefined = ConfigSchema;
+  for (const key of path) schema = schema && childOf(schema, key);
+  return schema;
+}
+
+/** The keys the schema accepts in the object at `path`. */
+function keysAt(path: readonly PropertyKey[]): string[] {
+  const schema = schemaAt(path);
+  const inner = schema && objectOf(schema);
+  return inner ? Object.keys(inner.shape) : [];
+}
+
+/** The metadata of a schema or of any schema it wraps (default, optional, pipe). */
+export function metaOf(schema: z.ZodType): Record<string, unknown> | undefined {
+  let s: z.ZodType | undefined = schema;
+  for (let hops = 0; s && hops < 8; hops++) {
+    const meta = s.meta();
+    if (meta) return meta;
+    const def = s._zod.def as { innerType?: z.ZodType; in?: z.ZodType };
+    s = def.innerType ?? def.in;
+  }
+  return undefined;
+}
+
+function objectOf(schema: z.ZodType): z.ZodObject | undefined {
+  let s: z.ZodType | undefined = schema;
+  while (s && !(s instanceof z.ZodObject)) {
+    const def = s._zod.def as { innerType?: z.ZodType; out?: z.ZodType; schema?: z.ZodType };
+    s = def.innerType ?? def.out ?? def.schema;
+  }
+  return s;
+}
+
+function childOf(schema: z.ZodType, key: PropertyKey): z.ZodType | undefined {
+  let s: z.ZodType | undefined = schema;
+  for (let hops = 0; s && hops < 8; hops++) {
+    if (s instanceof z.ZodObject && typeof key === 'string')
+      return (s.shape as Record<string, z.ZodType>)[key];
+    if (s instanceof z.ZodArray && typeof key === 'number') return s.element as z.ZodType;
+    const def = s._zod.def as { innerType?: z.ZodType; out?: z.ZodType; schema?: z.ZodType };
+    s = def.innerType ?? def.out ?? def.schema;
+  }
+  return undefined;
+}
+
+/** The known key closest to a misspelt one, when it is close enough to be what was meant. */
+export function nearest(key: string, known: readonly string[]): string | undefined {
+  let best: { key: string; distance: number } | undefined;
+  for (const k of known) {
+    const d = distance(key.toLowerCase(), k.toLowerCase());
+    if (!best || d < best.distance) best = { key: k, distance: d };
+  }
+  return best && best.distance <= Math.max(2, Math.floor(best.key.length / 3)) ? best.key : undefined;
 }
 
 function readConfigFile(path: string): Record<string, unknown> {

@@ -49,8 +49,10 @@ const quantity = (form: string, parse: (v: string | number) => number | undefine
     }
     return n;
   });
-const size = () => quantity(SIZE_FORM, parseSize);
-const cpu = () => quantity(CPU_FORM, parseCpu);
+/** Which quantity a field holds, so that `sandpit config` can print it the way it is written. */
+export type QuantityKind = 'size' | 'cpu';
+const size = () => quantity(SIZE_FORM, parseSize).meta({ quantity: 'size' satisfies QuantityKind });
+const cpu = () => quantity(CPU_FORM, parseCpu).meta({ quantity: 'cpu' satisfies QuantityKind });
 
 const json = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => {
@@ -93,6 +95,9 @@ export const ConfigSchema = z
         host: z.string().min(1).default('127.0.0.1'),
         allowedHosts: list().optional(),
         stateless: bool().default(false),
+        seedTools: bool()
+          .default(true)
+          .describe("Offer the seed servers' tools, execute_python_code and check_sandbox_health"),
       })
       .strict()
       .prefault({}),

@@ -2,14 +2,14 @@
  * The operator's Prometheus metrics, in their own registry, with labels from closed sets only
  * (result, phase, reason, resource): never run names, UIDs or images.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { PHASES } from '../api/run.js';
+import { createRegistry } from '../observability/metrics.js';
 
 const LATENCY_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300];
 
 export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}) {
-  const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'sandpit_operator_' });
+  const registry = createRegistry('operator', options);
   const registers = [registry];
   let phaseCounts: () => Map<string, number> = () => new Map();
   let queueDepth: () => number = () => 0;

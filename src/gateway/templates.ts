@@ -7,6 +7,7 @@ export interface TemplateInfo {
   name: string;
   description: string;
   image: string;
+  libraries: string[];
   aliases: string[];
   fileName: string;
   defaults: { cpu: string; memory: string; timeoutSeconds: number; pids: number };
@@ -21,6 +22,7 @@ export function templatesFor(policy: Policy, principal: Principal): TemplateInfo
       name: t.name,
       description: t.description,
       image: t.image,
+      libraries: [...t.libraries],
       aliases: [...t.aliases],
       fileName: t.fileName,
       defaults: {

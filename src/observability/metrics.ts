@@ -1,9 +1,23 @@
 /** Prometheus metrics with bounded labels only (never run IDs, tokens or images). */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+export type Component = 'gateway' | 'operator';
+
+/**
+ * One process's registry. Every series carries `component`, so the gateway and the operator stay
+ * apart on one dashboard. The default process and Node.js metrics keep their standard names
+ * (`process_cpu_seconds_total`, `nodejs_heap_size_used_bytes`, …), which stock dashboards and alerts
+ * expect; sandpit's own are prefixed `sandpit_`.
+ */
+export function createRegistry(component: Component, options: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'sandpit_' });
+  registry.setDefaultLabels({ component });
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = createRegistry('gateway', options);
   const registers = [registry];
   return {
     registry,

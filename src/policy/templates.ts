@@ -16,6 +16,8 @@ export interface Template {
   name: string;
   description: string;
   image: string;
+  /** What the image offers beyond the runtime, as list_templates and images/README.md say. */
+  libraries: readonly string[];
   /** Other names a caller may use for the language (`py`, `javascript`, …). */
   aliases: readonly string[];
   /** File extensions that select this template in `sandpit run app.py`. */
@@ -41,17 +43,21 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   {
     name: 'python',
     description: 'Python 3.11 with the full standard library',
+    libraries: ['the standard library', 'pip and venv (no index: no network)', '`python` and `python3`'],
     image: 'sandpit/python:3.11',
     aliases: ['python3', 'py'],
     extensions: ['.py'],
     fileName: 'main.py',
     command: ['python3', code('main.py')],
-    env: { PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
+    // A sandbox is thrown away after its run, so PEP 668's guard against mixing pip and apt protects
+    // nothing: a plain `pip install x` falls back to a user install under HOME (/tmp, writable).
+    env: { PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1', PIP_BREAK_SYSTEM_PACKAGES: '1' },
     defaults: {},
   },
   {
     name: 'node',
     description: 'Node.js 18 (JavaScript)',
+    libraries: ['the Node.js core modules', 'no npm (no network)'],
     image: 'sandpit/node:18',
     aliases: ['javascript', 'js', 'nodejs'],
     extensions: ['.js', '.mjs', '.cjs'],
@@ -63,6 +69,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   {
     name: 'bash',
     description: 'GNU bash 5 with coreutils',
+    libraries: ['coreutils, grep, sed, tar, gzip (Debian base)'],
     image: 'sandpit/bash:5',
     aliases: ['sh', 'shell'],
     extensions: ['.sh', '.bash'],
@@ -74,6 +81,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   {
     name: 'c',
     description: 'C with gcc 12: compiled, then run',
+    libraries: ['glibc and libm (linked with -lm)'],
     image: 'sandpit/c:12',
     aliases: ['gcc'],
     extensions: ['.c'],
@@ -85,6 +93,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   {
     name: 'rust',
     description: 'Rust with rustc and cargo (offline builds of crates without dependencies)',
+    libraries: ['std', 'cargo, offline: crates without dependencies'],
     image: 'sandpit/rust:1',
     aliases: ['rs', 'rustc', 'cargo'],
     extensions: ['.rs'],

@@ -202,6 +202,15 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     assert.equal(liveText(o), all.slice(0, head), 'exactly the head is streamed');
   });
 
+  it('a failed name lookup: Failed/Error with the hint that the sandbox has no network', async (_t, x) => {
+    const o = await observeRun(x, {
+      template: 'python',
+      code: 'import socket\nsocket.getaddrinfo("pypi.org", 443)',
+    });
+    assertOutcome(o, 'Failed', 'Error', 1);
+    assert.equal(o.result.hint, 'this sandbox has no network (egress: none)');
+  });
+
   it('output streams while the program runs', async (_t, x) => {
     const o = await observeRun(x, {
       template: 'python',

@@ -278,8 +278,13 @@ for (const mode of ['stateful', 'stateless'] as const) {
       const res = await fetch(`${served.url}/metrics`, { headers: { Authorization: `Bearer ${MAIN}` } });
       assert.equal(res.status, 200);
       const text = await res.text();
-      assert.match(text, /sandpit_tool_calls_total\{tool="run_code",outcome="ok"\} \d+/);
-      assert.match(text, /sandpit_runs_total\{backend="docker",phase="Succeeded",reason="Completed"\} \d+/);
+      assert.match(text, /sandpit_tool_calls_total\{tool="run_code",outcome="ok",component="gateway"\} \d+/);
+      assert.match(
+        text,
+        /sandpit_runs_total\{backend="docker",phase="Succeeded",reason="Completed",component="gateway"\} \d+/,
+      );
+      // The default metrics under their standard names.
+      assert.match(text, /^process_cpu_seconds_total\{component="gateway"\} /m);
     });
 
     test('unknown paths get JSON 404s', async () => {

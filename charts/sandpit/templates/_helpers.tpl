@@ -73,37 +73,55 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.hostNetwork }}127.0.0.1{{ else }}0.0.0.0{{ end }}
 {{- end }}
 
-{{/* The restricted Pod Security profile (less hostNetwork, which only the test-cluster value sets). */}}
-{{- define "sandpit.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 1000
-runAsGroup: 1000
-seccompProfile:
-  type: RuntimeDefault
+{{/* The ServiceAccount a component runs as: (dict "root" $ "component" "operator") */}}
+{{- define "sandpit.serviceAccountName" -}}
+{{- $sa := (index .root.Values .component).serviceAccount }}
+{{- if $sa.create }}
+{{- default (printf "%s-%s" (include "sandpit.fullname" .root) .component | trunc 63 | trimSuffix "-") $sa.name }}
+{{- else }}
+{{- default "default" $sa.name }}
+{{- end }}
 {{- end }}
 
-{{- define "sandpit.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-capabilities:
-  drop: [ALL]
-{{- end }}
-
-{{/* Pod-level settings shared by the operator and the gateway. */}}
+{{/* Pod-level settings shared by the operator and the gateway: (dict "root" $ "component" "operator") */}}
 {{- define "sandpit.podSpecCommon" -}}
-{{- with .Values.image.pullSecrets }}
+{{- $c := index .root.Values .component }}
+serviceAccountName: {{ include "sandpit.serviceAccountName" . }}
+{{- with .root.Values.imagePullSecrets }}
 imagePullSecrets:
-{{- range . }}
-  - name: {{ . }}
-{{- end }}
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 enableServiceLinks: false
-{{- if .Values.hostNetwork }}
+{{- if .root.Values.hostNetwork }}
 hostNetwork: true
 {{- end }}
+{{- with .root.Values.podSecurityContext }}
 securityContext:
-  {{- include "sandpit.podSecurityContext" . | nindent 2 }}
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $c.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Scheduling keys of a component's pod (the end of its spec). */}}
+{{- define "sandpit.podScheduling" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{/* With host networking a new pod cannot start beside the old one (same node ports): replace, then start. */}}
@@ -164,8 +182,11 @@ strategy:
 {{- $g := .Values.gateway }}
 {{- $_ := set $c.sandbox "backend" "kubernetes" }}
 {{- $_ := set $c.sandbox "maxConcurrentRuns" $g.maxConcurrentRuns }}
-{{- $server := dict "host" (include "sandpit.bindHost" .) "port" $g.port }}
-{{- with $g.allowedHosts }}{{ $_ := set $server "allowedHosts" (concat . (list "localhost")) }}{{ end }}
+{{- /* A stateful MCP session lives in one process: more than one replica means stateless, for good. */}}
+{{- $server := dict "host" (include "sandpit.bindHost" .) "port" $g.port "stateless" (or $g.stateless (gt (int $g.replicas) 1)) }}
+{{- $hosts := $g.allowedHosts }}
+{{- if $g.ingress.enabled }}{{ range $g.ingress.hosts }}{{ with .host }}{{ $hosts = append $hosts . }}{{ end }}{{ end }}{{ end }}
+{{- with $hosts }}{{ $_ := set $server "allowedHosts" (concat . (list "localhost")) }}{{ end }}
 {{- $_ := set $c "server" $server }}
 {{- $gw := dict "namespace" (include "sandpit.gateway.runNamespace" .) "ttlSecondsAfterFinished" $g.ttlSecondsAfterFinished "pickupTimeoutSeconds" (coalesce $g.admitTimeoutSeconds $g.pickupTimeoutSeconds) }}
 {{- $_ := set $c.kubernetes "gateway" $gw }}
@@ -182,7 +203,8 @@ httpGet:
   {{- if .root.Values.hostNetwork }}
   host: 127.0.0.1
   {{- end }}
-  {{- if and (eq .port "http") .root.Values.gateway.allowedHosts }}
+  {{- $g := .root.Values.gateway }}
+  {{- if and (eq .port "http") (or $g.allowedHosts (and $g.ingress.enabled $g.ingress.hosts)) }}
   httpHeaders:
     - name: Host
       value: localhost
@@ -197,5 +219,13 @@ httpGet:
 {{- end }}
 {{- if and .Values.apiServer.port (not .Values.apiServer.host) }}
 {{- fail "apiServer.port needs apiServer.host" }}
+{{- end }}
+{{- with .Values.gateway.auth.token }}
+{{- if lt (len .) 8 }}
+{{- fail (printf "gateway.auth.token: expected at least 8 characters, got %d (or leave it empty: one is generated)" (len .)) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.admissionPolicy.enabled (not (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version)) }}
+{{- fail (printf "admissionPolicy.enabled needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy, admissionregistration.k8s.io/v1); this cluster is %s" .Capabilities.KubeVersion.Version) }}
 {{- end }}
 {{- end }}

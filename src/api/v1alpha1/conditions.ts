@@ -6,10 +6,22 @@
  * - Started:  True once the program's container started; False with the reason it has not
  *             (ContainerCreating, ImageNotFound, Unschedulable, …) while it waits.
  * - Finished: True once the run reached a terminal phase; its reason is the run's reason.
+ *
+ * And the three that kstatus-based tools read (Flux, kpt, `kubectl wait --for=condition=Ready`):
+ * - Ready:       True when the run Succeeded; False otherwise.
+ * - Stalled:     True when it ended any other way (Failed, TimedOut, Rejected, Cancelled): failed.
+ * - Reconciling: True while it is Pending or Running: in progress.
  */
 import type { Condition } from './sandboxrun.js';
 
-export const ConditionType = { Admitted: 'Admitted', Started: 'Started', Finished: 'Finished' } as const;
+export const ConditionType = {
+  Admitted: 'Admitted',
+  Started: 'Started',
+  Finished: 'Finished',
+  Ready: 'Ready',
+  Stalled: 'Stalled',
+  Reconciling: 'Reconciling',
+} as const;
 export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;

@@ -87,7 +87,9 @@ export const SandboxRunStatusSchema = z.object({
   conditions: z
     .array(ConditionSchema)
     .optional()
-    .describe('Admitted, Started and Finished, each with the generation it was computed from')
+    .describe(
+      'Admitted, Started and Finished; Ready, Stalled and Reconciling for kstatus tools. Each with the generation it was computed from',
+    )
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
   output: RunOutputSchema.optional().describe(
     'A bounded tail of the output, so kubectl users see the result',

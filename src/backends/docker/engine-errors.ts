@@ -9,7 +9,7 @@ interface EngineFailure {
 }
 
 export const ENGINE_HINT =
-  'start the engine with `sandpit setup` (or `scripts/docker-engine.sh up`), then `sandpit doctor`';
+  'start the engine with `sandpit setup` (as root), then check with `sandpit doctor`';
 
 export function engineError(e: unknown, context: { image?: string; runtime?: string | undefined }): AppError {
   if (e instanceof AppError) return e;

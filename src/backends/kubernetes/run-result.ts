@@ -67,6 +67,8 @@ export function resultFromStatus(run: FinishedRun): RunResult {
       exitCode: status.exitCode ?? null,
     },
     stdout: run.output,
+    // The pod log interleaves stderr into stdout.
+    errorText: run.output.text,
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     backend: BACKEND_NAME,

@@ -59,16 +59,23 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
   const o = decide(i);
   const terminal = isTerminal(o.phase);
   const observedGeneration = i.generation;
+  const reason = terminal ? (o.reason ?? o.phase) : o.phase;
+  const succeeded = o.phase === 'Succeeded';
+  // Finished, and the three that kstatus tools read (Ready, Stalled, Reconciling), all with the run's reason.
+  const summary = (type: ConditionType, on: boolean): ConditionInput => ({
+    type,
+    status: on ? 'True' : 'False',
+    reason,
+    message: o.message,
+    observedGeneration,
+  });
   const wanted: ConditionInput[] = [
     admitted(i.verdict, observedGeneration),
     { type: ConditionType.Started, ...o.started, observedGeneration },
-    {
-      type: ConditionType.Finished,
-      status: terminal ? 'True' : 'False',
-      reason: terminal ? (o.reason ?? o.phase) : o.phase,
-      message: o.message,
-      observedGeneration,
-    },
+    summary(ConditionType.Finished, terminal),
+    summary(ConditionType.Ready, succeeded),
+    summary(ConditionType.Stalled, terminal && !succeeded),
+    summary(ConditionType.Reconciling, !terminal),
   ];
   const conditions = wanted.reduce<Condition[]>(
     (all, next) => setCondition(all, next, i.now),

@@ -97,6 +97,7 @@ export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<Re
 /** A run not finished yet: the verdict, the children, the status, the report. */
 async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
   const verdict = evaluateRun(run.raw.spec, deps.policy);
+  const observed = await observeChildren(deps, run, verdict);
   const status = computeStatus({
     generation: run.generation,
     createdAt: run.createdAt,
@@ -105,7 +106,7 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
     cancel: verdict.spec?.cancel === true,
     pendingTimeoutSeconds: run.timing.pendingTimeoutSeconds,
     podName: childName(run.ref.name, run.ref.uid),
-    ...(await observeChildren(deps, run, verdict)),
+    ...observed,
     now: run.timing.now,
   });
   await writeStatus(deps, key, run, status);
@@ -116,6 +117,7 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
     before: run.status,
     after: status,
     effective: verdict.allowed ? verdict.effective : undefined,
+    runnerDurationMs: observed.pod?.terminated?.report?.durationMs,
   });
   const after = requeueAfterMs(status, run.timing);
   if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };

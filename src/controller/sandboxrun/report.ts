@@ -22,6 +22,11 @@ export interface Transition {
   before: SandboxRunStatus;
   after: SandboxRunStatus;
   effective: EffectiveSpec | undefined;
+  /**
+   * The program's run time as its runner measured it (the exit report). Pod timestamps are whole
+   * seconds, so a one-second run would otherwise read as 0 ms.
+   */
+  runnerDurationMs?: number | undefined;
 }
 
 export interface ReportDeps {
@@ -41,7 +46,8 @@ export function auditOutcome(t: Transition): AuditOutcome {
     phase: s.phase ?? 'Pending',
     reason: s.reason,
     exitCode: s.exitCode ?? null,
-    durationMs: Math.round(seconds(s.startTime ?? t.createdAt, s.completionTime) * 1000),
+    durationMs:
+      t.runnerDurationMs ?? Math.round(seconds(s.startTime ?? t.createdAt, s.completionTime) * 1000),
     // The pod log interleaves both streams (Kubernetes < 1.32): all of it counts as stdout.
     stdoutBytes: s.output?.bytes ?? 0,
     stderrBytes: 0,

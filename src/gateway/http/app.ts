@@ -17,7 +17,7 @@ import type { SandpitService } from '../service.js';
 import { requireAuth } from './auth.js';
 import { errorHandler, notFound } from './errors.js';
 import { healthRoute } from './health.js';
-import { hostValidation } from './host-validation.js';
+import { hostValidation, LOOPBACK_HOSTS } from './host-validation.js';
 import { metricsRoute } from './metrics.js';
 
 /** The port the MCP transport plugs into: its three routes, and its own shutdown. */
@@ -54,8 +54,12 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(requestLog(deps.logger));
+  // A local probe (kubelet, curl on the host) names a loopback host; /health shows no run data.
+  const health = healthRoute(deps.service, deps.version);
+  if (deps.allowedHosts)
+    app.get('/health', hostValidation([...deps.allowedHosts, ...LOOPBACK_HOSTS]), health);
+  else app.get('/health', health);
   if (deps.allowedHosts) app.use(hostValidation(deps.allowedHosts));
-  app.get('/health', healthRoute(deps.service, deps.version));
   const auth = requireAuth(deps.authenticator);
   app.get('/metrics', auth, metricsRoute(deps.metrics));
   app.post('/mcp', auth, express.json({ limit: deps.bodyLimitBytes }), deps.mcp.post);

@@ -2,6 +2,10 @@
  * Stateful Streamable HTTP: one server and transport per session, keyed by `mcp-session-id` and
  * bound to the principal that opened it (another token gets 404, as for an unknown session). The
  * number of sessions is bounded, and idle ones are closed.
+ *
+ * A response stream that closes does not cancel its call (MCP 2025-11-25): the client resumes it
+ * (Last-Event-ID, from the session's event store, or get_run) or cancels it
+ * (notifications/cancelled, or deleting the session; an expired session cancels too).
  */
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
@@ -11,7 +15,12 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { McpHttp } from '../http/app.js';
 import { jsonRpcError } from '../http/errors.js';
 import { principalOfRequest, type ToolDeps } from './context.js';
+import { BoundedEventStore, EVENT_STORE_LIMITS } from './event-store.js';
+import type { ToolCatalog } from './catalog.js';
 import { createMcpServer } from './server.js';
+
+/** How soon a client whose stream closed reconnects (the SSE `retry` field). */
+export const RETRY_MS = 1000;
 
 export interface StatefulOptions {
   maxSessions: number;
@@ -26,7 +35,7 @@ interface Session {
   active: number;
 }
 
-export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHttp {
+export function statefulMcpHttp(deps: ToolDeps, catalog: ToolCatalog, options: StatefulOptions): McpHttp {
   const sessions = new Map<string, Session>();
   const principalOf = (req: Request): string => principalOfRequest(req, deps).name;
 
@@ -65,7 +74,7 @@ export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHt
         );
       return;
     }
-    const server = createMcpServer(deps);
+    const server = createMcpServer(deps, catalog);
     const session: Session = {
       server,
       transport: undefined as never,
@@ -76,6 +85,13 @@ export function statefulMcpHttp(deps: ToolDeps, options: StatefulOptions): McpHt
     session.transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void sessions.set(id, session),
+      // Event ids and a retry field on every stream (SEP-1699): a client whose stream was cut
+      // resumes with Last-Event-ID; the run goes on meanwhile.
+      eventStore: new BoundedEventStore({
+        ...EVENT_STORE_LIMITS,
+        deadlineMs: deps.service.policy.ceilings.timeoutSeconds * 1000,
+      }),
+      retryInterval: RETRY_MS,
     });
     session.transport.onclose = () => {
       if (session.transport.sessionId) sessions.delete(session.transport.sessionId);

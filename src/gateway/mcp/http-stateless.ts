@@ -9,9 +9,10 @@ import type { McpHttp } from '../http/app.js';
 import { jsonRpcError } from '../http/errors.js';
 import { principalOfRequest, type ToolDeps } from './context.js';
 import { InflightCalls } from './inflight.js';
+import type { ToolCatalog } from './catalog.js';
 import { createMcpServer } from './server.js';
 
-export function statelessMcpHttp(deps: ToolDeps): McpHttp {
+export function statelessMcpHttp(deps: ToolDeps, catalog: ToolCatalog): McpHttp {
   const inflight = new InflightCalls();
   const open = new Set<() => Promise<void>>();
   const notAllowed = (_req: Request, res: Response): void => {
@@ -25,7 +26,7 @@ export function statelessMcpHttp(deps: ToolDeps): McpHttp {
       const principal = principalOfRequest(req, deps).name;
       const cancelled = inflight.cancelFrom(principal, req.body);
       if (cancelled > 0) deps.logger.debug({ principal, cancelled }, 'client cancelled calls in flight');
-      const server = createMcpServer(deps);
+      const server = createMcpServer(deps, catalog);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       const close = (): Promise<void> => server.close().catch(() => undefined);
       const forget = inflight.track(principal, req.body, () => void close());

@@ -11,6 +11,7 @@ export function renderRun(r: RunResult): string {
   ].filter(Boolean);
   const lines = [head.join(' · ')];
   if (r.message && r.phase !== 'Succeeded') lines.push(r.message);
+  if (r.hint) lines.push(`hint: ${r.hint}`);
   lines.push(section('stdout', r.stdout, r.stdoutBytes), section('stderr', r.stderr, r.stderrBytes));
   if (r.truncated) lines.push('(output was truncated: head and tail kept, byte counts are exact)');
   return lines.filter((l) => l !== '').join('\n');

@@ -1,111 +1,192 @@
 /**
  * Tool input and output schemas, derived from the run model in src/api (the single source of truth)
- * so that MCP, REST and the CRD cannot drift. Every field carries a description: it is the model's
- * only documentation.
+ * so that MCP, REST and the CRD cannot drift, and built per server from its policy: the language is
+ * an enum of the configured templates, a deadline is bounded by the ceiling. Every field carries a
+ * description, as short as its meaning allows: the descriptions are the model's only documentation,
+ * and every byte of tools/list is in every conversation.
+ *
+ * Each input has two forms: `listed` is what tools/list shows; `parse` is what a call may send. The
+ * parse form also accepts quietly what the listed one leaves out: `template` for `language`, a
+ * language alias (`py`), a number for a quantity.
  */
 import * as z from 'zod';
 import { RunRequestSchema, RunResultSchema } from '../../api/run.js';
+import type { Policy } from '../../policy/policy.js';
 
 const R = RunRequestSchema.shape;
-const runId = z
-  .string()
-  .min(1)
-  .max(64)
-  .describe('The runId from a run_code / run_command result or its first notification');
 
-/** Fields every run tool shares: inputs, environment and limits (all within the server's policy). */
-const common = {
+export interface ToolInput<L extends z.ZodObject = z.ZodObject> {
+  listed: L;
+  parse: z.ZodType;
+}
+
+const runId = z.string().min(1).max(64).describe('runId from run_code or run_command');
+
+/** A Kubernetes-style quantity, as a string in the schema (a number is accepted too). */
+const quantity = (description: string) => z.string().describe(description);
+const quantityParse = z.union([z.string().min(1).max(32), z.number()]);
+
+function commonListed(policy: Policy) {
+  const c = policy.ceilings;
+  return {
+    files: z
+      .array(
+        z
+          .object({
+            path: z.string().describe('Relative, e.g. data/in.csv'),
+            content: z.string().describe('Text or base64'),
+            encoding: z.enum(['utf8', 'base64']).optional().describe('Of content; utf8'),
+            executable: z.boolean().optional().describe('chmod +x'),
+          })
+          .strict(),
+      )
+      .optional()
+      .describe('Files in the workspace'),
+    stdin: R.stdin.describe('Standard input'),
+    env: z
+      .array(z.object({ name: z.string().describe('Name'), value: z.string().describe('Value') }).strict())
+      .optional()
+      .describe('Environment variables'),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(c.timeoutSeconds)
+      .optional()
+      .describe(`Deadline, s (default and maximum ${c.timeoutSeconds})`),
+    resources: z
+      .object({
+        cpu: quantity('e.g. "0.5" or "500m"').optional(),
+        memory: quantity('e.g. "256Mi"').optional(),
+        pids: z.number().int().min(1).max(c.pids).optional().describe('Processes'),
+        ephemeralStorage: quantity('Workspace, e.g. "64Mi"').optional(),
+      })
+      .strict()
+      .optional()
+      .describe('Below the ceilings (list_templates)'),
+    image: z.string().optional().describe('Allowlisted image instead of the template’s'),
+  };
+}
+
+/**
+ * What a call may send beyond the listed schema: numbers for quantities, `template`, aliases, and
+ * `runtime` (an operator's choice far more than a model's; docs/mcp.md).
+ */
+const commonParse = {
+  // The run model checks files, env and the ceilings, with errors that name the field and limit.
   files: R.files,
-  stdin: R.stdin,
   env: R.env,
-  timeoutSeconds: R.timeoutSeconds.describe(
-    'Hard wall-clock deadline in seconds; defaults to and may not exceed the server ceiling (see list_templates)',
-  ),
-  resources: R.resources,
+  timeoutSeconds: R.timeoutSeconds,
+  resources: z
+    .object({
+      cpu: quantityParse.optional(),
+      memory: quantityParse.optional(),
+      pids: z.number().int().optional(),
+      ephemeralStorage: quantityParse.optional(),
+    })
+    .strict()
+    .optional(),
   image: R.image,
   runtime: R.runtime,
+  language: z.string().optional(),
+  template: z.string().optional(),
 };
 
-export const RunCodeInput = z
-  .object({
-    language: R.template.describe(
-      'Language (template) to run the code with: python, node, bash, c or rust; default python',
-    ),
-    template: R.template.describe('Same as language (either may be given)'),
-    code: z
-      .string()
-      .describe('Source code; it runs as the main file of the chosen language. Print what you want back'),
-    ...common,
-  })
-  .strict();
+export function buildToolSchemas(policy: Policy) {
+  const names = policy.templates.map((t) => t.name);
+  if (names.length === 0) throw new Error('the policy has no templates');
+  const language = (description: string) =>
+    z
+      .enum(names as [string, ...string[]])
+      .optional()
+      .describe(description);
 
-export const RunCommandInput = z
-  .object({
-    command: R.command
-      .unwrap()
-      .describe('argv to execute in the workspace, e.g. ["ls", "-la"]; no shell unless you run one'),
-    template: R.template.describe(
-      'Template whose image runs the command: python, node, bash, c or rust; default bash',
-    ),
-    ...common,
-  })
-  .strict();
+  const runCodeListed = z
+    .object({
+      code: z.string().describe('Source, run as the main file; print what you want back'),
+      language: language('Default python (list_templates)'),
+      ...commonListed(policy),
+    })
+    .strict();
+  const runCommandListed = z
+    .object({
+      command: R.command.unwrap().describe('argv, e.g. ["sh", "-c", "ls | wc -l"]'),
+      language: language('Whose image runs it; default bash'),
+      ...commonListed(policy),
+    })
+    .strict();
+  const runCode: ToolInput<typeof runCodeListed> = {
+    listed: runCodeListed,
+    parse: runCodeListed.extend(commonParse),
+  };
+  const runCommand: ToolInput<typeof runCommandListed> = {
+    listed: runCommandListed,
+    parse: runCommandListed.extend(commonParse),
+  };
+  const byRunId = z.object({ runId }).strict();
+  const none = z.object({}).strict();
+  return {
+    runCode,
+    runCommand,
+    runId: { listed: byRunId, parse: byRunId } satisfies ToolInput,
+    none: { listed: none, parse: none } satisfies ToolInput,
+  };
+}
+export type ToolSchemas = ReturnType<typeof buildToolSchemas>;
 
-export const RunIdInput = z.object({ runId }).strict();
-export const NoInput = z.object({}).strict();
+/** The parsed input of run_code and run_command (the parse form). */
+export interface RunToolArgs {
+  language?: string | undefined;
+  template?: string | undefined;
+  [field: string]: unknown;
+}
 
-export const RunResultOutput = RunResultSchema.extend({
-  template: RunResultSchema.shape.template.describe('Template that ran the code'),
-  image: RunResultSchema.shape.image.describe('Image the sandbox ran'),
-  runtime: RunResultSchema.shape.runtime.describe('Container runtime used, when not the engine default'),
-  limits: RunResultSchema.shape.limits.describe('Limits the run had after policy'),
-  createdAt: RunResultSchema.shape.createdAt.describe('When the run was admitted (ISO 8601)'),
-  finishedAt: RunResultSchema.shape.finishedAt.describe('When the run ended (ISO 8601)'),
+const S = RunResultSchema.shape;
+/**
+ * The run result as tools declare it: the fields a model acts on, described. The others
+ * (stdoutBytes, stderrBytes, binaryOutput, template, image, runtime, backend, served, limits,
+ * createdAt, finishedAt; docs/mcp.md) pass through undeclared, since every declared field is in
+ * every tools/list, four times.
+ */
+export const RunResultOutput = z.looseObject({
+  runId: S.runId.describe('For get_run, cancel_run'),
+  phase: z.string().describe('Succeeded, Failed, TimedOut, Cancelled, …'),
+  reason: z.string().optional().describe('Completed, Error, OOMKilled, DeadlineExceeded, …'),
+  message: S.message.describe('Detail'),
+  hint: S.hint.describe('What to do about it'),
+  exitCode: S.exitCode.describe('Null if it never exited'),
+  timedOut: S.timedOut.describe('The deadline ended it'),
+  stdout: S.stdout.describe('Head and tail if cut'),
+  stderr: S.stderr.describe('Head and tail if cut'),
+  truncated: S.truncated.describe('Output was cut'),
+  durationMs: S.durationMs.describe('Wall-clock ms'),
 });
 
-export const TemplateInfoSchema = z.object({
-  name: z.string().describe('Template name, for run_code language or run_command template'),
-  description: z.string().describe('What the template runs'),
-  image: z.string().describe('Image the template runs in'),
-  aliases: z.array(z.string()).describe('Other accepted names'),
-  fileName: z.string().describe('Name the code is given inside the sandbox'),
-  defaults: z
-    .object({
-      cpu: z.string().describe('CPU limit (the default and ceiling)'),
-      memory: z.string().describe('Memory limit'),
-      timeoutSeconds: z.number().int().describe('Default deadline in seconds'),
-      pids: z.number().int().describe('Process limit'),
-    })
-    .describe('Limits a run gets unless it asks for less'),
+/** A template as list_templates declares it (aliases and fileName pass through undeclared). */
+export const TemplateInfoSchema = z.looseObject({
+  name: z.string().describe('For language'),
+  description: z.string().describe('What it runs'),
+  image: z.string().describe('Image'),
+  libraries: z.array(z.string()).describe('What the image has'),
+  defaults: z.looseObject({}).describe('Default and maximum limits: cpu, memory, timeoutSeconds, pids'),
 });
 export const ListTemplatesOutput = z.object({
   templates: z.array(TemplateInfoSchema).describe('Templates this caller may use'),
 });
 
 export const HealthOutput = z.object({
-  ok: z.boolean().describe('True when runs can start: engine up and every sandbox image present'),
+  ok: z.boolean().describe('Runs can start'),
   backend: z.string().describe('docker or kubernetes'),
-  detail: z.string().describe('What is wrong and how to fix it, or what is up'),
+  detail: z.string().describe('What is wrong and the fix, or what is up'),
   images: z
     .object({
-      present: z.array(z.string()).describe('Sandbox images found'),
-      missing: z
-        .array(z.string())
-        .describe('Sandbox images missing (build them with `sandpit images build`)'),
+      present: z.array(z.string()).describe('Found'),
+      missing: z.array(z.string()).describe('To build'),
     })
     .optional()
-    .describe('Sandbox images, when the engine answered'),
-  runtimes: z.array(z.string()).optional().describe('Container runtimes the engine offers'),
-  pools: z
-    .array(
-      z.object({
-        template: z.string().describe('Template (shape) the pool serves'),
-        idle: z.number().int().describe('Started sandboxes waiting for a run'),
-        starting: z.number().int().describe('Sandboxes being started'),
-      }),
-    )
-    .optional()
-    .describe('Warm pools, when the backend keeps them'),
-  running: z.number().int().describe('Runs executing now'),
-  queued: z.number().int().describe('Runs waiting for a free slot'),
+    .describe('Sandbox images'),
+  runtimes: z.array(z.string()).optional().describe('Runtimes the engine offers'),
+  pools: z.array(z.looseObject({})).optional().describe('Warm pools: template, idle, starting'),
+  running: z.number().int().describe('Runs executing'),
+  queued: z.number().int().describe('Runs waiting'),
 });

@@ -1,15 +1,21 @@
 /** One MCP server with every tool. A server serves one transport: stdio, one HTTP session, or one stateless request. */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+import { buildCatalog, registerCatalog, type CatalogOptions, type ToolCatalog } from './catalog.js';
 import type { ToolDeps } from './context.js';
-import { registerTools } from './tools/index.js';
+import { allTools } from './tools/index.js';
 
 const INSTRUCTIONS =
   'Runs untrusted code in locked-down, network-less containers. Use run_code for a snippet in a language ' +
   '(list_templates shows them and their limits), run_command for an argv. Output streams as log notifications ' +
   '(logger stdout/stderr) while a run executes; the final result carries exit code and capped output.';
 
-export function createMcpServer(deps: ToolDeps): McpServer {
+/** The tools a gateway offers under its policy: built once, shared by every server it creates. */
+export function buildToolCatalog(deps: Pick<ToolDeps, 'service'>, options: CatalogOptions = {}): ToolCatalog {
+  return buildCatalog(deps.service.policy, allTools, options);
+}
+
+export function createMcpServer(deps: ToolDeps, catalog: ToolCatalog = buildToolCatalog(deps)): McpServer {
   const server = new McpServer(
     { name: 'sandpit', version: deps.version },
     { capabilities: { logging: {} }, instructions: INSTRUCTIONS },
@@ -20,6 +26,6 @@ export function createMcpServer(deps: ToolDeps): McpServer {
     level = request.params.level;
     return {};
   });
-  registerTools(server, { ...deps, clientLogLevel: () => level });
+  registerCatalog(server, catalog, { ...deps, clientLogLevel: () => level });
   return server;
 }

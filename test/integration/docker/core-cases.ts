@@ -97,6 +97,17 @@ export function coreCases(runtime?: 'runsc'): void {
       );
     });
 
+    test('a program that fails on a name lookup gets the hint that the sandbox has no network', async () => {
+      const r = await runToEnd(
+        backend,
+        { template: 'python', code: 'import socket\nsocket.getaddrinfo("pypi.org", 443)' },
+        opts,
+      );
+      assert.equal(r.phase, 'Failed');
+      assert.match(r.stderr, /socket\.gaierror/);
+      assert.equal(r.hint, 'this sandbox has no network (egress: none)', r.stderr);
+    });
+
     test('the rootfs is read-only, the uid is 1000, CapEff is zero and NoNewPrivs is set', async () => {
       const code = [
         'import os',

@@ -66,6 +66,73 @@ test('the python image has the full standard library', async () => {
   assert.equal(r.stdout, '{"ok": true}\n', r.stderr);
 });
 
+test('`python` is python3, and pip and venv import: docker run --rm --network none sandpit/python:3.11', () => {
+  const r = spawnSync(
+    'docker',
+    [
+      'run',
+      '--rm',
+      '--label',
+      'sandpit.dev/managed-by=sandpit',
+      '--network',
+      'none',
+      'sandpit/python:3.11',
+      'python',
+      '-c',
+      'import pip, venv, sys; print(sys.version_info[:2])',
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, '(3, 11)\n');
+});
+
+test('the seed\'s REST example runs verbatim: ["python", "script.py"] in python:3.11', async () => {
+  const r = await runToEnd(backend, {
+    image: 'python:3.11',
+    command: ['python', 'script.py'],
+    files: [{ path: 'script.py', content: 'print(sum(range(10)))\n' }],
+  });
+  assert.equal(r.phase, 'Succeeded', r.stderr);
+  assert.equal(r.stdout, '45\n');
+});
+
+// A wheel built in the sandbox with zipfile (no index, no setuptools run), installed by a plain
+// `pip install`: without PEP 668's marker pip falls back to a user install under HOME (/tmp).
+const MAKE_WHEEL = `
+import base64, hashlib, zipfile
+name, dist = "sandpit_probe", "sandpit_probe-1.0.dist-info"
+files = {
+    f"{name}/__init__.py": b"ANSWER = 42\\n",
+    f"{dist}/METADATA": b"Metadata-Version: 2.1\\nName: sandpit-probe\\nVersion: 1.0\\n",
+    f"{dist}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: sandpit-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+def digest(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+record = "".join(f"{path},{digest(data)},{len(data)}\\n" for path, data in files.items()) + f"{dist}/RECORD,,\\n"
+with zipfile.ZipFile("sandpit_probe-1.0-py3-none-any.whl", "w") as whl:
+    for path, data in files.items():
+        whl.writestr(path, data)
+    whl.writestr(f"{dist}/RECORD", record)
+`;
+
+test('pip install of a local wheel (--no-index) works as uid 1000 on the read-only root, and the module imports', async () => {
+  const r = await runToEnd(backend, {
+    template: 'python',
+    command: [
+      'sh',
+      '-c',
+      'python make_wheel.py && pip install --no-index --no-cache-dir ./sandpit_probe-1.0-py3-none-any.whl >&2 && python -c "import sandpit_probe; print(sandpit_probe.ANSWER)"',
+    ],
+    files: [{ path: 'make_wheel.py', content: MAKE_WHEEL }],
+    timeoutSeconds: 30,
+  });
+  assert.equal(r.phase, 'Succeeded', r.stderr);
+  assert.equal(r.stdout, '42\n');
+  assert.match(r.stderr, /Successfully installed sandpit-probe-1\.0/);
+  assert.doesNotMatch(r.stderr, /externally-managed-environment/);
+});
+
 test('rebuilding the images is a fast no-op', async () => {
   const ids = await Promise.all(
     BUILTIN_TEMPLATES.map(async (t) => (await docker.getImage(t.image).inspect()).Id),

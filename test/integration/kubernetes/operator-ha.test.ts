@@ -201,7 +201,7 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
           const base = await op.probesUrl();
           for (const probe of ['/healthz', '/readyz'])
             assert.equal((await fetch(base + probe)).status, 200, `${op.identity} ${probe}`);
-          assert.match(await op.metrics(), /^sandpit_operator_leader /m);
+          assert.match(await op.metrics(), /^sandpit_operator_leader[{ ]/m);
         }
         const stoppedAt = Date.now();
         assert.equal(await first.kill('SIGTERM'), 0, 'a clean exit');

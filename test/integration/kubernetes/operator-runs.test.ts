@@ -56,6 +56,24 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     assert.match(run.status?.output?.tail ?? '', /about to fail/);
   });
 
+  it('a one-second run: the audit durationMs is the runner’s measure, not whole pod seconds', async () => {
+    const { cluster, ns } = ops.suite;
+    await createRun(
+      cluster,
+      ns,
+      sandboxRun('one-second', { template: 'python', code: 'import time\ntime.sleep(1)' }),
+    );
+    const run = await waitForFinished(cluster, ns, 'one-second', 60_000);
+    assert.equal(run.status?.phase, 'Succeeded');
+    const audit = await ops.suite.operator.waitForLog(
+      (l) => l.audit === 'run' && l.runId === `${ns}/one-second`,
+      10_000,
+      'the audit record of the one-second run',
+    );
+    const ms = audit.durationMs as number;
+    assert.ok(ms >= 1000 && ms < 5000, `durationMs ${ms}`);
+  });
+
   it('an endless loop: TimedOut/DeadlineExceeded at the deadline, reported as promptly as its start', async () => {
     const { cluster, ns } = ops.suite;
     const timeoutSeconds = 5;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { classify, type RunFacts } from '../../../src/api/outcome.js';
-import { buildResult } from '../../../src/api/result.js';
+import { buildResult, networkHint, NO_NETWORK_HINT } from '../../../src/api/result.js';
 import { RunResultSchema } from '../../../src/api/run.js';
 import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
 
@@ -137,4 +137,61 @@ test('a live run: no finishedAt, the duration so far', () => {
   assert.equal('finishedAt' in r, false);
   assert.equal('reason' in r, false);
   assert.ok(RunResultSchema.safeParse(r).success);
+});
+
+describe('a failed name lookup or connection says the sandbox has no network', () => {
+  const spec = {
+    template: 'python',
+    image: 'sandpit/python:3.11',
+    argv: ['python3'],
+    code: undefined,
+    files: [],
+    stdin: Buffer.alloc(0),
+    env: [],
+    limits: {
+      cpuMilli: 1000,
+      memoryBytes: 1 << 28,
+      pids: 64,
+      workspaceBytes: 1024,
+      tmpBytes: 1024,
+      timeoutSeconds: 10,
+      outputBytes: 4096,
+      fileSizeBytes: 1024,
+      openFiles: 64,
+    },
+    network: 'none',
+    runtime: undefined,
+    workdir: '/workspace',
+  } satisfies EffectiveSpec;
+  const stream = (text: string) => ({ text, bytes: text.length, truncated: false, binary: false });
+  const result = (stderr: string) =>
+    buildResult({
+      runId: 'run-1',
+      subject: spec,
+      outcome: outcome({ exitCode: 1 }),
+      stderr: stream(stderr),
+      startedAt: 0,
+      finishedAt: 1,
+      backend: 'docker',
+    });
+  const MESSAGES: [string, string][] = [
+    ['python / glibc', 'socket.gaierror: [Errno -3] Temporary failure in name resolution'],
+    ['glibc, unknown name', 'socket.gaierror: [Errno -2] Name or service not known'],
+    ['node, unknown name', 'Error: getaddrinfo ENOTFOUND pypi.org'],
+    ['node, lookup failed for now', 'Error: getaddrinfo EAI_AGAIN registry.npmjs.org'],
+    ['curl', 'curl: (6) Could not resolve host: example.com'],
+    ['connect without a route', 'OSError: [Errno 101] Network is unreachable'],
+  ];
+  for (const [name, stderr] of MESSAGES) {
+    test(name, () => {
+      const r = result(`Traceback (most recent call last):\n  …\n${stderr}\n`);
+      assert.equal(r.hint, 'this sandbox has no network (egress: none)');
+      assert.equal(networkHint(stderr), NO_NETWORK_HINT);
+      assert.ok(RunResultSchema.safeParse(r).success);
+    });
+  }
+  test('other errors carry no hint', () => {
+    assert.equal('hint' in result('ValueError: boom\n'), false);
+    assert.equal(networkHint('ZeroDivisionError: division by zero'), undefined);
+  });
 });

@@ -67,7 +67,11 @@ describe('charts/sandpit files', () => {
       /\/gateway\/service\/type': value must be one of/,
     ],
     ['a port', ['--set', 'gateway.port=70000'], /\/gateway\/port': maximum: got 70,000, want 65,535/],
-    ['a short token', ['--set', 'gateway.auth.token=short'], /\/gateway\/auth\/token'/],
+    [
+      'a short token, saying how long it must be',
+      ['--set', 'gateway.auth.token=short'],
+      /gateway\.auth\.token: expected at least 8 characters, got 5/,
+    ],
     ['a pull policy', ['--set', 'image.pullPolicy=Sometimes'], /\/image\/pullPolicy': value must be one of/],
     [
       'a namespace name',

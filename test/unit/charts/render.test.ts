@@ -263,8 +263,8 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
           repository: 'registry.example/sandpit',
           tag: '9.9.9',
           pullPolicy: 'Always',
-          pullSecrets: ['regcred'],
         },
+        imagePullSecrets: [{ name: 'regcred' }],
         'operator.replicas': 3,
         'operator.watchNamespaces': ['agents', 'team-b'],
         'operator.probePort': 9100,
@@ -324,6 +324,7 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     assert.equal(deployment(docs, 'ai-sandpit-gateway').spec.replicas, 2);
     const gwCfg = loadPodConfig(docs, 'ai-sandpit-gateway', { SANDPIT_AUTH_TOKEN: 'sekrit-token-123' });
     assert.equal(gwCfg.server.port, 9000);
+    assert.equal(gwCfg.server.stateless, true, 'two replicas: stateless');
     assert.deepEqual(gwCfg.server.allowedHosts, ['sandpit.example.com', 'localhost']);
     assert.equal(gwCfg.sandbox.maxQueuedRuns, 5, 'extraConfig merged');
     assert.equal(gwCfg.kubernetes.gateway.namespace, 'agents');

@@ -339,6 +339,7 @@ describe('SANDPIT_* variables', () => {
       'server.allowedHosts',
       'server.host',
       'server.port',
+      'server.seedTools',
       'server.stateless',
     ]);
   });
@@ -355,6 +356,7 @@ describe('SANDPIT_* variables', () => {
     'server.host': { text: '0.0.0.0', want: '0.0.0.0' },
     'server.allowedHosts': { text: 'a.example,b.example', want: ['a.example', 'b.example'] },
     'server.stateless': { text: 'true', want: true },
+    'server.seedTools': { text: 'false', want: false },
     'auth.token': { text: 'env-token-123456', want: 'env-token-123456' },
     'auth.tokens': {
       text: '[{"name":"ci","token":"ci-token-1234","templates":["bash"]}]',
@@ -579,7 +581,7 @@ describe('errors', () => {
       caught = e;
     }
     assert.ok(caught instanceof AppError);
-    assert.match(caught.hint ?? '', /sandpit --help/);
+    assert.match(caught.hint ?? '', /`sandpit config` lists every setting/);
     assert.equal(caught.exitCode, 78);
   });
 
@@ -774,4 +776,47 @@ describe('renamed settings: the old names still work, with a warning', () => {
       /kubernetes\.operator\.workers \(from env SANDPIT_KUBERNETES_WORKERS = "many"\)/,
     );
   });
+});
+
+describe('command-line flags', () => {
+  test('a flag beats the environment and the file, and its errors name the flag', () => {
+    const env = { SANDPIT_LOGGING_LEVEL: 'warn' };
+    const flags = [{ field: 'logging.level', flag: '--log-level', value: 'debug' }];
+    assert.equal(loadConfig({ env, flags }).logging.level, 'debug');
+    assert.throws(
+      () => loadConfig({ env, flags: [{ ...flags[0]!, value: 'loud' }] }),
+      (e: unknown) =>
+        e instanceof AppError &&
+        e.exitCode === 78 &&
+        /logging\.level \(from flag --log-level = "loud"\): expected one of fatal, error/.test(e.message),
+    );
+  });
+});
+
+describe('an unknown key suggests the nearest valid one', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sandpit-config-typo-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const cases: [string, RegExp][] = [
+    [
+      'sandbox:\n  maxMemroy: 1g\n',
+      /sandbox: unknown setting\(s\) maxMemroy \(did you mean maxMemory\?\) in file /,
+    ],
+    ['sandbx:\n  maxMemory: 1g\n', /\(top level\): unknown setting\(s\) sandbx \(did you mean sandbox\?\)/],
+    ['server:\n  allowedhosts: [a]\n', /allowedhosts \(did you mean allowedHosts\?\)/],
+    [
+      'auth:\n  tokens:\n    - name: ci\n      token: abcdefghijk\n      template: [python]\n',
+      /auth\.tokens\.0: unknown setting\(s\) template \(did you mean templates\?\)/,
+    ],
+    ['sandbox:\n  flux: 1\n', /sandbox: unknown setting\(s\) flux in file /],
+  ];
+  for (const [yaml, want] of cases) {
+    test(JSON.stringify(yaml), () => {
+      const file = join(dir, 'c.yaml');
+      writeFileSync(file, yaml);
+      assert.throws(
+        () => loadConfig({ configPath: file }),
+        (e: unknown) => e instanceof AppError && want.test(e.message),
+      );
+    });
+  }
 });

@@ -160,6 +160,7 @@ test('list_templates gives every template with its limits', async () => {
   const r = await call('list_templates');
   const templates = r.structuredContent?.templates as {
     name: string;
+    libraries: string[];
     defaults: { timeoutSeconds: number; memory: string };
   }[];
   assert.deepEqual(
@@ -168,15 +169,26 @@ test('list_templates gives every template with its limits', async () => {
   );
   assert.equal(templates[0]!.defaults.timeoutSeconds, 30);
   assert.match(text(r), /^python \(sandpit\/python:3\.11\): /);
+  // Which libraries each image has: python has pip and venv, node no npm.
+  assert.ok(
+    templates[0]!.libraries.some((l) => /pip and venv/.test(l)),
+    'python names pip and venv',
+  );
+  assert.ok(
+    templates[1]!.libraries.some((l) => /no npm/.test(l)),
+    'node says it has no npm',
+  );
+  assert.ok(templates.every((t) => t.libraries.length > 0));
+  assert.match(text(r), /^python .*with the standard library, pip and venv/);
 });
 
 test('tool calls are counted by tool and outcome', async () => {
   const before = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(
-    /outcome="policy_denied"} (\d+)/,
+    /outcome="policy_denied",component="gateway"} (\d+)/,
   )?.[1];
   await call('run_code', { code: 'x', timeoutSeconds: 999 });
   const after = (await metrics.registry.getSingleMetricAsString('sandpit_tool_calls_total')).match(
-    /tool="run_code",outcome="policy_denied"} (\d+)/,
+    /tool="run_code",outcome="policy_denied",component="gateway"} (\d+)/,
   )?.[1];
   assert.equal(Number(after), Number(before ?? 0) + 1);
 });

@@ -3,30 +3,29 @@
  * Python 3.11 in a fresh sandbox with a 10 s default deadline (lower when the server's ceiling is).
  * The seed's result shape was not available to us; this snake_case shape is our design (docs/mcp.md).
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
 import type { RunResult } from '../../../api/run.js';
-import type { ToolDeps } from '../context.js';
-import { instrument } from '../instrument.js';
+import type { ToolSpec } from '../catalog.js';
 import { toolResult } from '../results.js';
 import { runStreamed } from '../run.js';
+import { RUN_ANNOTATIONS } from './run-code.js';
 
 export const SEED_DEFAULT_TIMEOUT_SECONDS = 10;
 
 const Input = z
-  .object({ code_string: z.string().describe('Python 3 source to run; print() what you want back') })
+  .object({ code_string: z.string().describe('Python 3 source; print() what you want back') })
   .strict();
 
 export const SeedExecuteOutput = z.object({
-  success: z.boolean().describe('True when the program ran to completion with exit code 0'),
-  stdout: z.string().describe('Standard output (head and tail kept when long)'),
-  stderr: z.string().describe('Standard error, e.g. a traceback (head and tail kept when long)'),
-  exit_code: z.number().int().nullable().describe('Exit code, null when the program never finished'),
-  timed_out: z.boolean().describe('True when the deadline ended the program'),
-  truncated: z.boolean().describe('True when output was cut to the limit'),
-  error: z.string().nullable().describe('Why the run did not succeed, null when it did'),
-  run_id: z.string().describe('Run id, for get_run'),
-  duration_ms: z.number().describe('Wall-clock time in milliseconds'),
+  success: z.boolean().describe('Exit code 0'),
+  stdout: z.string().describe('Head and tail when long'),
+  stderr: z.string().describe('E.g. a traceback'),
+  exit_code: z.number().int().nullable().describe('Null if it never exited'),
+  timed_out: z.boolean().describe('The deadline ended it'),
+  truncated: z.boolean().describe('Output was cut'),
+  error: z.string().nullable().describe('Why it failed, null if it did not'),
+  run_id: z.string().describe('For get_run'),
+  duration_ms: z.number().describe('Wall-clock ms'),
 });
 type SeedExecute = z.infer<typeof SeedExecuteOutput>;
 
@@ -39,7 +38,9 @@ export function toSeedResult(r: RunResult): SeedExecute {
     exit_code: r.exitCode,
     timed_out: r.timedOut,
     truncated: r.truncated,
-    error: success ? null : (r.message ?? r.reason ?? r.phase),
+    error: success
+      ? null
+      : [r.message ?? r.reason ?? r.phase, r.hint].filter((p) => p !== undefined).join('; '),
     run_id: r.runId,
     duration_ms: r.durationMs,
   };
@@ -52,32 +53,25 @@ function render(s: SeedExecute): string {
   return parts.filter((p) => p !== '').join('\n');
 }
 
-export function registerExecutePythonCode(server: McpServer, deps: ToolDeps): void {
-  server.registerTool(
-    'execute_python_code',
-    {
-      title: 'Execute Python code',
-      description:
-        'Runs Python 3 code in a fresh, locked-down sandbox (no network, 10 s deadline) and returns stdout, stderr ' +
-        'and the exit code. Compatible with the seed servers; run_code offers more languages and options.',
-      inputSchema: Input,
-      outputSchema: SeedExecuteOutput,
-      annotations: {
-        readOnlyHint: false,
-        destructiveHint: false,
-        idempotentHint: false,
-        openWorldHint: false,
-      },
-    },
-    instrument('execute_python_code', deps, async ({ code_string }: z.infer<typeof Input>, extra) => {
+export function executePythonCodeTool(): ToolSpec {
+  return {
+    name: 'execute_python_code',
+    title: 'Execute Python code',
+    description:
+      'Seed-compatible: runs Python 3 in a fresh sandbox (no network, 10 s deadline); run_code offers more.',
+    input: { listed: Input, parse: Input },
+    output: SeedExecuteOutput,
+    annotations: RUN_ANNOTATIONS,
+    seed: true,
+    handler: (deps) => async (args: z.infer<typeof Input>, extra) => {
       const timeoutSeconds = Math.min(
         SEED_DEFAULT_TIMEOUT_SECONDS,
         deps.service.policy.ceilings.timeoutSeconds,
       );
       const result = toSeedResult(
-        await runStreamed(deps, { template: 'python', code: code_string, timeoutSeconds }, extra),
+        await runStreamed(deps, { template: 'python', code: args.code_string, timeoutSeconds }, extra),
       );
       return toolResult(SeedExecuteOutput, result, render(result));
-    }),
-  );
+    },
+  };
 }

@@ -1,14 +1,14 @@
-/** Every tool the gateway offers, registered on one server. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { ToolDeps } from '../context.js';
-import { registerCancelRun } from './cancel-run.js';
-import { registerCheckSandboxHealth } from './check-sandbox-health.js';
-import { registerExecutePythonCode } from './execute-python-code.js';
-import { registerGetRun } from './get-run.js';
-import { registerListTemplates } from './list-templates.js';
-import { registerRunCode } from './run-code.js';
-import { registerRunCommand } from './run-command.js';
-import { registerSandboxHealth } from './sandbox-health.js';
+/** Every tool the gateway offers, as catalog entries. */
+import type { ToolSpec } from '../catalog.js';
+import type { ToolSchemas } from '../schemas.js';
+import { cancelRunTool } from './cancel-run.js';
+import { checkSandboxHealthTool } from './check-sandbox-health.js';
+import { executePythonCodeTool } from './execute-python-code.js';
+import { getRunTool } from './get-run.js';
+import { listTemplatesTool } from './list-templates.js';
+import { runCodeTool } from './run-code.js';
+import { runCommandTool } from './run-command.js';
+import { sandboxHealthTool } from './sandbox-health.js';
 
 export const TOOL_NAMES = [
   'run_code',
@@ -21,13 +21,18 @@ export const TOOL_NAMES = [
   'check_sandbox_health',
 ] as const;
 
-export function registerTools(server: McpServer, deps: ToolDeps): void {
-  registerRunCode(server, deps);
-  registerRunCommand(server, deps);
-  registerGetRun(server, deps);
-  registerCancelRun(server, deps);
-  registerListTemplates(server, deps);
-  registerSandboxHealth(server, deps);
-  registerExecutePythonCode(server, deps);
-  registerCheckSandboxHealth(server, deps);
+/** The seed servers' tools, which `server.seedTools: false` hides. */
+export const SEED_TOOL_NAMES = ['execute_python_code', 'check_sandbox_health'] as const;
+
+export function allTools(schemas: ToolSchemas): ToolSpec[] {
+  return [
+    runCodeTool(schemas),
+    runCommandTool(schemas),
+    getRunTool(schemas),
+    cancelRunTool(schemas),
+    listTemplatesTool(schemas),
+    sandboxHealthTool(schemas),
+    executePythonCodeTool(),
+    checkSandboxHealthTool(schemas),
+  ];
 }

@@ -1,32 +1,33 @@
-/** list_templates: the languages this caller may use, with their images and limits. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { principalOf, type ToolDeps } from '../context.js';
-import { instrument } from '../instrument.js';
+/** list_templates: the languages this caller may use, with their images, libraries and limits. */
+import type { ToolSpec } from '../catalog.js';
+import { principalOf } from '../context.js';
 import { toolResult } from '../results.js';
-import { ListTemplatesOutput, NoInput } from '../schemas.js';
+import { ListTemplatesOutput, type ToolSchemas } from '../schemas.js';
+import { READ_ANNOTATIONS } from './get-run.js';
 
-export function registerListTemplates(server: McpServer, deps: ToolDeps): void {
-  server.registerTool(
-    'list_templates',
-    {
-      title: 'List templates',
-      description:
-        'Lists the languages (templates) this caller may run, with their image and default limits.',
-      inputSchema: NoInput,
-      outputSchema: ListTemplatesOutput,
-      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
-    instrument('list_templates', deps, async (_args: unknown, extra) => {
+export function listTemplatesTool(schemas: ToolSchemas): ToolSpec {
+  return {
+    name: 'list_templates',
+    title: 'List templates',
+    description: 'The languages (templates) this caller may run, with image, libraries and default limits.',
+    input: schemas.none,
+    output: ListTemplatesOutput,
+    annotations: READ_ANNOTATIONS,
+    handler: (deps) => (_args: unknown, extra) => {
       const templates = deps.service.templates(principalOf(extra, deps));
       const text = templates
         .map(
           (t) =>
-            `${t.name} (${t.image}): ${t.description}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`,
+            `${t.name} (${t.image}): ${t.description}; with ${t.libraries.join(', ')}; cpu ${t.defaults.cpu}, memory ${t.defaults.memory}, ${t.defaults.timeoutSeconds}s`,
         )
         .join('\n');
       return Promise.resolve(
-        toolResult(ListTemplatesOutput, { templates }, text || 'no templates are allowed for this caller'),
+        toolResult(
+          ListTemplatesOutput,
+          { templates: templates.map((t) => ({ ...t })) },
+          text || 'no templates are allowed for this caller',
+        ),
       );
-    }),
-  );
+    },
+  };
 }

@@ -92,6 +92,20 @@ describe('resultFromStatus: the controller decides phase, reason and exit code',
     });
     assert.equal(r.message, `exited 1; the pod log could not be read; ${INTERLEAVED_NOTE}`);
   });
+
+  test('a failed name lookup in the interleaved log gives the no-network hint, as on Docker', () => {
+    const r = resultFromStatus(
+      finished(
+        { phase: 'Failed', reason: 'Error', exitCode: 1 },
+        'socket.gaierror: [Errno -3] Temporary failure in name resolution\n',
+      ),
+    );
+    assert.equal(r.hint, 'this sandbox has no network (egress: none)');
+    assert.equal(
+      'hint' in resultFromStatus(finished({ phase: 'Failed', reason: 'Error', exitCode: 1 }, 'boom\n')),
+      false,
+    );
+  });
 });
 
 describe('outputFromStatus: the status tail as a fallback', () => {

@@ -345,3 +345,74 @@ describe('requeueAfterMs', () => {
     );
   });
 });
+
+describe('computeStatus: the kstatus conditions (Ready, Stalled, Reconciling)', () => {
+  const running = pod({
+    phase: 'Running',
+    containerStatuses: [
+      {
+        name: 'sandbox',
+        ready: true,
+        restartCount: 0,
+        image: 'i',
+        imageID: '',
+        state: { running: { startedAt: at(2) } },
+      },
+    ],
+  });
+  const cases: [
+    string,
+    Partial<StatusInput>,
+    string,
+    { Ready: string; Stalled: string; Reconciling: string },
+  ][] = [
+    ['Pending (no pod yet)', {}, 'Pending', { Ready: 'False', Stalled: 'False', Reconciling: 'True' }],
+    ['Running', { pod: running }, 'Running', { Ready: 'False', Stalled: 'False', Reconciling: 'True' }],
+    [
+      'Succeeded',
+      { pod: terminated(0, report({})) },
+      'Succeeded',
+      { Ready: 'True', Stalled: 'False', Reconciling: 'False' },
+    ],
+    [
+      'Failed',
+      { pod: terminated(3, report({ exitCode: 3 })) },
+      'Failed',
+      { Ready: 'False', Stalled: 'True', Reconciling: 'False' },
+    ],
+    [
+      'TimedOut',
+      { pod: terminated(137, report({ exitCode: 137, signal: 9, timedOut: true })) },
+      'TimedOut',
+      { Ready: 'False', Stalled: 'True', Reconciling: 'False' },
+    ],
+    [
+      'Rejected',
+      { verdict: { allowed: false, message: 'timeoutSeconds over the ceiling' } },
+      'Rejected',
+      { Ready: 'False', Stalled: 'True', Reconciling: 'False' },
+    ],
+    ['Cancelled', { cancel: true }, 'Cancelled', { Ready: 'False', Stalled: 'True', Reconciling: 'False' }],
+  ];
+  for (const [name, over, phase, want] of cases) {
+    test(`${name}: Ready=${want.Ready} Stalled=${want.Stalled} Reconciling=${want.Reconciling}`, () => {
+      const s = computeStatus(input({ ...over, now: at(4) }));
+      assert.equal(s.phase, phase);
+      for (const type of ['Ready', 'Stalled', 'Reconciling'] as const) {
+        const c = cond(s, type);
+        assert.equal(c?.status, want[type], `${type} on ${phase}`);
+        assert.equal(c?.observedGeneration, 1);
+        assert.equal(c?.reason, s.reason ?? s.phase, `${type} carries the run's reason`);
+      }
+    });
+  }
+
+  test('a run that goes Running → Succeeded flips Reconciling and Ready, with new transition times', () => {
+    const first = computeStatus(input({ pod: running, now: at(2) }));
+    const done = computeStatus(input({ current: first, pod: terminated(0, report({})), now: at(5) }));
+    assert.equal(cond(done, 'Reconciling')?.status, 'False');
+    assert.equal(cond(done, 'Reconciling')?.lastTransitionTime, at(5));
+    assert.equal(cond(done, 'Ready')?.lastTransitionTime, at(5));
+    assert.equal(cond(done, 'Stalled')?.lastTransitionTime, at(2), 'Stalled stayed False');
+  });
+});

@@ -72,6 +72,20 @@ describe('reporting a finished run', () => {
     });
   });
 
+  test('durationMs is the runner’s own measure when the exit report has it (pod times are whole seconds)', async () => {
+    const oneSecond: Transition = {
+      ...finished,
+      after: { ...finished.after, startTime: '2026-01-01T00:00:02Z', completionTime: '2026-01-01T00:00:02Z' },
+    };
+    assert.equal(auditOutcome(oneSecond).durationMs, 0, 'from the pod timestamps alone');
+    const measured = { ...oneSecond, runnerDurationMs: 1012 };
+    assert.equal(auditOutcome(measured).durationMs, 1012);
+    const { logger, lines } = capture();
+    await reportTransition({ events: recorder(), metrics: createOperatorMetrics(), logger }, measured);
+    const audit = lines().find((l) => l.audit === 'run');
+    assert.equal(audit?.durationMs, 1012, 'the audit record carries it');
+  });
+
   test('one audit record in the gateway’s format, one Warning event, metrics', async () => {
     const { logger, lines } = capture();
     const events = recorder();
@@ -87,8 +101,11 @@ describe('reporting a finished run', () => {
     );
     assert.deepEqual(events.seen, ['Warning Failed: Error: the program exited with code 3']);
     const text = await metrics.registry.metrics();
-    assert.match(text, /sandpit_runs_total\{backend="kubernetes",phase="Failed",reason="Error"\} 1/);
-    assert.match(text, /sandpit_operator_run_finish_seconds_count\{phase="Failed"\} 1/);
+    assert.match(
+      text,
+      /sandpit_runs_total\{backend="kubernetes",phase="Failed",reason="Error",component="operator"\} 1/,
+    );
+    assert.match(text, /sandpit_operator_run_finish_seconds_count\{component="operator",phase="Failed"\} 1/);
   });
 
   test('no phase change: nothing reported', async () => {

@@ -1,0 +1,49 @@
+/** `sandpit config`: every setting, its environment variables, default, current value and source. */
+import { resolveConfig } from '../config/load.js';
+import { describeSettings, type Setting } from '../config/settings.js';
+import { parse, printHelp } from './args.js';
+
+export const CONFIG_USAGE = `
+usage: sandpit config [--config PATH] [--json]
+
+Prints every setting: its environment variables (SANDPIT_*, and the seed's where there is one),
+its default, the value in effect and where that value came from (default, file, env). Secrets
+(tokens, token digests) print as <set>. Precedence: defaults, the file, the seed's variables,
+SANDPIT_* variables, command-line flags.
+
+options:
+      --config PATH   config file (YAML or JSON); also SANDPIT_CONFIG
+      --json          one JSON object per setting, in an array
+  -h, --help          this text
+`;
+
+export function configCommand(argv: string[]): number {
+  const { values } = parse(argv, { config: { type: 'string' }, json: { type: 'boolean' } }, CONFIG_USAGE);
+  if (values.help) {
+    printHelp(CONFIG_USAGE);
+    return 0;
+  }
+  const settings = describeSettings(
+    resolveConfig({ env: process.env, ...(values.config ? { configPath: values.config } : {}) }),
+  );
+  process.stdout.write(values.json ? `${JSON.stringify(settings, null, 2)}\n` : table(settings));
+  return 0;
+}
+
+function table(settings: readonly Setting[]): string {
+  const rows = [
+    ['SETTING', 'ENVIRONMENT', 'DEFAULT', 'VALUE', 'SOURCE'],
+    ...settings.map((s) => [s.field, s.env.join(', '), s.default, s.value, s.source]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
+}

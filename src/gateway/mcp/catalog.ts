@@ -1,0 +1,105 @@
+/**
+ * The tool catalog: every tool as data (name, schemas, annotations, handler), and the tools/list
+ * answer built from it once per policy rather than per request. The JSON schemas are drawn from the
+ * zod schemas with an explicit draft-07 `$schema`, and without the bounds zod adds to every integer
+ * (±2^53-1), which function-calling back ends that take an OpenAPI subset refuse.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import {
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod';
+import type { Policy } from '../../policy/policy.js';
+import type { ToolDeps, ToolExtra } from './context.js';
+import { instrument } from './instrument.js';
+import { buildToolSchemas, type ToolInput, type ToolSchemas } from './schemas.js';
+
+export const JSON_SCHEMA_DIALECT = 'http://json-schema.org/draft-07/schema#';
+
+export interface ToolSpec {
+  name: string;
+  title: string;
+  description: string;
+  input: ToolInput;
+  output: z.ZodObject;
+  annotations: Required<
+    Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>
+  >;
+  /** Seed-compatible tools can be hidden (`server.seedTools: false`). */
+  seed?: boolean;
+  handler: (deps: ToolDeps) => (args: never, extra: ToolExtra) => Promise<CallToolResult>;
+}
+
+export interface CatalogOptions {
+  /** Offer the seed servers' execute_python_code and check_sandbox_health (default true). */
+  seedTools?: boolean;
+}
+
+export interface ToolCatalog {
+  specs: readonly ToolSpec[];
+  /** The tools/list answer, built once. */
+  list: readonly Tool[];
+}
+
+const BOUNDLESS = Number.MAX_SAFE_INTEGER;
+
+/** A zod object as a tool's JSON schema (draft-07, `$schema` explicit, no type arrays or safe-integer bounds). */
+export function toToolJsonSchema(schema: z.ZodObject, io: 'input' | 'output'): Tool['inputSchema'] {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { target: 'draft-7', io, reused: 'inline' });
+  const body = portable(json) as Record<string, unknown>;
+  return { $schema: JSON_SCHEMA_DIALECT, ...body } as unknown as Tool['inputSchema'];
+}
+
+/**
+ * What zod emits, in the forms every consumer takes: `type: ["integer", "null"]` (a nullable) as
+ * anyOf, and no ±(2^53-1) bounds, which zod puts on every integer and which mean no bound.
+ */
+function portable(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(portable);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if ((key === 'minimum' || key === 'maximum') && Math.abs(value as number) === BOUNDLESS) continue;
+    if (key === 'type' && Array.isArray(value)) out.anyOf = value.map((type: unknown) => ({ type }));
+    else out[key] = portable(value);
+  }
+  return out;
+}
+
+export function buildCatalog(
+  policy: Policy,
+  specsFor: (schemas: ToolSchemas) => readonly ToolSpec[],
+  options: CatalogOptions = {},
+): ToolCatalog {
+  const specs = specsFor(buildToolSchemas(policy)).filter((s) => options.seedTools !== false || !s.seed);
+  const list = specs.map((s): Tool => ({
+    name: s.name,
+    title: s.title,
+    description: s.description,
+    inputSchema: toToolJsonSchema(s.input.listed, 'input'),
+    outputSchema: toToolJsonSchema(s.output, 'output'),
+    annotations: s.annotations,
+  }));
+  return { specs, list };
+}
+
+/** Registers every tool of the catalog on one server, which then answers tools/list from the catalog. */
+export function registerCatalog(server: McpServer, catalog: ToolCatalog, deps: ToolDeps): void {
+  for (const spec of catalog.specs) {
+    server.registerTool(
+      spec.name,
+      {
+        title: spec.title,
+        description: spec.description,
+        inputSchema: spec.input.parse,
+        outputSchema: spec.output,
+        annotations: spec.annotations,
+      },
+      instrument(spec.name, deps, spec.handler(deps)) as never,
+    );
+  }
+  server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...catalog.list] }));
+}

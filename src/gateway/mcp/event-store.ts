@@ -1,0 +1,121 @@
+/**
+ * The SSE event store of one stateful MCP session (the SDK's EventStore hook): every message sent on
+ * a stream gets an event id, so a client whose stream was cut resumes with `Last-Event-ID` and gets
+ * what it missed, the result included. Bounded: per stream the newest 1,000 events or 1 MiB (the
+ * newest event is always kept), and a stream is forgotten 60 s after the latest deadline of a run
+ * that started on it (the server's ceiling) or after its last event, whichever is later.
+ */
+import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+export interface EventStoreLimits {
+  maxEvents: number;
+  maxBytes: number;
+  /** The longest a run on a stream can take: the deadline ceiling. */
+  deadlineMs: number;
+  /** How long a stream is kept past that deadline or its last event. */
+  graceMs: number;
+}
+
+export const EVENT_STORE_LIMITS: Omit<EventStoreLimits, 'deadlineMs'> = {
+  maxEvents: 1000,
+  maxBytes: 1024 * 1024,
+  graceMs: 60_000,
+};
+
+interface Stored {
+  seq: number;
+  message: JSONRPCMessage;
+  bytes: number;
+}
+
+interface Stream {
+  events: Stored[];
+  bytes: number;
+  next: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+const SEPARATOR = '/';
+
+export class BoundedEventStore implements EventStore {
+  private readonly streams = new Map<string, Stream>();
+  private readonly limits: EventStoreLimits;
+  private readonly now: () => number;
+
+  constructor(limits: EventStoreLimits, now: () => number = Date.now) {
+    this.limits = limits;
+    this.now = now;
+  }
+
+  storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
+    this.expire();
+    const now = this.now();
+    let stream = this.streams.get(streamId);
+    if (!stream) {
+      stream = { events: [], bytes: 0, next: 0, firstAt: now, lastAt: now };
+      this.streams.set(streamId, stream);
+    }
+    const bytes = Buffer.byteLength(JSON.stringify(message));
+    const seq = stream.next++;
+    stream.events.push({ seq, message, bytes });
+    stream.bytes += bytes;
+    stream.lastAt = now;
+    const { maxEvents, maxBytes } = this.limits;
+    while (stream.events.length > 1 && (stream.events.length > maxEvents || stream.bytes > maxBytes)) {
+      stream.bytes -= stream.events.shift()!.bytes;
+    }
+    return Promise.resolve(`${streamId}${SEPARATOR}${seq}`);
+  }
+
+  getStreamIdForEventId(eventId: string): Promise<string | undefined> {
+    const parsed = parse(eventId);
+    return Promise.resolve(parsed && this.streams.has(parsed.streamId) ? parsed.streamId : undefined);
+  }
+
+  /** Sends what followed `lastEventId` on its stream; an id the store no longer holds is refused. */
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
+    this.expire();
+    const parsed = parse(lastEventId);
+    const stream = parsed && this.streams.get(parsed.streamId);
+    if (!parsed || !stream) throw new Error(`unknown or expired event id ${lastEventId}`);
+    const oldest = stream.events[0]?.seq ?? stream.next;
+    if (parsed.seq + 1 < oldest) throw new Error(`events after ${lastEventId} were dropped (stream bound)`);
+    for (const e of stream.events) {
+      // The priming event carries no message: nothing to replay.
+      if (e.seq > parsed.seq && 'jsonrpc' in e.message)
+        await send(`${parsed.streamId}${SEPARATOR}${e.seq}`, e.message);
+    }
+    return parsed.streamId;
+  }
+
+  /** Streams and bytes held, for tests and health. */
+  get size(): { streams: number; events: number; bytes: number } {
+    let events = 0;
+    let bytes = 0;
+    for (const s of this.streams.values()) {
+      events += s.events.length;
+      bytes += s.bytes;
+    }
+    return { streams: this.streams.size, events, bytes };
+  }
+
+  private expire(): void {
+    const now = this.now();
+    const { deadlineMs, graceMs } = this.limits;
+    for (const [id, s] of this.streams) {
+      if (Math.max(s.firstAt + deadlineMs, s.lastAt) + graceMs < now) this.streams.delete(id);
+    }
+  }
+}
+
+function parse(eventId: string): { streamId: string; seq: number } | undefined {
+  const at = eventId.lastIndexOf(SEPARATOR);
+  const seq = Number(eventId.slice(at + 1));
+  if (at <= 0 || !Number.isSafeInteger(seq) || seq < 0) return undefined;
+  return { streamId: eventId.slice(0, at), seq };
+}

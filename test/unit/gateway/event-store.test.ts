@@ -1,0 +1,71 @@
+// The stateful session's SSE event store: replay after an id, the bounds (events, bytes), expiry
+// after the deadline + grace, and ids it no longer holds refused rather than replayed with gaps.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { BoundedEventStore, EVENT_STORE_LIMITS } from '../../../src/gateway/mcp/event-store.js';
+
+const note = (n: number, text = ''): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  method: 'notifications/message',
+  params: { level: 'info', logger: 'stdout', data: `${n}${text}` },
+});
+
+async function replay(store: BoundedEventStore, after: string): Promise<[string, JSONRPCMessage][]> {
+  const out: [string, JSONRPCMessage][] = [];
+  await store.replayEventsAfter(after, { send: (id, m) => Promise.resolve(void out.push([id, m])) });
+  return out;
+}
+
+const limits = { ...EVENT_STORE_LIMITS, deadlineMs: 30_000 };
+
+test('replays what followed an id on its stream only, skipping the priming event', async () => {
+  const store = new BoundedEventStore(limits);
+  const priming = await store.storeEvent('s1', {} as JSONRPCMessage);
+  const a = await store.storeEvent('s1', note(1));
+  await store.storeEvent('s2', note(99));
+  const b = await store.storeEvent('s1', note(2));
+  assert.equal(await store.getStreamIdForEventId(a), 's1');
+  assert.deepEqual(await replay(store, priming), [
+    [a, note(1)],
+    [b, note(2)],
+  ]);
+  assert.deepEqual(await replay(store, a), [[b, note(2)]]);
+  assert.deepEqual(await replay(store, b), []);
+  assert.equal(await store.getStreamIdForEventId('nonsense'), undefined);
+  await assert.rejects(replay(store, 's9/0'), /unknown or expired/);
+});
+
+test('bounded to 1,000 events or 1 MiB per stream, newest kept; a resume past the dropped part is refused', async () => {
+  const store = new BoundedEventStore(limits);
+  const first = await store.storeEvent('s', note(0));
+  for (let i = 1; i < 1500; i++) await store.storeEvent('s', note(i));
+  assert.equal(store.size.events, 1000);
+  await assert.rejects(replay(store, first), /dropped/);
+  const big = new BoundedEventStore(limits);
+  const kb = 'x'.repeat(100 * 1024);
+  for (let i = 0; i < 20; i++) await big.storeEvent('s', note(i, kb));
+  assert.ok(big.size.bytes <= 1024 * 1024, `${big.size.bytes} bytes`);
+  assert.equal(big.size.events, 10);
+  const huge = await big.storeEvent('s', note(99, 'y'.repeat(2 * 1024 * 1024)));
+  assert.equal(big.size.events, 1, 'the newest event stays even when it alone is over the bound');
+  assert.equal(await big.getStreamIdForEventId(huge), 's');
+});
+
+test('a stream is kept until the deadline + 60 s, or 60 s after its last event, then forgotten', async () => {
+  let now = 0;
+  const store = new BoundedEventStore(limits, () => now);
+  const id = await store.storeEvent('s', note(1));
+  now = 30_000 + 59_000;
+  assert.equal((await replay(store, id)).length, 0, 'still there');
+  now = 30_000 + 61_000;
+  await store.storeEvent('other', note(2));
+  assert.equal(await store.getStreamIdForEventId(id), undefined);
+  // A stream still sending stays: its last event counts.
+  const live = await store.storeEvent('live', note(1));
+  for (let i = 0; i < 5; i++) {
+    now += 50_000;
+    await store.storeEvent('live', note(i));
+  }
+  assert.equal(await store.getStreamIdForEventId(live), 'live');
+});
