@@ -49,7 +49,11 @@ done
 chown -R 0:0 /sandpit
 chmod 0755 /sandpit /sandpit/code
 
-# 5. The contract's tools must be there in every image.
+# 5. Python's PEP 668 marker goes: a sandbox is throwaway, so a plain `pip install x` may fall back
+# to a user install under HOME (/tmp, writable) instead of failing its externally-managed check.
+rm -f /usr/lib/python3*/EXTERNALLY-MANAGED
+
+# 6. The contract's tools must be there in every image.
 for tool in sh timeout tar; do
   command -v "$tool" >/dev/null || {
     echo "setup-rootfs: $tool is missing" >&2
@@ -57,7 +61,7 @@ for tool in sh timeout tar; do
   }
 done
 
-# 6. Keep it small: no docs (copyright files stay), man pages, translations, apt lists, logs.
+# 7. Keep it small: no docs (copyright files stay), man pages, translations, apt lists, logs.
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
   /var/cache/debconf/*-old /var/lib/dpkg/*-old \
   /usr/share/man/* /usr/share/info/* /usr/share/locale/* /usr/share/groff/* \

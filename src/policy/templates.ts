@@ -51,7 +51,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     command: ['python3', code('main.py')],
     // A sandbox is thrown away after its run, so PEP 668's guard against mixing pip and apt protects
     // nothing: a plain `pip install x` falls back to a user install under HOME (/tmp, writable).
-    env: { PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1', PIP_BREAK_SYSTEM_PACKAGES: '1' },
+    env: { PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
     defaults: {},
   },
   {

@@ -133,6 +133,20 @@ test('pip install of a local wheel (--no-index) works as uid 1000 on the read-on
   assert.doesNotMatch(r.stderr, /externally-managed-environment/);
 });
 
+test("the python image has no PEP 668 marker, so pip works outside sandpit's template too", async () => {
+  const r = await runToEnd(backend, {
+    image: 'sandpit/python:3.11',
+    command: [
+      'sh',
+      '-c',
+      'ls /usr/lib/python3*/EXTERNALLY-MANAGED 2>&1; python -c "import pip, venv; print(pip.__version__ != None)"',
+    ],
+  });
+  assert.equal(r.phase, 'Succeeded', r.stderr);
+  assert.match(r.stdout, /No such file or directory/);
+  assert.match(r.stdout, /True\n$/);
+});
+
 test('rebuilding the images is a fast no-op', async () => {
   const ids = await Promise.all(
     BUILTIN_TEMPLATES.map(async (t) => (await docker.getImage(t.image).inspect()).Id),

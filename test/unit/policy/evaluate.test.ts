@@ -44,7 +44,6 @@ describe('the effective spec', () => {
     assert.deepEqual(spec.env, [
       { name: 'PYTHONUNBUFFERED', value: '1' },
       { name: 'PYTHONDONTWRITEBYTECODE', value: '1' },
-      { name: 'PIP_BREAK_SYSTEM_PACKAGES', value: '1' },
     ]);
     assert.deepEqual(spec.files, []);
     assert.deepEqual(spec.stdin, Buffer.alloc(0));
@@ -147,7 +146,6 @@ describe('the effective spec', () => {
     assert.deepEqual(spec.env, [
       { name: 'PYTHONUNBUFFERED', value: '0' },
       { name: 'PYTHONDONTWRITEBYTECODE', value: '1' },
-      { name: 'PIP_BREAK_SYSTEM_PACKAGES', value: '1' },
       { name: 'FOO', value: 'bar' },
     ]);
   });
