@@ -2,7 +2,7 @@
 # gVisor for containerd's CRI through the runc v2 shim: the `runsc` handler's BinaryName.
 # Debian ships runsc but no containerd-shim-runsc-v1, so containerd-shim-runc-v2 drives runsc as
 # if it were runc. test/env/README.md ("gVisor through the runc v2 shim") has the whole story;
-# in short, this wrapper bridges three differences:
+# in short, this wrapper bridges four differences:
 #
 # 1. Flags. The shim passes only runc's global flags; gVisor needs, on this machine, the ptrace
 #    platform (no KVM) and --network=none (the sandbox keeps only its own loopback; the pod's CNI
@@ -17,16 +17,24 @@
 # 3. Stdio. runsc hands a joining container the stdio of `runsc start`, while the shim gives the
 #    container's pipes only to `create` (and runs `start` with none). So the keeper, which holds the
 #    pipes from `create`, runs `runsc start` itself when the shim's `start` asks it to (a FIFO).
+# 4. The pod's pids limit (the kubelet's podPidsLimit on the pod cgroup). The sandbox's own
+#    threads count against it: the sentry, the gofers and, on the ptrace platform, stub processes
+#    whose threads grow with the product of guest processes and sentry threads (~85 for an idle
+#    python, ~1900 for 128 sleeping processes). When a stub cannot be made, the sentry panics and
+#    the whole pod dies. So the limit moves inside: every process of the pod (containers and
+#    execs) gets RLIMIT_NPROC = the pod's limit, which gVisor enforces (fork fails with EAGAIN, as
+#    under runc), and the pod cgroup's pids.max is raised to GVISOR_HOST_PIDS for the sandbox.
 #
-# Everything else goes to runsc unchanged (plus the flags): the root container (pause), exec
-# (`runsc exec --detach --pid-file` already names a process that exits with the command's status),
-# state, delete, ps. `kill` of a finished container is reported in runc's words, which the shim
-# takes for "already done".
+# Everything else goes to runsc unchanged (plus the flags): state, delete, ps, the root (pause)
+# container. `kill` of a finished container is reported in runc's words, which the shim takes for
+# "already done".
 set -euo pipefail
 
 RUNSC=${SANDPIT_RUNSC:-/usr/bin/runsc}
 RUNSC_FLAGS=(--platform=ptrace --network=none)
+GVISOR_HOST_PIDS=4096
 HANDOFF_TIMEOUT=60
+PIDS_CGROUP=/sys/fs/cgroup/pids
 
 global=() cmd='' rest=() root=/run/runsc
 while [ $# -gt 0 ]; do
@@ -39,26 +47,46 @@ while [ $# -gt 0 ]; do
 done
 runsc=("$RUNSC" "${RUNSC_FLAGS[@]}" "${global[@]}")
 
-# The container id: the last argument that is not an option or an option's value.
+# The container id: the first argument that is not an option or an option's value.
 container_id() {
-  local id='' skip=''
+  local a skip=''
   for a in "$@"; do
     if [ -n "$skip" ]; then skip=''; continue; fi
     case $a in
-      --bundle | -b | --pid-file | --console-socket | --process | -p | --signal) skip=1 ;;
+      --bundle | -b | --pid-file | --console-socket | --process | -p | --signal | --cwd | --env | -e | --user | -u) skip=1 ;;
       -*) ;;
-      *) [ -n "$id" ] || id=$a ;;
+      *) echo "$a"; return ;;
     esac
   done
-  echo "$id"
 }
 
-# Per joining container: start.fifo (the shim's `start` -> keeper), started.fifo (keeper -> `start`).
-handoff_dir() { echo "$root/sandpit-keepers/$1"; }
+# Our state beside runsc's: per pod its pids limit, per joining container its handoff FIFOs.
+pod_dir() { echo "$root/sandpit/pods/$1"; }
+container_dir() { echo "$root/sandpit/containers/$1"; }
+
+# Sets RLIMIT_NPROC (soft = hard) in the OCI process object at jq path $2 ("" for the top) of file $1.
+limit_processes() {
+  local file=$1 at=$2 n=$3
+  jq -c --argjson n "$n" "$at.rlimits = ([$at.rlimits // [] | .[] | select(.type != \"RLIMIT_NPROC\")]
+    + [{type: \"RLIMIT_NPROC\", hard: \$n, soft: \$n}])" "$file" >"$file.sandpit" && mv -f "$file.sandpit" "$file"
+}
+
+# The pause container makes the sandbox: move the pod's pids limit inside (see 4. above).
+new_pod() { # config.json sandbox-id
+  local cgroup limit dir
+  cgroup=$(jq -r '.linux.cgroupsPath // ""' "$1")
+  [ -n "$cgroup" ] || return 0
+  cgroup=$PIDS_CGROUP${cgroup%/*}
+  limit=$(cat "$cgroup/pids.max" 2>/dev/null) || return 0
+  [[ $limit =~ ^[0-9]+$ ]] && [ "$limit" -lt "$GVISOR_HOST_PIDS" ] || return 0
+  dir=$(pod_dir "$2")
+  mkdir -p "$dir" && echo "$limit" >"$dir/nproc"
+  echo "$GVISOR_HOST_PIDS" >"$cgroup/pids.max"
+}
 
 keep() { # id: the keeper of a joining container (stdio: the container's pipes)
   local id=$1 dir order out code
-  dir=$(handoff_dir "$id")
+  dir=$(container_dir "$id")
   read -r order <"$dir/start.fifo" || order=''
   rm -f "$dir/start.fifo" # from now on `delete` finds no keeper waiting
   [ "$order" = start ] || exit 137 # deleted before it started
@@ -73,7 +101,7 @@ keep() { # id: the keeper of a joining container (stdio: the container's pipes)
 }
 
 create() {
-  local bundle=. pidfile='' args=() i=0 a type id
+  local bundle=. pidfile='' args=() i=0 a type id sandbox
   while [ $i -lt ${#rest[@]} ]; do
     a=${rest[$i]}
     case $a in
@@ -83,17 +111,24 @@ create() {
     args+=("$a")
     i=$((i + 1))
   done
+  id=$(container_id "${args[@]}")
   type=$(jq -r '.annotations["io.kubernetes.cri.container-type"] // ""' "$bundle/config.json")
+  [ "$type" != sandbox ] || new_pod "$bundle/config.json" "$id"
   if [ "$type" != container ] || [ -z "$pidfile" ]; then
     exec "${runsc[@]}" create ${pidfile:+--pid-file "$pidfile"} "${args[@]}"
   fi
-  id=$(container_id "${args[@]}")
+  sandbox=$(jq -r '.annotations["io.kubernetes.cri.sandbox-id"] // ""' "$bundle/config.json")
+  local dir
+  dir=$(container_dir "$id")
+  rm -rf "$dir" && mkdir -p "$dir" && mkfifo "$dir/start.fifo" "$dir/started.fifo"
+  if [ -f "$(pod_dir "$sandbox")/nproc" ]; then
+    cp "$(pod_dir "$sandbox")/nproc" "$dir/nproc"
+    limit_processes "$bundle/config.json" .process "$(cat "$dir/nproc")"
+  fi
   "${runsc[@]}" create --pid-file "$pidfile.sandbox" "${args[@]}"
-  local sandbox_pid dir keeper
+  local sandbox_pid keeper
   sandbox_pid=$(cat "$pidfile.sandbox")
   rm -f "$pidfile.sandbox"
-  dir=$(handoff_dir "$id")
-  rm -rf "$dir" && mkdir -p "$dir" && mkfifo "$dir/start.fifo" "$dir/started.fifo"
   # The keeper keeps fds 0-2 (the container's pipes) and nothing else of the shim's; once this
   # script exits, the shim (a child subreaper) is its parent and sees its exit.
   (
@@ -102,7 +137,7 @@ create() {
       if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
     done
     keep "$id"
-  ) &
+  ) <&0 & # explicit: bash gives a background job /dev/null as stdin otherwise
   keeper=$!
   # Into the sandbox's cgroups before the shim reads them (it watches this PID's memory cgroup).
   local controllers path procs
@@ -118,7 +153,7 @@ create() {
 start() {
   local id dir code
   id=$(container_id "${rest[@]}")
-  dir=$(handoff_dir "$id")
+  dir=$(container_dir "$id")
   [ -p "$dir/start.fifo" ] || exec "${runsc[@]}" start "${rest[@]}"
   timeout "$HANDOFF_TIMEOUT" bash -c 'echo start >"$1"' _ "$dir/start.fifo" ||
     { echo "runsc-cri: the keeper of $id did not take the start" >&2; exit 1; }
@@ -126,23 +161,39 @@ start() {
   [ "$code" = 0 ] || { echo "runsc-cri: runsc start $id failed (exit $code); see the shim's log" >&2; exit 1; }
 }
 
+exec_() {
+  local i=0 dir
+  dir=$(container_dir "$(container_id "${rest[@]}")")
+  while [ $i -lt ${#rest[@]} ]; do
+    if [ "${rest[$i]}" = --process ] && [ -f "$dir/nproc" ]; then
+      limit_processes "${rest[$((i + 1))]}" '' "$(cat "$dir/nproc")"
+    fi
+    i=$((i + 1))
+  done
+  exec "${runsc[@]}" exec "${rest[@]}"
+}
+
+delete() {
+  local id dir
+  id=$(container_id "${rest[@]}")
+  dir=$(container_dir "$id")
+  # a keeper still waiting for its start (its FIFO is there) ends
+  if [ -p "$dir/start.fifo" ]; then timeout 2 bash -c 'echo delete >"$1"' _ "$dir/start.fifo" 2>/dev/null || true; fi
+  rm -rf "$dir" "$(pod_dir "$id")"
+  exec "${runsc[@]}" delete "${rest[@]}"
+}
+
 case $cmd in
   create) create ;;
   start) start ;;
+  exec) exec_ ;;
+  delete) delete ;;
   kill)
     if ! out=$("${runsc[@]}" kill "${rest[@]}" 2>&1); then
       printf '%s\n' "$out" >&2
       if grep -qi 'not running' <<<"$out"; then echo 'container not running' >&2; fi
       exit 1
     fi
-    ;;
-  delete)
-    id=$(container_id "${rest[@]}")
-    dir=$(handoff_dir "$id")
-    # a keeper still waiting for its start (its FIFO is there) ends
-    if [ -p "$dir/start.fifo" ]; then timeout 2 bash -c 'echo delete >"$1"' _ "$dir/start.fifo" 2>/dev/null || true; fi
-    rm -rf "$dir"
-    exec "${runsc[@]}" delete "${rest[@]}"
     ;;
   *) exec "${runsc[@]}" "$cmd" "${rest[@]}" ;;
 esac
