@@ -65,7 +65,10 @@ export async function attachToPod(
           settle();
         };
         const timer = setTimeout(
-          () => done(() => reject(new Error(`no ${pattern} after ${timeoutMs} ms; read: ${JSON.stringify(text)}`))),
+          () =>
+            done(() =>
+              reject(new Error(`no ${pattern} after ${timeoutMs} ms; read: ${JSON.stringify(text)}`)),
+            ),
           timeoutMs,
         );
         changed.on('change', check);
