@@ -445,7 +445,19 @@ load_images() {
   log "loading ${#stale[@]} image(s) into containerd ($K8S_NAMESPACE): ${stale[*]}"
   docker save "${stale[@]}" | ctr_ images import - >/dev/null ||
     die "importing ${stale[*]} into containerd failed"
+  prune_images
   log "images loaded in $((SECONDS - start)) s"
+}
+
+# The CRI keeps a "sha256:<image id>" name for every image it saw; once no other name points at
+# that image (its tag moved to a rebuilt one), drop it so that containerd can collect the content.
+prune_images() {
+  local listing named ref digest
+  listing=$(ctr_ images ls 2>/dev/null) || return 0
+  named=$(awk 'NR > 1 && $1 !~ /^sha256:/ { print $3 }' <<<"$listing" | sort -u)
+  awk 'NR > 1 && $1 ~ /^sha256:/ { print $1, $3 }' <<<"$listing" | while read -r ref digest; do
+    grep -qxF "$digest" <<<"$named" || ctr_ images rm "$ref" >/dev/null 2>&1 || true
+  done
 }
 
 # The RuntimeClasses of deploy/runtimeclasses.yaml (gvisor -> runsc, runc -> runc), applied as they are.
