@@ -28,6 +28,7 @@
 # Everything else goes to runsc unchanged (plus the flags): state, delete, ps, the root (pause)
 # container. `kill` of a finished container is reported in runc's words, which the shim takes for
 # "already done".
+# shellcheck disable=SC2016 # the `bash -c` snippets take their values as arguments
 set -euo pipefail
 
 RUNSC=${SANDPIT_RUNSC:-/usr/bin/runsc}
