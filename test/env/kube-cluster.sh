@@ -307,7 +307,8 @@ ensure_pause_image() {
 # ---------------------------------------------------------------------------------------------
 # containerd: the kubelet's CRI runtime, our own instance (config, socket, root and state of its own)
 # ---------------------------------------------------------------------------------------------
-ctr_() { ctr --address "$CONTAINERD_SOCK" --namespace "$K8S_NAMESPACE" "$@"; }
+readonly CTR=(ctr --address "$CONTAINERD_SOCK" --namespace "$K8S_NAMESPACE")
+ctr_() { "${CTR[@]}" "$@"; }
 
 # Handlers: runc (the default) and runsc (gVisor) through the runc v2 shim, with the wrapper as its
 # BinaryName (kube/runsc-cri.sh says why). restrict_oom_score_adj: this machine lacks
@@ -854,9 +855,9 @@ remove_pod_containers() {
   [ -n "$ids" ] || return 0
   log "removing $(wc -w <<<"$ids") pod containers from containerd ($K8S_NAMESPACE)"
   # shellcheck disable=SC2086
-  timeout 60 ctr_ tasks rm -f $ids >/dev/null 2>&1 || true
+  timeout 60 "${CTR[@]}" tasks rm -f $ids >/dev/null 2>&1 || true
   # shellcheck disable=SC2086
-  timeout 60 ctr_ containers rm $ids >/dev/null 2>&1 || true
+  timeout 60 "${CTR[@]}" containers rm $ids >/dev/null 2>&1 || true
   local left
   left=$(ctr_ containers ls -q 2>/dev/null | wc -l)
   [ "$left" -eq 0 ] || log "warning: $left containers are still in containerd's $K8S_NAMESPACE namespace"
