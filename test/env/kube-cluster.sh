@@ -422,11 +422,12 @@ full_image_ref() {
   fi
 }
 
-# The images pods may need: the pause image and every image the project built into dockerd
-# (sandbox images, the app image), but not the intermediate rootfs images.
+# The images pods may need: what the project built into dockerd under its own names, sandpit/*
+# (sandbox images, pause, app) and the aliases without a repository (python:3.11), but not the
+# intermediate rootfs images nor images other checkouts built under other names.
 default_images() {
   docker images --filter "label=$MANAGED_LABEL" --format '{{.Repository}}:{{.Tag}}' |
-    grep -v -e '^sandpit/rootfs:' -e ':<none>$' | sort -u
+    grep -E '^(sandpit/[^:]+|[^/:]+):[^:]+$' | grep -v -e '^sandpit/rootfs:' -e ':<none>$' | sort -u
 }
 
 # Copy Docker images into containerd's k8s.io namespace (docker save | ctr import), skipping every
