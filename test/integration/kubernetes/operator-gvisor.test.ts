@@ -14,8 +14,8 @@ import {
   podsOf,
   waitForFinished,
   waitForPhase,
-  type SandboxRunObject,
 } from './operator-harness.js';
+import type { SandboxRun } from '../../../src/api/v1alpha1/sandboxrun.js';
 
 const GVISOR = 'gvisor';
 
@@ -39,7 +39,7 @@ describe('SandboxRuns under the gvisor RuntimeClass', { timeout: 300_000 }, () =
   const { it } = ops;
 
   /** Creates the run (under gvisor unless the spec says otherwise), waits for it to finish, checks its pod's class. */
-  async function run(name: string, spec: Parameters<typeof sandboxRun>[1]): Promise<SandboxRunObject> {
+  async function run(name: string, spec: Parameters<typeof sandboxRun>[1]): Promise<SandboxRun> {
     const { cluster, ns } = ops.suite;
     const inClass = 'runtimeClassName' in spec ? spec : { ...spec, runtimeClassName: GVISOR };
     await createRun(cluster, ns, sandboxRun(name, inClass));
