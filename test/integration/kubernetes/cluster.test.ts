@@ -424,6 +424,10 @@ describe('kubernetes test cluster', () => {
     const cluster = await withCluster();
     const pids = async (): Promise<string> =>
       (await runCommand('bash', ['-c', `cat ${cluster.env.stateDir}/run/*.pid`])).stdout;
+    // `up` also copies images rebuilt since (another checkout may have): copy them first, so the
+    // `up` timed below is the no-op itself.
+    const synced = await cluster.script(['images'], { timeoutMs: 10 * 60_000 });
+    assert.equal(synced.code, 0, synced.stderr);
     const before = await pids();
     // A daemon that inherited the script's lock would block every later up and down.
     assert.deepEqual(await holdersOf(CLUSTER_LOCK), [], `long-lived processes hold ${CLUSTER_LOCK}`);
