@@ -22,8 +22,8 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job
   { apiGroup: '', resource: 'configmaps', verbs: ['create', 'list', 'watch'], scope: 'cluster' },
-  // Events on SandboxRuns
-  { apiGroup: '', resource: 'events', verbs: ['create'], scope: 'cluster' },
+  // Events on SandboxRuns; the kubelet's Events on a pod whose sandbox it cannot create
+  { apiGroup: '', resource: 'events', verbs: ['create', 'list'], scope: 'cluster' },
   // informer; deny-all; restoring a changed policy
   {
     apiGroup: 'networking.k8s.io',

@@ -276,6 +276,11 @@ export function createKubeClient(kc: KubeConfig) {
     listRuntimeClasses: (q: ListQuery): Promise<ListPage<RuntimeClass>> =>
       kubeCall('list RuntimeClasses', async () => page<RuntimeClass>(await node.listRuntimeClass(paging(q)))),
 
+    /** Events in `namespace` matching a field selector (one page: callers select narrowly). */
+    listEvents: (namespace: string, fieldSelector: string): Promise<KubeEvent[]> =>
+      kubeCall(`list Events in ${namespace}`, async () =>
+        plain((await core.listNamespacedEvent({ namespace, fieldSelector, limit: PAGE })).items),
+      ),
     createEvent: (namespace: string, body: KubeEvent): Promise<void> =>
       kubeCall(`create Event in ${namespace}`, async () => {
         await core.createNamespacedEvent({ namespace, body: model<CoreV1Event>(body) });

@@ -21,32 +21,52 @@ readonly RUN="$STATE_DIR/run"
 readonly LOGS="$STATE_DIR/logs"
 readonly PAUSE_IMAGE="sandpit/pause:3"
 readonly MANAGED_LABEL="sandpit.dev/managed-by=sandpit"
-readonly RUNTIME_NAME="sandpit-runc"
 readonly DOCKER_SCRIPT="$REPO_ROOT/scripts/docker-engine.sh"
 readonly DAEMON_JSON="${SANDPIT_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
-readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+# containerd: our own instance beside dockerd's. Sockets and runtime state live under /run
+# (short paths: unix sockets are limited to 107 bytes), images and metadata under the state dir.
+readonly RUNTIME_DIR="${SANDPIT_KUBE_RUNTIME_DIR:-/run/sandpit-kube}"
+readonly CONTAINERD_SOCK="$RUNTIME_DIR/containerd.sock"
+readonly CONTAINERD_ROOT="$STATE_DIR/containerd"
+readonly CONTAINERD_CONFIG="$STATE_DIR/containerd.toml"
+readonly K8S_NAMESPACE="k8s.io"
+readonly RUNSC_WRAPPER="$STATE_DIR/runtime/runsc-cri"
+readonly RUNTIMECLASSES="$REPO_ROOT/deploy/runtimeclasses.yaml"
+# CNI: loopback plus one interface that leads nowhere (see write_cni_config).
+readonly CNI_BIN_DIR=/usr/lib/cni
+readonly CNI_CONF_DIR="$STATE_DIR/cni/net.d"
+readonly CNI_IPAM_DIR="$STATE_DIR/cni/ipam"
+readonly CNI_MASTER="sandpit-cni0"
+readonly POD_SUBNET="10.88.0.0/16"
+readonly COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 readonly KUBE_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 readonly APISERVER_URL="https://127.0.0.1:6443"
 readonly NODE_NAME="localhost"
 readonly DEBIAN_PACKAGES=(etcd-server golang-go rsync make socat openssl conntrack iptables
-  busybox-static jq curl ca-certificates dpkg-dev util-linux procps)
+  busybox-static jq curl ca-certificates dpkg-dev util-linux procps iproute2
+  containerd runc runsc containernetworking-plugins)
 
 usage() {
   cat <<EOF
 Usage: test/env/kube-cluster.sh <command>
 
 A single-node Kubernetes v$KUBE_VERSION cluster on loopback (etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kubelet on the local dockerd). No registry needed.
+kube-controller-manager, kube-scheduler, a kubelet on its own containerd with the runc and
+runsc (gVisor) handlers). No registry needed: images come from the local dockerd.
 
 Commands:
   up       install what is missing, build the binaries once (cached; 7-16 min on 2 cores),
            start every component that is not running and wait for a Ready node. Idempotent:
            on a running cluster it only checks and returns in seconds.
-  down     stop exactly the processes 'up' started (by PID) and remove the kubelet's
-           containers (k8s_*). etcd data is wiped, so the next 'up' starts from an empty cluster.
+  down     remove the pods' containers from containerd and stop exactly the processes 'up'
+           started (by PID). etcd data is wiped, so the next 'up' starts from an empty cluster;
+           containerd's images are kept.
   status   print each component's state and the node's readiness; exit 1 if anything is down.
   env      print KEY=value lines for tests (KUBECONFIG, tokens, HELM, KUBECTL, ...).
            'env --export' prints 'export KEY=value': eval "\$(test/env/kube-cluster.sh env --export)"
+  images [IMAGE...]
+           copy images from dockerd into containerd's $K8S_NAMESPACE namespace, skipping those whose
+           image id is already there (default: every sandpit image; 'up' does this too).
   build    only build (or find in the cache) the Kubernetes binaries.
   tools    only fetch (or find in the cache) helm and kubectl.
   --help   this text.
@@ -230,7 +250,7 @@ fetch_tools() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Docker engine: started by scripts/docker-engine.sh; we add the oom_score_adj runc wrapper
+# Docker engine: where the images are built (scripts/docker-engine.sh, images/build.sh)
 # ---------------------------------------------------------------------------------------------
 ensure_docker() {
   if [ -x "$DOCKER_SCRIPT" ] || [ -f "$DOCKER_SCRIPT" ]; then
@@ -240,7 +260,7 @@ ensure_docker() {
   else
     die "no Docker engine: $DOCKER_SCRIPT is missing and 'docker info' fails"
   fi
-  ensure_runtime_wrapper
+  unregister_legacy_runc_wrapper
   ensure_pause_image
 }
 
@@ -251,35 +271,24 @@ dockerd_pid() {
   return 1
 }
 
-# This machine lacks CAP_SYS_RESOURCE: runc cannot set the negative oom_score_adj the kubelet asks for
-# (-998 for pod sandboxes, -997 for Guaranteed pods). The wrapper clamps it to 0 (see kube/runc-oomfix.sh).
-ensure_runtime_wrapper() {
-  local wrapper="$STATE_DIR/runtime/runc-oomfix"
-  mkdir -p "$STATE_DIR/runtime"
-  if ! cmp -s "$SCRIPT_DIR/kube/runc-oomfix.sh" "$wrapper" 2>/dev/null; then
-    install -m 0755 "$SCRIPT_DIR/kube/runc-oomfix.sh" "$wrapper.new" && mv -f "$wrapper.new" "$wrapper"
-  fi
-  mkdir -p "$(dirname "$DAEMON_JSON")"
-  local cur='{}' new
-  [ -s "$DAEMON_JSON" ] && cur=$(cat "$DAEMON_JSON")
-  new=$(jq --arg n "$RUNTIME_NAME" --arg p "$wrapper" \
-    '.runtimes = ((.runtimes // {}) + {($n): {path: $p}}) | .["default-runtime"] = $n' <<<"$cur") ||
-    die "$DAEMON_JSON is not valid JSON"
-  if [ "$(jq -S . <<<"$cur")" != "$(jq -S . <<<"$new")" ]; then
-    log "registering runtime '$RUNTIME_NAME' ($wrapper) as dockerd's default in $DAEMON_JSON"
-    printf '%s\n' "$new" >"$DAEMON_JSON.sandpit-kube.tmp" && mv -f "$DAEMON_JSON.sandpit-kube.tmp" "$DAEMON_JSON"
-    local pid; pid=$(dockerd_pid) || die "dockerd pid not found (/var/run/docker.pid): cannot reload $DAEMON_JSON"
-    kill -HUP "$pid"
-  fi
-  for _ in $(seq 40); do
-    [ "$(docker info --format '{{.DefaultRuntime}}' 2>/dev/null)" = "$RUNTIME_NAME" ] && return 0
-    sleep 0.25
-  done
-  die "dockerd did not pick up default-runtime '$RUNTIME_NAME' from $DAEMON_JSON"
+# Until the kubelet moved to containerd, this script made a runc wrapper ("sandpit-runc") dockerd's
+# default runtime for dockershim's pods. Take exactly that entry back out of daemon.json.
+unregister_legacy_runc_wrapper() {
+  local legacy=sandpit-runc cur new
+  [ -s "$DAEMON_JSON" ] || return 0
+  cur=$(cat "$DAEMON_JSON")
+  jq -e --arg n "$legacy" '.["default-runtime"] == $n or (.runtimes // {} | has($n))' <<<"$cur" >/dev/null 2>&1 || return 0
+  new=$(jq --arg n "$legacy" 'if .["default-runtime"] == $n then del(.["default-runtime"]) else . end
+    | if .runtimes then .runtimes |= del(.[$n]) else . end' <<<"$cur")
+  log "removing the old kubelet runtime '$legacy' from $DAEMON_JSON"
+  printf '%s\n' "$new" >"$DAEMON_JSON.sandpit-kube.tmp" && mv -f "$DAEMON_JSON.sandpit-kube.tmp" "$DAEMON_JSON"
+  local pid
+  if pid=$(dockerd_pid); then kill -HUP "$pid"; fi
+  rm -f "$STATE_DIR/runtime/runc-oomfix"
 }
 
 # Pod sandbox image, built locally from busybox-static (nothing can be pulled here). PID 1 is a shell
-# that exits on SIGTERM, so pod deletion does not wait out dockershim's 10 s stop timeout.
+# that exits on SIGTERM, so pod deletion does not wait out the runtime's stop timeout.
 ensure_pause_image() {
   docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1 && return 0
   ensure_packages busybox-static
@@ -293,6 +302,170 @@ ensure_pause_image() {
     --change 'LABEL sandpit.dev/component=kube-pause' \
     - "$PAUSE_IMAGE" >/dev/null
   rm -rf "$tmp"
+}
+
+# ---------------------------------------------------------------------------------------------
+# containerd: the kubelet's CRI runtime, our own instance (config, socket, root and state of its own)
+# ---------------------------------------------------------------------------------------------
+readonly CTR=(ctr --address "$CONTAINERD_SOCK" --namespace "$K8S_NAMESPACE")
+ctr_() { "${CTR[@]}" "$@"; }
+
+# Handlers: runc (the default) and runsc (gVisor) through the runc v2 shim, with the wrapper as its
+# BinaryName (kube/runsc-cri.sh says why). restrict_oom_score_adj: this machine lacks
+# CAP_SYS_RESOURCE, so no runtime may set the negative oom_score_adj the kubelet asks for (-998 for
+# pod sandboxes, -997 for Guaranteed pods); containerd clamps it to its own (0) instead.
+# Returns 0 when the file changed (containerd must be restarted to read it), 1 when it did not.
+write_containerd_config() {
+  mkdir -p "$STATE_DIR/runtime" "$CONTAINERD_ROOT" "$RUNTIME_DIR"
+  if ! cmp -s "$SCRIPT_DIR/kube/runsc-cri.sh" "$RUNSC_WRAPPER" 2>/dev/null; then
+    install -m 0755 "$SCRIPT_DIR/kube/runsc-cri.sh" "$RUNSC_WRAPPER.new" && mv -f "$RUNSC_WRAPPER.new" "$RUNSC_WRAPPER"
+  fi
+  local tmp
+  tmp=$(mktemp "$STATE_DIR/.containerd.XXXXXX")
+  render_containerd_config >"$tmp"
+  if cmp -s "$tmp" "$CONTAINERD_CONFIG"; then rm -f "$tmp"; return 1; fi
+  mv -f "$tmp" "$CONTAINERD_CONFIG"
+}
+
+render_containerd_config() {
+  local cri='plugins."io.containerd.grpc.v1.cri"'
+  cat <<EOF
+# Written by test/env/kube-cluster.sh: the test cluster's own containerd (dockerd runs its own).
+version = 2
+root = "$CONTAINERD_ROOT"
+state = "$RUNTIME_DIR/containerd"
+oom_score = 0
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[ttrpc]
+  address = ""
+[debug]
+  address = ""
+  level = "info"
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CONTAINERD_ROOT/opt"
+
+[$cri]
+  sandbox_image = "$(full_image_ref "$PAUSE_IMAGE")"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  max_concurrent_downloads = 1
+  [$cri.containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [$cri.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [$cri.containerd.runtimes.runc.options]
+        BinaryName = "$(command -v runc || echo /usr/sbin/runc)"
+        Root = "$RUNTIME_DIR/runc"
+    [$cri.containerd.runtimes.runsc]
+      runtime_type = "io.containerd.runc.v2"
+      [$cri.containerd.runtimes.runsc.options]
+        BinaryName = "$RUNSC_WRAPPER"
+        Root = "$RUNTIME_DIR/runsc"
+  [$cri.cni]
+    bin_dir = "$CNI_BIN_DIR"
+    conf_dir = "$CNI_CONF_DIR"
+    max_conf_num = 1
+  [$cri.registry]
+    config_path = ""
+EOF
+}
+
+# CRI wants every pod to have an eth0 with an address. Each pod gets a macvlan in private mode on
+# $CNI_MASTER: a bridge with no ports, no address and its link down. So a pod's eth0 leads nowhere:
+# not to the host, not to another pod, not off the machine; pods use only their own loopback.
+# (No dummy interfaces on this kernel, which would otherwise be the natural master.)
+write_cni_config() {
+  mkdir -p "$CNI_CONF_DIR" "$CNI_IPAM_DIR"
+  if ! ip link show "$CNI_MASTER" >/dev/null 2>&1; then
+    ip link add "$CNI_MASTER" type bridge || die "cannot create the CNI master link $CNI_MASTER"
+  fi
+  ip link set "$CNI_MASTER" down
+  local tmp; tmp=$(mktemp "$STATE_DIR/.cni.XXXXXX")
+  cat >"$tmp" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "sandpit-isolated",
+  "plugins": [
+    {
+      "type": "macvlan",
+      "master": "$CNI_MASTER",
+      "mode": "private",
+      "ipam": { "type": "host-local", "dataDir": "$CNI_IPAM_DIR", "ranges": [[{ "subnet": "$POD_SUBNET" }]] }
+    }
+  ]
+}
+EOF
+  chmod 0644 "$tmp"
+  if cmp -s "$tmp" "$CNI_CONF_DIR/10-sandpit.conflist"; then rm -f "$tmp"; else mv -f "$tmp" "$CNI_CONF_DIR/10-sandpit.conflist"; fi
+}
+
+# A Docker image name as containerd stores it: python:3.11 -> docker.io/library/python:3.11.
+full_image_ref() {
+  local ref="$1" first
+  [[ $ref == *@* || ${ref##*/} == *:* ]] || ref="$ref:latest"
+  first=${ref%%/*}
+  if [[ $ref != */* ]]; then echo "docker.io/library/$ref"
+  elif [[ $first == *.* || $first == *:* || $first == localhost ]]; then echo "$ref"
+  else echo "docker.io/$ref"
+  fi
+}
+
+# The images pods may need: what the project built into dockerd under its own names, sandpit/*
+# (sandbox images, pause, app) and the aliases without a repository (python:3.11), but not the
+# intermediate rootfs images nor images other checkouts built under other names.
+default_images() {
+  docker images --filter "label=$MANAGED_LABEL" --format '{{.Repository}}:{{.Tag}}' |
+    grep -E '^(sandpit/[^:]+|[^/:]+):[^:]+$' | grep -v -e '^sandpit/rootfs:' -e ':<none>$' | sort -u
+}
+
+# Copy Docker images into containerd's k8s.io namespace (docker save | ctr import), skipping every
+# image whose containerd copy already has the same image id (config digest). Idempotent.
+load_images() {
+  local listing ref id digest have stale=()
+  listing=$(ctr_ images ls 2>/dev/null) || die "containerd does not answer on $CONTAINERD_SOCK"
+  for ref in "$@"; do
+    id=$(docker image inspect --format '{{.Id}}' "$ref" 2>/dev/null) || die "no such image in dockerd: $ref"
+    digest=$(awk -v r="$(full_image_ref "$ref")" '$1 == r { print $3 }' <<<"$listing")
+    have=""
+    [ -z "$digest" ] || have=$(ctr_ content get "$digest" 2>/dev/null | jq -r '.config.digest // empty' 2>/dev/null || true)
+    [ "$have" = "$id" ] || stale+=("$ref")
+  done
+  [ ${#stale[@]} -gt 0 ] || return 0
+  local start=$SECONDS
+  log "loading ${#stale[@]} image(s) into containerd ($K8S_NAMESPACE): ${stale[*]}"
+  docker save "${stale[@]}" | ctr_ images import - >/dev/null ||
+    die "importing ${stale[*]} into containerd failed"
+  prune_images
+  log "images loaded in $((SECONDS - start)) s"
+}
+
+# The CRI keeps a "sha256:<image id>" name for every image it saw; once no other name points at
+# that image (its tag moved to a rebuilt one), drop it so that containerd can collect the content.
+prune_images() {
+  local listing named ref digest
+  listing=$(ctr_ images ls 2>/dev/null) || return 0
+  named=$(awk 'NR > 1 && $1 !~ /^sha256:/ { print $3 }' <<<"$listing" | sort -u)
+  awk 'NR > 1 && $1 ~ /^sha256:/ { print $1, $3 }' <<<"$listing" | while read -r ref digest; do
+    grep -qxF "$digest" <<<"$named" || ctr_ images rm "$ref" >/dev/null 2>&1 || true
+  done
+}
+
+# The RuntimeClasses of deploy/runtimeclasses.yaml (gvisor -> runsc, runc -> runc), applied as they are.
+ensure_runtimeclasses() {
+  "$TOOLS_DIR/kubectl" --kubeconfig "$STATE_DIR/admin.kubeconfig" apply -f "$RUNTIMECLASSES" >/dev/null ||
+    die "kubectl apply -f $RUNTIMECLASSES failed"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -420,12 +593,14 @@ EOF
 component_bin() {
   case "$1" in
     etcd) command -v etcd || echo /usr/bin/etcd ;;
+    containerd) command -v containerd || echo /usr/bin/containerd ;;
     *) echo "$BIN_DIR/$1" ;;
   esac
 }
 
 component_args() {
   case "$1" in
+    containerd) printf '%s\n' --config="$CONTAINERD_CONFIG" ;;
     etcd) printf '%s\n' --name=sandpit --data-dir="$STATE_DIR/etcd" \
       --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
       --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
@@ -453,11 +628,11 @@ component_args() {
       --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
       --bind-address=127.0.0.1 --secure-port=10259 --port=0 --leader-elect=false --profiling=false \
       --kube-api-qps=50 --kube-api-burst=100 ;;
+    # CRI on our containerd; --containerd points cadvisor's own containerd client (container stats) at it too
     kubelet) printf '%s\n' --kubeconfig="$STATE_DIR/kubelet.kubeconfig" --config="$STATE_DIR/kubelet-config.yaml" \
-      --container-runtime=docker --pod-infra-container-image="$PAUSE_IMAGE" \
-      --hostname-override="$NODE_NAME" --root-dir="$STATE_DIR/kubelet" \
-      --experimental-dockershim-root-directory="$STATE_DIR/dockershim" \
-      --container-runtime-endpoint="unix://$RUN/dockershim.sock" --cert-dir="$STATE_DIR/kubelet/pki" \
+      --container-runtime=remote --container-runtime-endpoint="unix://$CONTAINERD_SOCK" \
+      --containerd="$CONTAINERD_SOCK" \
+      --hostname-override="$NODE_NAME" --root-dir="$STATE_DIR/kubelet" --cert-dir="$STATE_DIR/kubelet/pki" \
       --seccomp-profile-root="$STATE_DIR/kubelet/seccomp" ;;
   esac
 }
@@ -466,6 +641,7 @@ component_args() {
 component_healthy() {
   local c=(curl -fsS --max-time 2 -o /dev/null)
   case "$1" in
+    containerd) timeout 5 ctr --address "$CONTAINERD_SOCK" version >/dev/null ;;
     etcd) "${c[@]}" http://127.0.0.1:2379/health ;;
     kube-apiserver) "${c[@]}" --cacert "$PKI/ca.crt" -H "Authorization: Bearer $(cat "$PKI/admin.token")" "$APISERVER_URL/readyz" ;;
     kube-controller-manager) "${c[@]}" -k https://127.0.0.1:10257/healthz ;;
@@ -488,6 +664,14 @@ component_pid() {
   echo "$pid"
 }
 
+close_inherited_fds() {
+  local fd
+  for fd in /proc/"$BASHPID"/fd/*; do
+    fd=${fd##*/}
+    if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 start_component() {
   local name="$1" bin args=() pid
   bin=$(component_bin "$name")
@@ -495,10 +679,14 @@ start_component() {
   mapfile -t args < <(component_args "$name")
   mkdir -p "$RUN" "$LOGS"
   printf '\n===== %s started by kube-cluster.sh up =====\n' "$(date -Is)" >>"$LOGS/$name.log"
-  # fds 8/9 hold this script's locks: the daemons must not inherit them
+  # The daemons outlive this script: they must not inherit its locks (fds 8/9) nor any of the
+  # caller's (e.g. `flock FILE kube-cluster.sh up` would stay locked for as long as they run).
   # AWS_EC2_METADATA_DISABLED: the kubelet's built-in ECR credential provider otherwise probes the
   # EC2 metadata endpoint (169.254.169.254) at start-up; nothing here may leave loopback.
-  ( exec setsid env AWS_EC2_METADATA_DISABLED=true "$bin" "${args[@]}" </dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- ) &
+  (
+    close_inherited_fds
+    exec setsid env AWS_EC2_METADATA_DISABLED=true "$bin" "${args[@]}" </dev/null >>"$LOGS/$name.log" 2>&1
+  ) &
   pid=$!
   disown "$pid" 2>/dev/null || true
   echo "$pid" >"$RUN/$name.pid"
@@ -524,8 +712,14 @@ wait_healthy() { # name timeout-seconds
   done
 }
 
-# Refuse to start a component whose port is held by a process we did not start.
-check_port_free() { # name port
+# Refuse to start a component whose port (or socket) is held by a process we did not start.
+check_port_free() { # name port-or-socket
+  if [[ $2 == /* ]]; then
+    if [ -S "$2" ] && timeout 5 ctr --address "$2" version >/dev/null 2>&1; then
+      die "$2 (for $1) is served by another process; stop it first (ss -xlp | grep $2)"
+    fi
+    return 0
+  fi
   if ss -Hltn "sport = :$2" 2>/dev/null | grep -q .; then
     die "port $2 (for $1) is in use by another process; stop it first (ss -ltnp 'sport = :$2')"
   fi
@@ -533,6 +727,7 @@ check_port_free() { # name port
 
 component_port() {
   case "$1" in
+    containerd) echo "$CONTAINERD_SOCK" ;;
     etcd) echo 2379 ;; kube-apiserver) echo 6443 ;; kube-controller-manager) echo 10257 ;;
     kube-scheduler) echo 10259 ;; kubelet) echo 10250 ;;
   esac
@@ -602,6 +797,7 @@ cmd_up() {
   exec 9>"/run/sandpit-kube-cluster.lock"
   flock 9
   if cluster_fully_up; then
+    sync_images
     log "cluster already up and node Ready (checked in $((SECONDS - start)) s)"
     return 0
   fi
@@ -612,17 +808,32 @@ cmd_up() {
   mkdir -p "$STATE_DIR"
   ensure_pki
   write_configs
+  write_cni_config
+  if write_containerd_config && component_pid containerd >/dev/null; then
+    log "containerd's configuration changed: restarting it (running pods keep running)"
+    stop_component containerd
+  fi
+  ensure_component containerd 60
+  sync_images
   ensure_component etcd 60
   ensure_component kube-apiserver 120
   ensure_component kube-controller-manager 60
   ensure_component kube-scheduler 60
   ensure_component kubelet 60
+  ensure_runtimeclasses
   wait_node_ready 120
   wait_default_sa 60
   log "cluster up in $((SECONDS - start)) s: node $NODE_NAME Ready; eval \"\$($0 env --export)\" to use it"
 }
 
-# Fast path for a second `up`: all PIDs alive, all health checks pass, node Ready, tools and wrapper in place.
+sync_images() {
+  local images
+  mapfile -t images < <(default_images)
+  load_images "${images[@]}"
+}
+
+# Fast path for a second `up`: all PIDs alive, all health checks pass, node Ready, tools, configs
+# and the runsc wrapper current.
 cluster_fully_up() {
   local c
   binaries_present || return 1
@@ -630,20 +841,39 @@ cluster_fully_up() {
   for c in "${COMPONENTS[@]}"; do
     component_pid "$c" >/dev/null && component_healthy "$c" 2>/dev/null || return 1
   done
-  [ "$(docker info --format '{{.DefaultRuntime}}' 2>/dev/null)" = "$RUNTIME_NAME" ] || return 1
+  render_containerd_config | cmp -s - "$CONTAINERD_CONFIG" || return 1
+  cmp -s "$SCRIPT_DIR/kube/runsc-cri.sh" "$RUNSC_WRAPPER" || return 1
   docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1 || return 1
   node_ready
 }
 
-# Remove the containers this cluster's kubelet created (dockershim names them k8s_<...> and labels them).
-remove_kubelet_containers() {
-  command -v docker >/dev/null && docker info >/dev/null 2>&1 || return 0
+# Remove every pod container this cluster's kubelet created: all of containerd's k8s.io namespace
+# (this containerd serves nothing else). Killing a task ends its shim too.
+remove_pod_containers() {
+  component_pid containerd >/dev/null && component_healthy containerd 2>/dev/null || return 0
   local ids
-  ids=$(docker ps -aq --filter name='^/k8s_' --filter label=io.kubernetes.docker.type 2>/dev/null || true)
+  ids=$(ctr_ containers ls -q 2>/dev/null || true)
   [ -n "$ids" ] || return 0
-  log "removing $(wc -w <<<"$ids") kubelet containers (k8s_*)"
+  log "removing $(wc -w <<<"$ids") pod containers from containerd ($K8S_NAMESPACE)"
   # shellcheck disable=SC2086
-  docker rm -f $ids >/dev/null 2>&1 || true
+  timeout 60 "${CTR[@]}" tasks rm -f $ids >/dev/null 2>&1 || true
+  # shellcheck disable=SC2086
+  timeout 60 "${CTR[@]}" containers rm $ids >/dev/null 2>&1 || true
+  local left
+  left=$(ctr_ containers ls -q 2>/dev/null | wc -l)
+  [ "$left" -eq 0 ] || log "warning: $left containers are still in containerd's $K8S_NAMESPACE namespace"
+}
+
+# Shims our containerd started that outlived their tasks (e.g. containerd was killed first).
+# Only processes whose command line names our containerd's socket are ended, by PID.
+stop_orphan_shims() {
+  local d pid
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" || continue
+    log "ending shim pid $pid (its containerd is gone)"
+    kill -KILL "$pid" 2>/dev/null || true
+  done
 }
 
 unmount_under() {
@@ -661,17 +891,21 @@ cmd_down() {
   exec 9>"/run/sandpit-kube-cluster.lock"
   flock 9
   stop_component kubelet
-  remove_kubelet_containers
+  remove_pod_containers
+  stop_component containerd
+  stop_orphan_shims
   stop_component kube-scheduler
   stop_component kube-controller-manager
   stop_component kube-apiserver
   stop_component etcd
-  # etcd data and the kubelet's pod state are wiped: the next `up` starts from an empty cluster.
-  # PKI, tokens, kubeconfigs and logs are kept, so credentials stay the same across down/up.
+  # etcd data, the kubelet's pod state and the runtime state are wiped: the next `up` starts from an
+  # empty cluster. PKI, tokens, kubeconfigs, logs and containerd's images are kept, so credentials
+  # stay the same across down/up and no image is loaded twice.
   unmount_under "$STATE_DIR/kubelet"
-  rm -rf --one-file-system "$STATE_DIR/etcd" "$STATE_DIR/kubelet" "$STATE_DIR/dockershim" ||
-    log "warning: could not remove all of the kubelet/etcd state (see above)"
-  log "cluster down (state kept: $PKI, kubeconfigs, $LOGS)"
+  unmount_under "$RUNTIME_DIR"
+  rm -rf --one-file-system "$STATE_DIR/etcd" "$STATE_DIR/kubelet" "$CNI_IPAM_DIR" "$RUNTIME_DIR" ||
+    log "warning: could not remove all of the kubelet/etcd/runtime state (see above)"
+  log "cluster down (state kept: $PKI, kubeconfigs, $LOGS, images in $CONTAINERD_ROOT)"
 }
 
 cmd_status() {
@@ -705,6 +939,9 @@ SANDPIT_KUBE_CA_FILE=$PKI/ca.crt
 SANDPIT_KUBE_NODE_NAME=$NODE_NAME
 SANDPIT_KUBE_VERSION=v$KUBE_VERSION
 SANDPIT_KUBE_PAUSE_IMAGE=$PAUSE_IMAGE
+SANDPIT_KUBE_RUNTIME=containerd
+SANDPIT_KUBE_CONTAINERD_ADDRESS=$CONTAINERD_SOCK
+SANDPIT_KUBE_CONTAINERD_NAMESPACE=$K8S_NAMESPACE
 SANDPIT_KUBE_CLUSTER_SCRIPT=$SCRIPT_DIR/kube-cluster.sh
 HELM=$TOOLS_DIR/helm
 KUBECTL=$TOOLS_DIR/kubectl
@@ -719,6 +956,12 @@ EOF
   done
 }
 
+cmd_images() {
+  need_root
+  component_pid containerd >/dev/null || die "containerd is not running; start the cluster: $0 up"
+  if [ $# -eq 0 ]; then sync_images; else load_images "$@"; fi
+}
+
 main() {
   case "${1:-}" in
     -h|--help|help) usage ;;
@@ -728,6 +971,7 @@ main() {
     env) cmd_env "${2:-}" ;;
     build) build_binaries ;;
     tools) fetch_tools ;;
+    images) shift; cmd_images "$@" ;;
     "") usage >&2; exit 2 ;;
     *) log "unknown command: $1"; usage >&2; exit 2 ;;
   esac

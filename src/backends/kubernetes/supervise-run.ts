@@ -235,8 +235,11 @@ class RunSupervisor {
           : {}),
       };
     }
+    // The follow may end before the runtime has written the last of the log (containerd reports the
+    // exit first). The operator's count shows that, unless it stopped counting at its read limit
+    // (a truncated output): then only a second read can tell.
     const counted = status.output?.bytes ?? 0;
-    if (counted > log.bytes && status.podName) {
+    if ((counted > log.bytes || status.output?.truncated === true) && status.podName) {
       const complete = await this.readRest(status.podName, log.bytes);
       if (!complete) {
         return {

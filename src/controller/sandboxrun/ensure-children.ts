@@ -21,6 +21,7 @@ import { buildRunPod } from './build-run-pod.js';
 import type { Blocked } from './compute-status.js';
 import { readOutput, type OutputLimits } from './read-output.js';
 import { runChildMeta, runPodSelector } from './run-ref.js';
+import { awaitsSandbox, missingHandler, sandboxFailureSelector } from './runtime-handler.js';
 
 export interface ChildrenDeps {
   kube: KubeClient;
@@ -60,13 +61,21 @@ const notOurs = (kind: string, name: string): Observed => ({
 const notCachedYet = (kind: string, name: string): AppError =>
   new AppError('BACKEND_ERROR', `${kind} ${name} exists but is not in the cache yet`);
 
-/** The observed pod, with its output once it has finished. */
+/** The observed pod, with its output once it has finished, or why its sandbox cannot be made. */
 export async function observeExisting(deps: ChildrenDeps, run: ObjectRef, pod: Pod): Promise<Observed> {
   const view = observePod(pod);
-  const output = isPodFinished(view)
-    ? await readOutput(deps.kube, run.namespace, view.name, deps.output)
-    : undefined;
-  return { ...NOTHING_OBSERVED, pod: view, output };
+  if (isPodFinished(view)) {
+    const output = await readOutput(deps.kube, run.namespace, view.name, deps.output);
+    return { ...NOTHING_OBSERVED, pod: view, output };
+  }
+  return { ...NOTHING_OBSERVED, pod: view, blocked: await sandboxProblem(deps.kube, run, pod) };
+}
+
+/** A RuntimeClass whose handler the node lacks, from the kubelet's Events (best effort). */
+async function sandboxProblem(kube: KubeClient, run: ObjectRef, pod: Pod): Promise<Blocked | undefined> {
+  if (!awaitsSandbox(pod)) return undefined;
+  const events = await kube.listEvents(run.namespace, sandboxFailureSelector(pod)).catch(() => []);
+  return missingHandler(pod, events);
 }
 
 export async function ensureChildren(

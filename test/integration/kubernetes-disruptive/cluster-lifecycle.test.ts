@@ -50,7 +50,7 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
   });
 
   test(
-    '`down` stops everything and removes the k8s_ containers; `up` restores a Ready node',
+    '`down` stops everything and removes the pods’ containers from containerd; `up` restores a Ready node',
     { timeout: 300_000 },
     async (t) => {
       const cluster = await withCluster();
@@ -74,7 +74,7 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
           ],
         },
       });
-      await waitForPod(
+      const running = await waitForPod(
         cluster.kc,
         ns,
         'idle',
@@ -83,9 +83,15 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
           timeoutMs: 60_000,
         },
       );
+      const containerId = running.status?.containerStatuses?.[0]?.containerID?.replace(
+        /^containerd:\/\//,
+        '',
+      );
+      assert.ok(containerId, 'the pod has a containerd container');
+      assert.equal((await cluster.ctr(['containers', 'info', containerId])).code, 0);
       const pids = await Promise.all(
-        ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'].map((c) =>
-          pidOf(stateDir, c),
+        ['containerd', 'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'].map(
+          (c) => pidOf(stateDir, c),
         ),
       );
 
@@ -96,8 +102,24 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
         [],
         'down left component processes running',
       );
-      const left = await runCommand('docker', ['ps', '-aq', '--filter', 'name=^/k8s_']);
-      assert.equal(left.stdout.trim(), '', 'down left k8s_ containers');
+      // No shim of that containerd is left, nor anything mounted for the pods.
+      const shims = await runCommand('pgrep', [
+        '-f',
+        `containerd-shim-runc-v2 .*-address ${cluster.env.containerd.address}`,
+      ]);
+      assert.equal(shims.stdout.trim(), '', 'down left shims running');
+      const mounts = await runCommand('findmnt', ['-rn', '-o', 'TARGET']);
+      assert.deepEqual(
+        mounts.stdout
+          .split('\n')
+          .filter(
+            (m) =>
+              m.startsWith(path.join(stateDir, 'kubelet')) ||
+              m.startsWith(path.dirname(cluster.env.containerd.address)),
+          ),
+        [],
+        'down left mounts',
+      );
       const status = await cluster.script(['status']);
       assert.notEqual(status.code, 0);
 
@@ -105,8 +127,11 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
       assert.equal(up.code, 0, up.stderr);
       assert.doesNotMatch(up.stderr, /building /, 'warm up must not rebuild the binaries');
       assert.ok(await nodeReady());
-      // etcd was wiped: the namespace from before `down` is gone
+      // etcd was wiped: the namespace from before `down` is gone, and so is the pod's container
       await assert.rejects(cluster.core.readNamespace({ name: ns }));
+      const gone = await cluster.ctr(['containers', 'info', containerId]);
+      assert.notEqual(gone.code, 0, 'the pod container came back after down + up');
+      assert.match(gone.stderr, /not found/);
       t.diagnostic(`warm up after down: ${Math.round(up.durationMs)} ms`);
     },
   );

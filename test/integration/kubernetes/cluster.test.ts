@@ -1,13 +1,17 @@
-// The local Kubernetes test cluster (test/env/kube-cluster.sh) does what the backends rely on.
-// Needs the cluster up (the tests fail with the command to start it) and the sandbox images built
-// into the same dockerd (images/build.sh). Traffic: the API server and kubelet on loopback only.
+// The local Kubernetes test cluster (test/env/kube-cluster.sh) does what the backends rely on, on
+// both RuntimeClasses it installs: runc (the default) and gvisor. Needs the cluster up (the tests
+// fail with the command to start it) and the sandbox images built (images/build.sh; `up` copies
+// them into the node's containerd). Traffic: the API server and kubelet on loopback only.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdir, readFile, readlink } from 'node:fs/promises';
+import { release } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { AuthenticationV1Api, AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
 import {
+  attachToPod,
   describePod,
   execInPod,
   framed,
@@ -18,6 +22,7 @@ import {
   podRunning,
   REPO_ROOT,
   runCommand,
+  type KubeCluster,
   stuckReason,
   waitForPod,
   withCluster,
@@ -26,16 +31,21 @@ import {
 const IMAGE = process.env.SANDPIT_KUBE_TEST_IMAGE ?? 'sandpit/python:3.11';
 const CHART = path.join(REPO_ROOT, 'test/fixtures/trivial-chart');
 
-/** The image must already be in the node's dockerd: nothing can be pulled here. */
-async function requireImage(image: string): Promise<void> {
-  const res = await runCommand('docker', ['image', 'inspect', '--format', '{{.Id}}', image], {
-    timeoutMs: 30_000,
-  });
-  assert.equal(
-    res.code,
-    0,
-    `image ${image} is not in the local Docker engine; build it with images/build.sh (${res.stderr.trim()})`,
-  );
+/** The RuntimeClasses the cluster installs: each test below runs on both. */
+const RUNTIMES = [
+  { name: 'runc', runtimeClassName: undefined },
+  { name: 'gvisor', runtimeClassName: 'gvisor' },
+] as const;
+
+/** Attaches, sends one job line (the pipe holds it until the process reads), reads its in-band exit status. */
+async function attachedJob(cluster: KubeCluster, ns: string, pod: string, job: string): Promise<string> {
+  const attached = await attachToPod(cluster.kc, ns, pod, 'main');
+  try {
+    attached.write(`${job}\n`);
+    return await attached.readUntil(/exit \d+\n/);
+  } finally {
+    attached.close();
+  }
 }
 
 /** A pod in the shape sandbox pods take: restricted profile, no token, no DNS, limits, local image. */
@@ -107,108 +117,193 @@ const PROBE = `
 import os, sys
 print("uid", os.getuid(), "gid", os.getgid())
 try:
-    open("/probe", "w")
+    # /home/sandbox belongs to uid 1000, so only a read-only rootfs can refuse this
+    open("/home/sandbox/probe", "w")
     print("rootfs writable")
 except OSError as e:
     print("rootfs read-only", e.errno)
 status = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
-print("CapEff", status["CapEff"].strip(), "NoNewPrivs", status["NoNewPrivs"].strip())
+# prctl(PR_GET_NO_NEW_PRIVS): gVisor does not print NoNewPrivs in /proc/self/status
+import ctypes
+print("CapEff", status["CapEff"].strip(), "NoNewPrivs", ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))
 print("sa-token", os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount"))
 print("resolv", " ".join(l.strip() for l in open("/etc/resolv.conf") if l.startswith("nameserver")))
 print("python", sys.version.split()[0], "ok")
 `;
 
 describe('kubernetes test cluster', () => {
+  for (const { name: runtime, runtimeClassName } of RUNTIMES) {
+    const inClass = runtimeClassName ? { runtimeClassName } : {};
+
+    test(
+      `${runtime}: a restricted-profile pod runs python from a sandpit image and its log reads back through the API`,
+      { timeout: 120_000 },
+      kubeTest(async ({ t, cluster, ns }) => {
+        await cluster.requireNodeImage(IMAGE);
+        const started = performance.now();
+        await cluster.createPod(ns, restrictedPod('py', ['python3', '-c', PROBE], inClass));
+        const pod = await waitForPod(cluster.kc, ns, 'py', podFinishedOrStuck, { timeoutMs: 90_000 });
+        const elapsed = Math.round(performance.now() - started);
+        assert.equal(stuckReason(pod), undefined);
+        assert.equal(pod.status?.phase, 'Succeeded', describePod(pod));
+        assert.equal(pod.spec?.runtimeClassName, runtimeClassName);
+
+        const log = await cluster.podLog(ns, 'py');
+        assert.match(log, /^uid 1000 gid 1000$/m);
+        assert.match(log, /^rootfs read-only 30$/m); // EROFS
+        assert.match(log, /^CapEff 0000000000000000 NoNewPrivs 1$/m);
+        assert.match(log, /^sa-token False$/m);
+        assert.match(log, /^resolv nameserver 127\.0\.0\.1$/m);
+        assert.match(log, /^python 3\.11\.\d+ ok$/m);
+        t.diagnostic(`restricted python pod (${runtime}): create -> Succeeded in ${elapsed} ms`);
+      }),
+    );
+
+    test(
+      `${runtime}: activeDeadlineSeconds ends an endless loop: Failed / DeadlineExceeded`,
+      { timeout: 90_000 },
+      kubeTest(async ({ cluster, ns }) => {
+        await cluster.requireNodeImage(IMAGE);
+        await cluster.createPod(
+          ns,
+          restrictedPod('spin', ['python3', '-c', 'print("spinning", flush=True)\nwhile True: pass'], {
+            activeDeadlineSeconds: 3,
+            ...inClass,
+          }),
+        );
+        // It really ran before the deadline hit (a pod stuck on its image would also end DeadlineExceeded).
+        await waitForPod(cluster.kc, ns, 'spin', (p) => podRunning(p) || podFinishedOrStuck(p), {
+          timeoutMs: 60_000,
+        });
+        const pod = await waitForPod(cluster.kc, ns, 'spin', (p) => p.status?.phase === 'Failed', {
+          timeoutMs: 60_000,
+          description: 'pod spin to fail on its deadline',
+        });
+        assert.equal(pod.status?.reason, 'DeadlineExceeded', describePod(pod));
+        assert.match(await cluster.podLog(ns, 'spin'), /spinning/);
+      }),
+    );
+
+    test(
+      `${runtime}: exec returns stdout, stderr and the exit code; stdin is length-framed`,
+      { timeout: 90_000 },
+      kubeTest(async ({ t, cluster, ns }) => {
+        await cluster.requireNodeImage(IMAGE);
+        await cluster.createPod(ns, restrictedPod('shell', ['sleep', '600'], inClass));
+        await waitForPod(cluster.kc, ns, 'shell', (p) => podRunning(p) || podFinishedOrStuck(p), {
+          timeoutMs: 60_000,
+        });
+
+        const simple = await execInPod(
+          cluster.kc,
+          ns,
+          'shell',
+          ['sh', '-c', 'echo out; echo err >&2; exit 3'],
+          {
+            container: 'main',
+          },
+        );
+        assert.deepEqual([simple.exitCode, simple.stdout, simple.stderr], [3, 'out\n', 'err\n']);
+
+        // 200 KiB of binary stdin: `head -c N` gives the reader its EOF (v4.channel.k8s.io cannot half-close).
+        const payload = Buffer.alloc(200 * 1024);
+        for (let i = 0; i < payload.length; i++) payload[i] = (i * 7919) % 251;
+        const digest = createHash('sha256').update(payload).digest('hex');
+        const res = await execInPod(
+          cluster.kc,
+          ns,
+          'shell',
+          framed(
+            payload.length,
+            'timeout -s KILL 20 python3 -c "import sys,hashlib; d=sys.stdin.buffer.read(); print(len(d), hashlib.sha256(d).hexdigest())"',
+          ),
+          { container: 'main', stdin: payload, timeoutMs: 30_000 },
+        );
+        assert.equal(res.exitCode, 0, res.stderr);
+        assert.equal(res.stdout.trim(), `${payload.length} ${digest}`);
+
+        const ok = await execInPod(cluster.kc, ns, 'shell', ['true'], { container: 'main' });
+        assert.equal(ok.exitCode, 0);
+        t.diagnostic(`exec round trip (true, ${runtime}): ${Math.round(ok.durationMs)} ms`);
+      }),
+    );
+
+    test(
+      `${runtime}: attach to a pre-started pod's stdin: one job in, its output and in-band exit status out (the warm-pool path)`,
+      { timeout: 90_000 },
+      kubeTest(async ({ t, cluster, ns }) => {
+        await cluster.requireNodeImage(IMAGE);
+        // The warm-pool shape: the main process waits on its attached stdin for one job line.
+        const waiter = [
+          'import subprocess, sys',
+          'print("ready", flush=True)',
+          'job = sys.stdin.readline()',
+          'r = subprocess.run(["sh", "-c", job])',
+          'print("exit", r.returncode, flush=True)',
+        ].join('\n');
+        const pod = restrictedPod('warm', ['python3', '-c', waiter], inClass);
+        Object.assign(pod.spec!.containers[0]!, { stdin: true, stdinOnce: true });
+        await cluster.createPod(ns, pod);
+        await waitForPod(cluster.kc, ns, 'warm', (p) => podRunning(p) || podFinishedOrStuck(p), {
+          timeoutMs: 60_000,
+        });
+        const t0 = performance.now();
+        const out = await attachedJob(cluster, ns, 'warm', 'echo "job ran as $(id -u)"; exit 7');
+        t.diagnostic(
+          `attach, job in -> exit status out (${runtime}): ${Math.round(performance.now() - t0)} ms`,
+        );
+        assert.match(out, /job ran as 1000\nexit 7\n$/);
+        const done = await waitForPod(cluster.kc, ns, 'warm', podFinishedOrStuck, { timeoutMs: 30_000 });
+        assert.equal(done.status?.phase, 'Succeeded', describePod(done));
+        // The pod log has what the attached client saw, the prompt included.
+        assert.equal(await cluster.podLog(ns, 'warm'), 'ready\njob ran as 1000\nexit 7\n');
+      }),
+    );
+  }
+
   test(
-    'a restricted-profile pod runs python from a sandpit image and its log reads back through the API',
+    'gvisor: the pod runs on gVisor’s kernel (uname, dmesg), the default RuntimeClass on the host’s',
     { timeout: 120_000 },
-    kubeTest(async ({ t, cluster, ns }) => {
-      await requireImage(IMAGE);
-      const started = performance.now();
-      await cluster.createPod(ns, restrictedPod('py', ['python3', '-c', PROBE]));
-      const pod = await waitForPod(cluster.kc, ns, 'py', podFinishedOrStuck, { timeoutMs: 90_000 });
-      const elapsed = Math.round(performance.now() - started);
-      assert.equal(stuckReason(pod), undefined);
-      assert.equal(pod.status?.phase, 'Succeeded', describePod(pod));
-
-      const log = await cluster.podLog(ns, 'py');
-      assert.match(log, /^uid 1000 gid 1000$/m);
-      assert.match(log, /^rootfs read-only 30$/m); // EROFS
-      assert.match(log, /^CapEff 0000000000000000 NoNewPrivs 1$/m);
-      assert.match(log, /^sa-token False$/m);
-      assert.match(log, /^resolv nameserver 127\.0\.0\.1$/m);
-      assert.match(log, /^python 3\.11\.\d+ ok$/m);
-      t.diagnostic(`restricted python pod: create -> Succeeded in ${elapsed} ms`);
-    }),
-  );
-
-  test(
-    'activeDeadlineSeconds ends an endless loop: Failed / DeadlineExceeded',
-    { timeout: 90_000 },
     kubeTest(async ({ cluster, ns }) => {
-      await requireImage(IMAGE);
-      await cluster.createPod(
-        ns,
-        restrictedPod('spin', ['python3', '-c', 'print("spinning", flush=True)\nwhile True: pass'], {
-          activeDeadlineSeconds: 3,
-        }),
-      );
-      // It really ran before the deadline hit (a pod stuck on its image would also end DeadlineExceeded).
-      await waitForPod(cluster.kc, ns, 'spin', (p) => podRunning(p) || podFinishedOrStuck(p), {
-        timeoutMs: 60_000,
-      });
-      const pod = await waitForPod(cluster.kc, ns, 'spin', (p) => p.status?.phase === 'Failed', {
-        timeoutMs: 60_000,
-        description: 'pod spin to fail on its deadline',
-      });
-      assert.equal(pod.status?.reason, 'DeadlineExceeded', describePod(pod));
-      assert.match(await cluster.podLog(ns, 'spin'), /spinning/);
+      await cluster.requireNodeImage(IMAGE);
+      const probe = ['sh', '-c', 'uname -r; dmesg | head -n 3'];
+      await cluster.createPod(ns, restrictedPod('host', probe));
+      await cluster.createPod(ns, restrictedPod('gvisor', probe, { runtimeClassName: 'gvisor' }));
+      for (const name of ['host', 'gvisor']) {
+        const pod = await waitForPod(cluster.kc, ns, name, podFinishedOrStuck, { timeoutMs: 90_000 });
+        assert.equal(pod.status?.phase, 'Succeeded', describePod(pod));
+      }
+      const gvisor = (await cluster.podLog(ns, 'gvisor')).split('\n');
+      assert.equal(gvisor[0], '4.4.0', 'gVisor reports its own kernel release');
+      assert.match(gvisor[1] ?? '', /^\[ *0\.0+\] Starting gVisor\.\.\.$/);
+      // runc: the host's own kernel
+      assert.equal((await cluster.podLog(ns, 'host')).split('\n')[0], release());
     }),
   );
 
-  test(
-    'exec returns stdout, stderr and the exit code; stdin is length-framed',
-    { timeout: 90_000 },
-    kubeTest(async ({ t, cluster, ns }) => {
-      await requireImage(IMAGE);
-      await cluster.createPod(ns, restrictedPod('shell', ['sleep', '600']));
-      await waitForPod(cluster.kc, ns, 'shell', (p) => podRunning(p) || podFinishedOrStuck(p), {
-        timeoutMs: 60_000,
-      });
-
-      const simple = await execInPod(
-        cluster.kc,
-        ns,
-        'shell',
-        ['sh', '-c', 'echo out; echo err >&2; exit 3'],
-        {
-          container: 'main',
-        },
-      );
-      assert.deepEqual([simple.exitCode, simple.stdout, simple.stderr], [3, 'out\n', 'err\n']);
-
-      // 200 KiB of binary stdin: `head -c N` gives the reader its EOF (v4.channel.k8s.io cannot half-close).
-      const payload = Buffer.alloc(200 * 1024);
-      for (let i = 0; i < payload.length; i++) payload[i] = (i * 7919) % 251;
-      const digest = createHash('sha256').update(payload).digest('hex');
-      const res = await execInPod(
-        cluster.kc,
-        ns,
-        'shell',
-        framed(
-          payload.length,
-          'timeout -s KILL 20 python3 -c "import sys,hashlib; d=sys.stdin.buffer.read(); print(len(d), hashlib.sha256(d).hexdigest())"',
-        ),
-        { container: 'main', stdin: payload, timeoutMs: 30_000 },
-      );
-      assert.equal(res.exitCode, 0, res.stderr);
-      assert.equal(res.stdout.trim(), `${payload.length} ${digest}`);
-
-      const ok = await execInPod(cluster.kc, ns, 'shell', ['true'], { container: 'main' });
-      assert.equal(ok.exitCode, 0);
-      t.diagnostic(`exec round trip (true): ${Math.round(ok.durationMs)} ms`);
-    }),
-  );
+  test('the RuntimeClasses installed are exactly those of deploy/runtimeclasses.yaml', async () => {
+    const cluster = await withCluster();
+    const file = await readFile(path.join(REPO_ROOT, 'deploy/runtimeclasses.yaml'), 'utf8');
+    const want = parseAllDocuments(file).map(
+      (d) => d.toJS() as { metadata: { name: string }; handler: string },
+    );
+    assert.deepEqual(
+      want.map((c) => [c.metadata.name, c.handler]),
+      [
+        ['gvisor', 'runsc'],
+        ['runc', 'runc'],
+      ],
+    );
+    const res = await cluster.kubectl(['get', 'runtimeclasses', '-o', 'json']);
+    assert.equal(res.code, 0, res.stderr);
+    const installed = (
+      JSON.parse(res.stdout) as { items: { metadata: { name: string; labels?: object }; handler: string }[] }
+    ).items.filter((c) => c.metadata.labels && 'app.kubernetes.io/part-of' in c.metadata.labels);
+    assert.deepEqual(
+      installed.map((c) => [c.metadata.name, c.handler, c.metadata.labels]),
+      want.map((c) => [c.metadata.name, c.handler, (c.metadata as { labels?: object }).labels]),
+    );
+  });
 
   test(
     'helm installs and uninstalls a trivial chart',
@@ -329,6 +424,10 @@ describe('kubernetes test cluster', () => {
     const cluster = await withCluster();
     const pids = async (): Promise<string> =>
       (await runCommand('bash', ['-c', `cat ${cluster.env.stateDir}/run/*.pid`])).stdout;
+    // `up` also copies images rebuilt since (another checkout may have): copy them first, so the
+    // `up` timed below is the no-op itself.
+    const synced = await cluster.script(['images'], { timeoutMs: 10 * 60_000 });
+    assert.equal(synced.code, 0, synced.stderr);
     const before = await pids();
     // A daemon that inherited the script's lock would block every later up and down.
     assert.deepEqual(await holdersOf(CLUSTER_LOCK), [], `long-lived processes hold ${CLUSTER_LOCK}`);

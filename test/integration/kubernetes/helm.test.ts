@@ -3,8 +3,9 @@
 // operator running as a pod, the gateway pod answers MCP with its bearer token, and helm uninstall
 // removes every object the release made.
 //
-// This cluster has no kube-proxy and no CNI: a pod cannot reach the API server through the
-// `kubernetes` Service. The chart's documented override for that case is used here only:
+// This cluster has no kube-proxy, and a pod's own network interface leads nowhere: a pod cannot
+// reach the API server through the `kubernetes` Service. The chart's documented override for that
+// case is used here only:
 // hostNetwork plus apiServer.host/port = the loopback API server (its certificate names
 // 127.0.0.1). The pods then bind 127.0.0.1 on ports this test picks, and the test talks to the
 // gateway on loopback only.
@@ -26,14 +27,21 @@ const NAMESPACED_KINDS =
   'deployments,replicasets,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets';
 const CLUSTER_KINDS = 'clusterroles,clusterrolebindings';
 
-/** The app image for this checkout: dist/ built, then images/build-app.sh (a no-op when current). */
-async function buildAppImage(t: { diagnostic(msg: string): void }): Promise<string> {
+/**
+ * The app image for this checkout: dist/ built, then images/build-app.sh into dockerd (a no-op when
+ * current), then copied into the node's containerd (a no-op when it has that image id already).
+ */
+async function buildAppImage(cluster: KubeCluster, t: { diagnostic(msg: string): void }): Promise<string> {
   ensureBuilt();
   const started = Date.now();
   const build = await runOk('bash', [BUILD_APP], { cwd: REPO_ROOT, timeoutMs: 20 * 60_000 });
   t.diagnostic(`images/build-app.sh: ${((Date.now() - started) / 1000).toFixed(1)} s`);
   t.diagnostic(build.stderr.trim().split('\n').at(-1) ?? '');
-  return (await runOk('bash', [BUILD_APP, '--tag'])).stdout.trim();
+  const image = (await runOk('bash', [BUILD_APP, '--tag'])).stdout.trim();
+  const loaded = await cluster.script(['images', image], { timeoutMs: 5 * 60_000 });
+  assert.equal(loaded.code, 0, loaded.stderr);
+  await cluster.requireNodeImage(image);
+  return image;
 }
 
 async function namesOf(
@@ -52,7 +60,7 @@ describe('charts/sandpit on the real cluster', () => {
     'helm install runs the operator and the gateway as pods; a kubectl-applied SandboxRun succeeds; helm uninstall removes the release',
     { timeout: 25 * 60_000 },
     kubeTest(async ({ t, cluster, ns }) => {
-      const image = await buildAppImage(t);
+      const image = await buildAppImage(cluster, t);
       const [repository, tag] = image.split(':') as [string, string];
       const api = new URL(cluster.env.apiServer);
       const release = `sp-${randomBytes(3).toString('hex')}`;

@@ -1,8 +1,9 @@
 // SandboxRuns on the real cluster, reconciled by the real operator (the static operator identity,
 // bound to deploy/rbac.yaml's roles): every outcome the shared run model names.
 import assert from 'node:assert/strict';
-import { describe } from 'node:test';
-import type { CoreV1Event, V1NetworkPolicy, V1Pod } from '@kubernetes/client-node';
+import { after, before, describe } from 'node:test';
+import { NodeV1Api, type CoreV1Event, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
+import { isNotFound, withCluster } from '../../support/kube/index.js';
 import {
   applyHelloSample,
   cancelRun,
@@ -19,12 +20,28 @@ import {
 } from './operator-harness.js';
 
 const MISSING_RUNTIME_CLASS = 'sandpit-test-absent';
+/** A RuntimeClass that exists, whose handler the node's containerd does not have. */
+const NO_HANDLER_CLASS = 'sandpit-test-no-handler';
+const ABSENT_HANDLER = 'sandpit-absent';
 
 describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout: 300_000 }, () => {
   const ops = operatorSuite('operator-runs', {
-    kubernetes: { allowedRuntimeClasses: [MISSING_RUNTIME_CLASS] },
+    kubernetes: { allowedRuntimeClasses: [MISSING_RUNTIME_CLASS, NO_HANDLER_CLASS] },
   });
   const { it } = ops;
+  const node = async (): Promise<NodeV1Api> => (await withCluster()).kc.makeApiClient(NodeV1Api);
+  before(async () => {
+    const api = await node();
+    await api.deleteRuntimeClass({ name: NO_HANDLER_CLASS }).catch((e: unknown) => {
+      if (!isNotFound(e)) throw e;
+    });
+    await api.createRuntimeClass({
+      body: { metadata: { name: NO_HANDLER_CLASS }, handler: ABSENT_HANDLER },
+    });
+  });
+  after(async () => {
+    await (await node()).deleteRuntimeClass({ name: NO_HANDLER_CLASS });
+  });
 
   it('kubectl apply of deploy/samples/python-hello.yaml succeeds; kubectl get sbr shows the columns', async () => {
     const { cluster, ns } = ops.suite;
@@ -198,6 +215,31 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
       `took ${took.toFixed(1)} s (the operator's first reaction: ${reactionMs.toFixed(0)} ms)`,
     );
     assert.deepEqual(await podsOf(ops.suite, run), []);
+  });
+
+  it('a RuntimeClass whose handler the node lacks: Failed/RuntimeClassNotFound naming the handler, within pendingTimeoutSeconds + 5 s', async () => {
+    const { cluster, ns } = ops.suite;
+    const pendingTimeoutSeconds = 10;
+    const created = Date.now();
+    await createRun(
+      cluster,
+      ns,
+      sandboxRun('no-handler', {
+        template: 'python',
+        code: 'print(1)',
+        runtimeClassName: NO_HANDLER_CLASS,
+        pendingTimeoutSeconds,
+      }),
+    );
+    const run = await waitForFinished(cluster, ns, 'no-handler', 60_000);
+    const elapsed = (Date.now() - created) / 1000;
+    assert.equal(run.status?.phase, 'Failed', JSON.stringify(run.status));
+    assert.equal(run.status?.reason, 'RuntimeClassNotFound');
+    assert.match(
+      run.status?.message ?? '',
+      new RegExp(`no runtime handler "${ABSENT_HANDLER}" for RuntimeClass "${NO_HANDLER_CLASS}"`),
+    );
+    assert.ok(elapsed <= pendingTimeoutSeconds + 5, `took ${elapsed.toFixed(1)} s`);
   });
 
   it('cancel: Cancelled, the pod deleted, the record kept', async () => {

@@ -169,12 +169,41 @@ export class KubeCluster {
     });
   }
 
+  /** `ctr` against the kubelet's containerd, in the pods' namespace (k8s.io). */
+  ctr(args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
+    const { address, namespace } = this.env.containerd;
+    return runCommand('ctr', ['--address', address, '--namespace', namespace, ...args], {
+      timeoutMs: 30_000,
+      ...opts,
+    });
+  }
+
+  /** Fails unless the node's containerd has `image` (nothing can be pulled here). */
+  async requireNodeImage(image: string): Promise<void> {
+    const ref = fullImageRef(image);
+    const res = await this.ctr(['images', 'ls', '-q', `name==${ref}`]);
+    if (res.code !== 0 || res.stdout.trim() !== ref) {
+      throw new Error(
+        `image ${ref} is not in the node's containerd (${res.stderr.trim() || 'not listed'}): build it with ` +
+          'images/build.sh, then test/env/kube-cluster.sh images (or up) copies it from dockerd',
+      );
+    }
+  }
+
   diagnostics(namespace: string): Promise<string> {
     return collectDiagnostics(
       { kc: this.kc, nodeName: this.env.nodeName, logDir: this.env.logDir },
       namespace,
     );
   }
+}
+
+/** A Docker image name as containerd stores it: python:3.11 -> docker.io/library/python:3.11. */
+export function fullImageRef(image: string): string {
+  const tagged = image.includes('@') || image.split('/').at(-1)!.includes(':') ? image : `${image}:latest`;
+  if (!tagged.includes('/')) return `docker.io/library/${tagged}`;
+  const first = tagged.split('/')[0]!;
+  return /[.:]/.test(first) || first === 'localhost' ? tagged : `docker.io/${tagged}`;
 }
 
 let cached: Promise<KubeCluster> | undefined;

@@ -30,6 +30,8 @@ export interface ClusterEnv {
   readonly logDir: string;
   readonly version: string;
   readonly pauseImage: string;
+  /** The kubelet's container runtime: its own containerd, whose k8s.io namespace holds the pods. */
+  readonly containerd: { readonly address: string; readonly namespace: string };
   readonly helm: string;
   readonly kubectl: string;
   readonly clusterScript: string;
@@ -111,6 +113,10 @@ export async function loadClusterEnv(): Promise<ClusterEnv> {
     logDir: need('SANDPIT_KUBE_LOG_DIR'),
     version: need('SANDPIT_KUBE_VERSION'),
     pauseImage: need('SANDPIT_KUBE_PAUSE_IMAGE'),
+    containerd: {
+      address: need('SANDPIT_KUBE_CONTAINERD_ADDRESS'),
+      namespace: need('SANDPIT_KUBE_CONTAINERD_NAMESPACE'),
+    },
     helm: need('HELM'),
     kubectl: need('KUBECTL'),
     clusterScript: vars.SANDPIT_KUBE_CLUSTER_SCRIPT ?? CLUSTER_SCRIPT,

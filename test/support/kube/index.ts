@@ -1,6 +1,7 @@
 // Helpers for tests against the local Kubernetes test cluster (test/env/kube-cluster.sh).
 export {
   ClusterUnavailableError,
+  fullImageRef,
   KubeCluster,
   type KubeTestContext,
   TEST_NAMESPACE_LABEL,
@@ -19,6 +20,7 @@ export {
   REPO_ROOT,
   START_COMMAND,
 } from './env.js';
+export { attachToPod, type Attached } from './attach.js';
 export { execInPod, type ExecResult, exitCodeOf, framed } from './exec.js';
 export { runCommand, runOk, type RunResult } from './run.js';
 export {

@@ -44,6 +44,8 @@ export function runCommand(file: string, args: readonly string[], opts: RunOptio
         durationMs: performance.now() - started,
       });
     });
+    // A command that exits without reading its stdin fails the write with EPIPE: its exit status says what happened.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(opts.input ?? '');
   });
 }
