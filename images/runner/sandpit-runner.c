@@ -2,32 +2,58 @@
  * sandpit-runner: the main process of every sandbox container.
  *
  * It waits for exactly one framed job on stdin, sets up the workspace, runs the job's argv as a
- * child, and reports the child's output and exit status in-band on stdout, framed so the child
- * cannot forge frames (the runner is non-dumpable, so the child cannot reach its descriptors, and
- * as PID 1 it cannot be signalled by the child). The container is never reused: after the exit
- * frame the runner exits and the engine removes the container.
+ * child, and reports the child's output and exit status in-band on stdout. The container is never
+ * reused: after the exit frame the runner exits and the engine removes the container.
  *
- * Job (stdin):   "SPJ1" u32be:len  records...      record = u8:type u32be:len bytes
+ * The child must not be able to forge, suppress or stall that report:
+ *   - Under runc the kernel keeps it away from the runner: the runner is not dumpable (its
+ *     /proc/1/fd and /proc/1/mem are root's) and, as PID 1 of its namespace, it ignores the
+ *     child's signals.
+ *   - gVisor (runsc) reproduces neither: there a same-uid process may open /proc/1/fd/1 and kill
+ *     PID 1. So under gVisor the child runs in its own user and PID namespaces, below a small init
+ *     (spawn_isolated): it cannot name the runner's process, so it can neither signal nor trace
+ *     it. The Sentry implements those namespaces itself: they add no host-kernel surface.
+ *   - What the child can still do under gVisor is write into the runner's stdout through
+ *     /proc/1/fd/1. So every frame after the job starts with the job's 16-byte key and goes out in
+ *     one write() of at most PIPE_BUF bytes, which a pipe never interleaves with another writer's.
+ *     The child cannot learn the key (the runner's memory is root's to read, its stdout cannot be
+ *     read back), and the gateway skips everything else that arrives.
+ *
+ * Job (stdin):   "SPJ3" key[16] u32be:len  records...   record = u8:type u32be:len bytes
  *   'a' argv element (repeatable, at least one)   'e' NAME=VALUE (repeatable)
  *   'f' file: u8 flags(1=exec) u16be:pathlen path content (repeatable)
  *   'c' code: exposed to the child as a sealed read-only memfd on fd 3 (/sandpit/code/main.* link to it)
  *   'i' stdin content (else /dev/null)            't' u32be deadline in ms (from job receipt)
  *   'w' working directory (default /workspace)    'o' u32be head u32be tail: output bytes kept per stream
- * Frames (stdout): u8:type u32be:len bytes
- *   'R' ready: u32be protocol version (PROTOCOL_VERSION; src/runner/protocol.ts must accept it)
- *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + last bytes kept
+ *   'l' u64be largest file, u32be open files: the child's RLIMIT_FSIZE and RLIMIT_NOFILE (pods have
+ *       no ulimits of their own)
+ *   'n' no network: refuse the job if any interface but lo exists (egress none must fail closed,
+ *       e.g. on a cluster that does not enforce NetworkPolicy)
+ *   Protocol 2's job, "SPJ1" u32be:len records..., is still taken; its frames then carry no key.
+ * Frames (stdout) after the job: key[16] u8:type u16be:len bytes, RECORD_MAX bytes at most
+ *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + the next piece of the last bytes kept
  *   'X' exit: JSON {exitCode, signal, timedOut, oomKilled, stdoutBytes, stderrBytes, durationMs}
  *   'F' failure of the runner itself: text (the job never ran)
+ * Before the job (and in protocol 2): u8:type u32be:len bytes
+ *   'R' ready: u32be protocol version (PROTOCOL_VERSION; src/runner/protocol.ts must accept it)
  *
- * `--job FILE --plain`: read the job from FILE and let the child write straight to our stdout and
- * stderr (Kubernetes pods, where the pod log is the output); exit with the child's status, and write
- * the exit JSON to /dev/termination-log when it exists.
+ * While the job runs, the end of stdin means that its owner is gone: the runner kills the child
+ * and exits, so an orphaned container stops by itself.
+ *
+ * `--job FILE --plain`: read the job from FILE and pass the child's output on to our stdout and
+ * stderr (Kubernetes pods, where the pod log is the output), each stream capped like a framed one:
+ * its head live, then a line saying how much was left out, then its tail. Exit with the child's
+ * status, and write the exit JSON (or {"failure": text} when the job never ran) to
+ * /dev/termination-log when it exists.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -40,6 +66,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,7 +77,12 @@
 #define MAX_ENV 512
 #define CODE_FD 3
 /* Bump with every change to the job or frame format, together with src/runner/protocol.ts. */
-#define PROTOCOL_VERSION 2u
+#define PROTOCOL_VERSION 3u
+#define KEY_LEN 16
+/* PIPE_BUF: a pipe takes a write of at most this size in one piece, never mixed with another's. */
+#define RECORD_MAX 4096
+#define RECORD_HEAD (KEY_LEN + 3)
+#define RECORD_DATA (RECORD_MAX - RECORD_HEAD)
 
 struct ring {
 	char *buf;
@@ -65,6 +97,12 @@ struct stream {
 	struct ring tail;
 };
 
+/* The process the runner waits for: the child itself, or its init under gVisor. */
+struct spawned {
+	pid_t pid;
+	int status_fd; /* under gVisor: where the init reports the child's wait status; else -1 */
+};
+
 static char *job_args[MAX_ARGS + 1];
 static int n_args;
 static char *job_env[MAX_ENV + 16];
@@ -72,8 +110,15 @@ static int n_env;
 static const char *code_data, *stdin_data, *workdir = "/workspace";
 static size_t code_len, stdin_len;
 static int have_stdin;
-static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail;
+static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail, open_files;
+static unsigned long long file_size; /* 0: leave RLIMIT_FSIZE as it is */
+static int no_network;
 static int plain;
+/* Set by a protocol-3 job: every frame from then on starts with its key. */
+static int keyed;
+static unsigned char channel_key[KEY_LEN];
+static char *job;
+static size_t job_len;
 
 static void die_frame(const char *fmt, ...);
 
@@ -94,13 +139,54 @@ static void write_all(int fd, const void *p, size_t n)
 
 static void frame(char type, const void *data, size_t len)
 {
-	unsigned char hdr[5] = {(unsigned char)type, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
-				(unsigned char)(len >> 8), (unsigned char)len};
 	if (plain)
 		return;
-	write_all(1, hdr, 5);
-	if (len)
-		write_all(1, data, len);
+	if (!keyed) {
+		unsigned char hdr[5] = {(unsigned char)type, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
+					(unsigned char)(len >> 8), (unsigned char)len};
+		write_all(1, hdr, 5);
+		if (len)
+			write_all(1, data, len);
+		return;
+	}
+	const char *p = data;
+	do {
+		size_t n = len < RECORD_DATA ? len : RECORD_DATA;
+		unsigned char rec[RECORD_MAX];
+		memcpy(rec, channel_key, KEY_LEN);
+		rec[KEY_LEN] = (unsigned char)type;
+		rec[KEY_LEN + 1] = (unsigned char)(n >> 8);
+		rec[KEY_LEN + 2] = (unsigned char)n;
+		memcpy(rec + RECORD_HEAD, p, n);
+		write_all(1, rec, RECORD_HEAD + n); /* one write: a pipe keeps it whole */
+		p += n;
+		len -= n;
+	} while (len > 0);
+}
+
+/* {"failure": msg} for the termination log, with msg escaped as a JSON string. */
+static size_t failure_json(char *out, size_t size, const char *msg)
+{
+	size_t n = (size_t)snprintf(out, size, "{\"failure\":\"");
+	for (const unsigned char *c = (const unsigned char *)msg; *c && n + 8 < size; c++) {
+		if (*c == '"' || *c == '\\')
+			n += (size_t)snprintf(out + n, size - n, "\\%c", *c);
+		else if (*c < 0x20)
+			n += (size_t)snprintf(out + n, size - n, "\\u%04x", *c);
+		else
+			out[n++] = (char)*c;
+	}
+	n += (size_t)snprintf(out + n, size - n, "\"}");
+	return n;
+}
+
+static void write_termination_log(const char *text, size_t len)
+{
+	int tl = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (tl >= 0) {
+		write_all(tl, text, len);
+		close(tl);
+	}
 }
 
 static void die_frame(const char *fmt, ...)
@@ -110,10 +196,13 @@ static void die_frame(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (plain)
+	if (plain) {
+		char json[2 * sizeof msg];
 		dprintf(2, "sandpit-runner: %s\n", msg);
-	else
+		write_termination_log(json, failure_json(json, sizeof json, msg));
+	} else {
 		frame('F', msg, strlen(msg));
+	}
 	exit(plain ? 125 : 0);
 }
 
@@ -162,12 +251,19 @@ static int read_full(int fd, void *p, size_t n)
 
 static char *read_job(int fd, size_t *len)
 {
-	unsigned char hdr[8];
-	if (read_full(fd, hdr, 8) != 0)
+	unsigned char hdr[4];
+	if (read_full(fd, hdr, 4) != 0)
 		exit(0); /* closed before any job: a pool container being retired */
-	if (memcmp(hdr, "SPJ1", 4) != 0)
+	if (memcmp(hdr, "SPJ3", 4) == 0) {
+		if (read_full(fd, channel_key, KEY_LEN) != 0)
+			die_frame("job truncated");
+		keyed = 1;
+	} else if (memcmp(hdr, "SPJ1", 4) != 0) {
 		die_frame("bad job header");
-	*len = be32(hdr + 4);
+	}
+	if (read_full(fd, hdr, 4) != 0)
+		die_frame("job truncated");
+	*len = be32(hdr);
 	if (*len > MAX_JOB)
 		die_frame("job of %zu bytes is too large", *len);
 	char *buf = malloc(*len + 1);
@@ -290,6 +386,15 @@ static void parse_job(char *buf, size_t len, int write_files)
 			out_head = be32((unsigned char *)p);
 			out_tail = be32((unsigned char *)p + 4);
 			break;
+		case 'l':
+			if (n != 12)
+				die_frame("bad limits record");
+			file_size = (unsigned long long)be32((unsigned char *)p) << 32 | be32((unsigned char *)p + 4);
+			open_files = be32((unsigned char *)p + 8);
+			break;
+		case 'n':
+			no_network = 1;
+			break;
 		default:
 			die_frame("unknown job record type 0x%02x", (unsigned char)type);
 		}
@@ -370,7 +475,10 @@ static void forward(struct stream *s, const char *p, size_t n)
 	s->total += n;
 	size_t live = n < s->head_left ? n : s->head_left;
 	if (live) {
-		frame(s->id, p, live);
+		if (plain)
+			write_all(s->id == 'O' ? 1 : 2, p, live);
+		else
+			frame(s->id, p, live);
 		s->head_left -= live;
 	}
 	ring_push(&s->tail, p + live, n - live);
@@ -380,13 +488,19 @@ static void send_tail(struct stream *s)
 {
 	if (s->tail.len == 0)
 		return;
-	char *out = malloc(s->tail.len + 1);
+	/* Protocol 2 takes the tail as one frame; keyed, each record carries its stream byte. */
+	size_t piece = keyed ? RECORD_DATA - 1 : s->tail.len;
+	char *out = malloc(piece + 1);
 	if (!out)
 		return;
 	out[0] = s->id == 'O' ? 1 : 2;
-	for (size_t i = 0; i < s->tail.len; i++)
-		out[1 + i] = s->tail.buf[(s->tail.start + i) % s->tail.cap];
-	frame('T', out, s->tail.len + 1);
+	for (size_t done = 0; done < s->tail.len;) {
+		size_t n = s->tail.len - done < piece ? s->tail.len - done : piece;
+		for (size_t i = 0; i < n; i++)
+			out[1 + i] = s->tail.buf[(s->tail.start + done + i) % s->tail.cap];
+		frame('T', out, n + 1);
+		done += n;
+	}
 	free(out);
 }
 
@@ -406,6 +520,16 @@ static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
 	setpgid(0, 0);
 	struct rlimit core = {0, 0};
 	setrlimit(RLIMIT_CORE, &core);
+	if (file_size) {
+		struct rlimit fsize = {(rlim_t)file_size, (rlim_t)file_size};
+		if (setrlimit(RLIMIT_FSIZE, &fsize) != 0)
+			_exit(126);
+	}
+	if (open_files) {
+		struct rlimit nofile = {open_files, open_files};
+		if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+			_exit(126);
+	}
 	/* Move the memfd out of the way first so the dup2s below cannot clobber it. */
 	if (code_fd >= 0) {
 		int tmp = fcntl(code_fd, F_DUPFD, 10);
@@ -427,6 +551,152 @@ static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/* Refuses the job when the sandbox has any interface but lo: its egress is none, so a network
+ * there means the isolation it was promised does not exist (the runner never opens it up). */
+static void refuse_open_network(void)
+{
+	struct if_nameindex *ifs = if_nameindex();
+	if (!ifs)
+		die_frame("cannot list the sandbox's network interfaces: %s", strerror(errno));
+	for (struct if_nameindex *i = ifs; i->if_index != 0; i++) {
+		if (strcmp(i->if_name, "lo") != 0)
+			die_frame("network interface %s exists although egress is none: this sandbox is not "
+				  "isolated from the network",
+				  i->if_name);
+	}
+	if_freenameindex(ifs);
+}
+
+/* gVisor's Sentry announces itself with this file; no Linux kernel has it. */
+static int under_gvisor(void)
+{
+	return access("/proc/sentry-meminfo", F_OK) == 0;
+}
+
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : errno; /* no setgroups file: an older kernel, nothing to deny */
+	int err = write(fd, text, strlen(text)) < 0 ? errno : 0;
+	close(fd);
+	return err;
+}
+
+/* Maps our one uid and gid to themselves in the new user namespace: the child keeps uid 1000. */
+static int map_ids(uid_t uid, gid_t gid)
+{
+	char map[64];
+	snprintf(map, sizeof map, "%u %u 1\n", uid, uid);
+	int err = write_text("/proc/self/uid_map", map);
+	if (!err)
+		err = write_text("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof map, "%u %u 1\n", gid, gid);
+	if (!err)
+		err = write_text("/proc/self/gid_map", map);
+	return err;
+}
+
+static void drop_capabilities(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	syscall(SYS_capset, &hdr, data);
+}
+
+/*
+ * The init of the child's namespaces, PID 1 there: it starts the child, reaps whatever gets
+ * orphaned, and reports the child's wait status on `status_fd` (a status the child could write
+ * itself, since it chooses its own exit anyway). When it exits, the namespace and every process
+ * left in it die with it. Nothing of the runner's state stays in its memory.
+ */
+static void inner_init(uid_t uid, gid_t gid, int status_fd, int fds[4])
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* The id maps are root's while we are not dumpable; nothing but the runner runs yet. */
+	prctl(PR_SET_DUMPABLE, 1);
+	int err = map_ids(uid, gid);
+	prctl(PR_SET_DUMPABLE, 0);
+	explicit_bzero(channel_key, sizeof channel_key);
+	explicit_bzero(job, job_len);
+	uint32_t word = (uint32_t)err;
+	write_all(status_fd, &word, sizeof word);
+	if (err)
+		_exit(125);
+	pid_t child = fork();
+	if (child < 0)
+		_exit(125);
+	if (child == 0) {
+		drop_capabilities();
+		exec_child(fds[0], fds[1], fds[2], fds[3]);
+	}
+	for (int fd = 0; fd < 1024; fd++)
+		if (fd != status_fd)
+			close(fd);
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, 0);
+		if (p == child) {
+			word = (uint32_t)st;
+			write_all(status_fd, &word, sizeof word);
+			_exit(0);
+		}
+		if (p < 0 && errno != EINTR)
+			_exit(125);
+	}
+}
+
+/* The child in its own user and PID namespaces, below inner_init (see the top of this file). */
+static struct spawned spawn_isolated(int fds[4])
+{
+	int st[2];
+	if (pipe2(st, O_CLOEXEC) != 0)
+		die_frame("pipe: %s", strerror(errno));
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	pid_t init = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
+	if (init < 0)
+		die_frame("cannot give the program its own namespaces under gVisor (clone: %s); sandpit's "
+			  "seccomp profile for runsc allows them",
+			  strerror(errno));
+	if (init == 0) {
+		close(st[0]);
+		inner_init(uid, gid, st[1], fds);
+	}
+	close(st[1]);
+	uint32_t err;
+	if (read_full(st[0], &err, sizeof err) != 0)
+		die_frame("the program's namespaces could not be set up");
+	if (err)
+		die_frame("cannot map the program's uid in its namespace under gVisor: %s", strerror((int)err));
+	return (struct spawned){init, st[0]};
+}
+
+static struct spawned spawn(int fds[4])
+{
+	/* Protocol 2's frames carry no key, so isolating its child would protect nothing. */
+	if (keyed && under_gvisor())
+		return spawn_isolated(fds);
+	pid_t child = fork();
+	if (child < 0)
+		die_frame("fork: %s", strerror(errno));
+	if (child == 0)
+		exec_child(fds[0], fds[1], fds[2], fds[3]);
+	return (struct spawned){child, -1};
+}
+
+/* The child's wait status: reported by its init under gVisor (or the init's own, if it was killed). */
+static int child_status(struct spawned s, int status)
+{
+	uint32_t word;
+	if (s.status_fd >= 0 && read(s.status_fd, &word, sizeof word) == (ssize_t)sizeof word)
+		return (int)word;
+	return status;
+}
+
 static void set_base_env(void)
 {
 	static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
@@ -442,6 +712,130 @@ static void set_base_env(void)
 	}
 	job_env[n_env] = NULL;
 	job_args[n_args] = NULL;
+}
+
+/* What the supervision loop keeps track of. */
+struct run {
+	struct spawned child;
+	struct stream streams[2];
+	int status, exited, timed_out, open_streams;
+	int watch_stdin; /* its end means the owner is gone */
+	long long started, deadline;
+};
+
+static void read_stream(struct run *r, int i)
+{
+	static char buf[65536];
+	struct stream *s = &r->streams[i];
+	ssize_t n = read(s->fd, buf, sizeof buf);
+	if (n > 0) {
+		forward(s, buf, (size_t)n);
+	} else if (n == 0 || errno != EINTR) {
+		close(s->fd);
+		s->fd = -1;
+		r->open_streams--;
+	}
+}
+
+static void reap(struct run *r, int sfd)
+{
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof si) > 0) {
+	}
+	int st;
+	pid_t p;
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == r->child.pid && !r->exited) {
+			r->status = child_status(r->child, st);
+			r->exited = 1;
+			kill_all(r->child.pid); /* leftovers would hold the pipes open */
+		}
+	}
+}
+
+/* Nothing more is sent after the job; the end of stdin means the gateway that attached is gone. */
+static void check_owner(struct run *r)
+{
+	char scratch[256];
+	ssize_t n = read(0, scratch, sizeof scratch);
+	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+		kill_all(r->child.pid);
+		_exit(0);
+	}
+}
+
+static void supervise(struct run *r, int sfd)
+{
+	while (!r->exited || r->open_streams > 0) {
+		struct pollfd pfds[4] = {{sfd, POLLIN, 0},
+					 {r->streams[0].fd, POLLIN, 0},
+					 {r->streams[1].fd, POLLIN, 0},
+					 {r->watch_stdin ? 0 : -1, POLLIN, 0}};
+		int timeout = -1;
+		if (r->deadline && !r->timed_out && !r->exited) {
+			long long left = r->deadline - now_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		if (poll(pfds, 4, timeout) < 0 && errno != EINTR)
+			die_frame("poll: %s", strerror(errno));
+		if (r->deadline && !r->timed_out && !r->exited && now_ms() >= r->deadline) {
+			r->timed_out = 1;
+			kill_all(r->child.pid);
+		}
+		for (int i = 0; i < 2; i++)
+			if (r->streams[i].fd >= 0 && (pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+				read_stream(r, i);
+		if (pfds[0].revents & POLLIN)
+			reap(r, sfd);
+		if (pfds[3].revents & (POLLIN | POLLHUP | POLLERR))
+			check_owner(r);
+	}
+}
+
+/* Plain mode: after the head that went out live, a line saying what was left out, then the tail. */
+static void write_plain_tail(struct stream *s, int fd)
+{
+	unsigned long long shown = s->total - s->tail.len;
+	unsigned long long forwarded = out_head < shown ? out_head : shown;
+	if (shown > forwarded)
+		dprintf(fd, "\n[sandpit: %llu bytes not shown]\n", shown - forwarded);
+	char *out = s->tail.len ? malloc(s->tail.len) : NULL;
+	if (!out)
+		return;
+	for (size_t i = 0; i < s->tail.len; i++)
+		out[i] = s->tail.buf[(s->tail.start + i) % s->tail.cap];
+	write_all(fd, out, s->tail.len);
+	free(out);
+}
+
+static int report(struct run *r, long long oom_before)
+{
+	long long oom_after = oom_kills();
+	int oom = oom_before >= 0 && oom_after > oom_before;
+	int sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
+	int code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + sig;
+	if (plain) {
+		write_plain_tail(&r->streams[0], 1);
+		write_plain_tail(&r->streams[1], 2);
+	} else {
+		send_tail(&r->streams[0]);
+		send_tail(&r->streams[1]);
+	}
+	char result[512];
+	int n = snprintf(result, sizeof result,
+			 "{\"exitCode\":%d,\"signal\":%d,\"timedOut\":%s,\"oomKilled\":%s,\"stdoutBytes\":%llu,"
+			 "\"stderrBytes\":%llu,\"durationMs\":%lld}",
+			 code, sig, r->timed_out ? "true" : "false", oom ? "true" : "false", r->streams[0].total,
+			 r->streams[1].total, now_ms() - r->started);
+	if (plain) {
+		write_termination_log(result, (size_t)n);
+		if (r->timed_out)
+			dprintf(2, "sandpit-runner: deadline of %u ms exceeded\n", deadline_ms);
+		drain_stdio();
+		return code;
+	}
+	frame('X', result, (size_t)n);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -466,9 +860,8 @@ int main(int argc, char **argv)
 	int job_fd = 0;
 	if (job_file && (job_fd = open(job_file, O_RDONLY | O_CLOEXEC)) < 0)
 		die_frame("cannot open job %s: %s", job_file, strerror(errno));
-	size_t job_len;
-	char *job = read_job(job_fd, &job_len);
-	long long started = now_ms();
+	job = read_job(job_fd, &job_len);
+	struct run r = {.started = now_ms()};
 	parse_job(job, job_len, 0);
 	if (chdir(workdir) != 0)
 		die_frame("cannot enter %s: %s", workdir, strerror(errno));
@@ -486,93 +879,25 @@ int main(int argc, char **argv)
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-	if (!plain && (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0))
+	if (no_network)
+		refuse_open_network();
+	if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
 		die_frame("pipe: %s", strerror(errno));
-	pid_t child = fork();
-	if (child < 0)
-		die_frame("fork: %s", strerror(errno));
-	if (child == 0)
-		exec_child(out_pipe[1], err_pipe[1], code_fd, in_fd);
-	setpgid(child, child);
-	if (!plain) {
-		close(out_pipe[1]);
-		close(err_pipe[1]);
-	}
+	int fds[4] = {out_pipe[1], err_pipe[1], code_fd, in_fd};
+	r.child = spawn(fds);
+	setpgid(r.child.pid, r.child.pid);
+	close(out_pipe[1]);
+	close(err_pipe[1]);
 
-	struct stream streams[2] = {{out_pipe[0], 'O', 0, out_head, {0}}, {err_pipe[0], 'E', 0, out_head, {0}}};
+	r.streams[0] = (struct stream){out_pipe[0], 'O', 0, out_head, {0}};
+	r.streams[1] = (struct stream){err_pipe[0], 'E', 0, out_head, {0}};
 	for (int i = 0; i < 2; i++) {
-		streams[i].tail.cap = out_tail;
-		streams[i].tail.buf = out_tail ? malloc(out_tail) : NULL;
+		r.streams[i].tail.cap = out_tail;
+		r.streams[i].tail.buf = out_tail ? malloc(out_tail) : NULL;
 	}
-	int status = 0, exited = 0, timed_out = 0, open_streams = plain ? 0 : 2;
-	long long deadline = deadline_ms ? started + deadline_ms : 0;
-	static char buf[65536];
-
-	while (!exited || open_streams > 0) {
-		struct pollfd pfds[3] = {{sfd, POLLIN, 0}, {streams[0].fd, POLLIN, 0}, {streams[1].fd, POLLIN, 0}};
-		int timeout = -1;
-		if (deadline && !timed_out && !exited) {
-			long long left = deadline - now_ms();
-			timeout = left > 0 ? (int)left : 0;
-		}
-		int r = poll(pfds, 3, timeout);
-		if (r < 0 && errno != EINTR)
-			die_frame("poll: %s", strerror(errno));
-		if (deadline && !timed_out && !exited && now_ms() >= deadline) {
-			timed_out = 1;
-			kill_all(child);
-		}
-		for (int i = 0; i < 2; i++) {
-			if (streams[i].fd < 0 || !(pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			ssize_t n = read(streams[i].fd, buf, sizeof buf);
-			if (n > 0) {
-				forward(&streams[i], buf, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(streams[i].fd);
-				streams[i].fd = -1;
-				open_streams--;
-			}
-		}
-		if (pfds[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof si) > 0) {
-			}
-			int st;
-			pid_t p;
-			while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-				if (p == child && !exited) {
-					status = st;
-					exited = 1;
-					kill_all(child); /* leftovers would hold the pipes open */
-				}
-			}
-		}
-	}
-
-	long long oom_after = oom_kills();
-	int oom = oom_before >= 0 && oom_after > oom_before;
-	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + sig;
-	send_tail(&streams[0]);
-	send_tail(&streams[1]);
-	char result[512];
-	int n = snprintf(result, sizeof result,
-			 "{\"exitCode\":%d,\"signal\":%d,\"timedOut\":%s,\"oomKilled\":%s,\"stdoutBytes\":%llu,"
-			 "\"stderrBytes\":%llu,\"durationMs\":%lld}",
-			 code, sig, timed_out ? "true" : "false", oom ? "true" : "false", streams[0].total,
-			 streams[1].total, now_ms() - started);
-	if (plain) {
-		int tl = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
-		if (tl >= 0) {
-			write_all(tl, result, (size_t)n);
-			close(tl);
-		}
-		if (timed_out)
-			dprintf(2, "sandpit-runner: deadline of %u ms exceeded\n", deadline_ms);
-		drain_stdio();
-		return code;
-	}
-	frame('X', result, (size_t)n);
-	return 0;
+	r.open_streams = 2;
+	r.watch_stdin = !plain && job_fd == 0;
+	r.deadline = deadline_ms ? r.started + deadline_ms : 0;
+	supervise(&r, sfd);
+	return report(&r, oom_before);
 }

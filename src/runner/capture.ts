@@ -14,9 +14,8 @@ export interface OutputChunk {
 
 /** Collects one stream: keeps at most `headBytes` live bytes and the `tailBytes` the runner reports at the end. */
 export class StreamCapture {
-  private head: Buffer[] = [];
-  private headSize = 0;
-  private tail: Buffer = Buffer.alloc(0);
+  private readonly head = new Pieces();
+  private readonly tail = new Pieces();
   private seen = 0;
   private readonly window: OutputWindow;
 
@@ -27,40 +26,56 @@ export class StreamCapture {
   /** Adds live bytes; returns the part that fits in the head (what may be shown live). */
   add(data: Buffer): Buffer {
     this.seen += data.length;
-    const room = Math.max(0, this.window.headBytes - this.headSize);
+    const room = Math.max(0, this.window.headBytes - this.head.size);
     const kept = data.length <= room ? data : data.subarray(0, room);
-    if (kept.length > 0) {
-      this.head.push(kept);
-      this.headSize += kept.length;
-    }
-    if (kept.length < data.length) this.keepTail(data.subarray(kept.length));
+    this.head.push(kept);
+    if (kept.length < data.length) this.addTail(data.subarray(kept.length));
     return kept;
   }
 
-  /** The bytes the runner kept from the end of the stream. */
-  setTail(data: Buffer): void {
-    this.tail =
-      data.length > this.window.tailBytes ? data.subarray(data.length - this.window.tailBytes) : data;
+  /** The next piece of the bytes the runner kept from the end of the stream (it sends them in order). */
+  addTail(data: Buffer): void {
+    this.tail.push(data);
+    this.tail.keepLast(this.window.tailBytes);
   }
 
   /** `total` is the runner's count of everything written, when known. */
   finish(total?: number): CapturedStream {
-    const head = Buffer.concat(this.head);
-    const bytes = Math.max(total ?? 0, this.seen, head.length + this.tail.length);
-    const truncated = bytes > head.length + this.tail.length;
-    if (looksBinary(head) || looksBinary(this.tail)) {
+    const head = this.head.joined();
+    const kept = this.tail.joined();
+    const tail = kept.subarray(Math.max(0, kept.length - this.window.tailBytes));
+    const bytes = Math.max(total ?? 0, this.seen, head.length + tail.length);
+    const truncated = bytes > head.length + tail.length;
+    if (looksBinary(head) || looksBinary(tail)) {
       return { text: `[binary output: ${bytes} bytes, not shown]`, bytes, truncated, binary: true };
     }
     const text = truncated
-      ? `${decode(head)}\n[… ${bytes - head.length - this.tail.length} bytes truncated …]\n${decode(this.tail)}`
-      : decode(Buffer.concat([head, this.tail]));
+      ? `${decode(head)}\n[… ${bytes - head.length - tail.length} bytes truncated …]\n${decode(tail)}`
+      : decode(Buffer.concat([head, tail]));
     return { text, bytes, truncated, binary: false };
   }
+}
 
-  private keepTail(data: Buffer): void {
-    const joined = Buffer.concat([this.tail, data]);
-    this.tail =
-      joined.length > this.window.tailBytes ? joined.subarray(joined.length - this.window.tailBytes) : joined;
+/** Bytes kept as copied pieces, joined once at the end: adding costs what is added, never what is held. */
+class Pieces {
+  private parts: Buffer[] = [];
+  size = 0;
+
+  push(data: Buffer): void {
+    if (data.length === 0) return;
+    this.parts.push(Buffer.from(data)); // a copy: a slice would keep the whole chunk it came from
+    this.size += data.length;
+  }
+
+  /** Drops whole pieces from the front while the rest still holds at least `bytes`. */
+  keepLast(bytes: number): void {
+    while (this.parts.length > 0 && this.size - this.parts[0]!.length >= bytes) {
+      this.size -= this.parts.shift()!.length;
+    }
+  }
+
+  joined(): Buffer {
+    return Buffer.concat(this.parts);
   }
 }
 

@@ -3,7 +3,12 @@
  * goes in as one frame, output and the exit status come back as frames (or, in --plain mode on
  * Kubernetes, the exit report goes to the termination log). Both backends, the warm pool and the
  * operator speak it.
+ *
+ * The program can write into the runner's stdout under gVisor (through /proc/1/fd/1), so every
+ * frame after the job starts with the job's random key and is at most PIPE_BUF bytes long (one
+ * write, never interleaved); whatever else arrives is skipped. See the runner's header comment.
  */
+import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import type { EffectiveSpec } from '../policy/evaluate.js';
 
@@ -11,14 +16,29 @@ import type { EffectiveSpec } from '../policy/evaluate.js';
  * The protocol version this code speaks; the runner announces its own in the ready frame (a
  * runner that announces none speaks version 1). Bump it, and the runner's, with every change.
  */
-export const PROTOCOL_VERSION = 2;
-/** The oldest runner this code accepts. */
-export const MIN_PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
+/** The oldest runner this code accepts: the first whose frames carry the job's key. */
+export const MIN_PROTOCOL_VERSION = 3;
 
 /** Where every sandbox image keeps the runner (images/build.sh and the Dockerfile put it there). */
 export const RUNNER_PATH = '/usr/local/bin/sandpit-runner';
 
-const MAGIC = Buffer.from('SPJ1');
+const MAGIC = Buffer.from('SPJ3');
+export const KEY_BYTES = 16;
+/** PIPE_BUF: the largest write a pipe keeps whole; a keyed frame never exceeds it. */
+const RECORD_MAX = 4096;
+const RECORD_HEAD = KEY_BYTES + 3;
+/** The most payload one keyed frame carries; a longer chunk or tail comes as several. */
+export const RECORD_DATA = RECORD_MAX - RECORD_HEAD;
+/** Frames before the job (ready, a failure to read it) are small. */
+const MAX_UNKEYED_FRAME = 4096;
+/** The key of a job whose runner frames nothing (`--plain`, where the pod log is the output). */
+const NO_KEY = Buffer.alloc(KEY_BYTES);
+
+/** A fresh key for one job's frames. */
+export function newChannelKey(): Buffer {
+  return randomBytes(KEY_BYTES);
+}
 
 function record(type: string, data: Buffer): Buffer {
   const hdr = Buffer.alloc(5);
@@ -46,8 +66,21 @@ export function outputWindow(outputBytes: number): OutputWindow {
   return { headBytes, tailBytes: outputBytes - headBytes };
 }
 
+export interface JobOptions {
+  /** Starts every frame after the job: a fresh one per job (`newChannelKey()`); none for `--plain`. */
+  key?: Buffer;
+  /**
+   * Whether the runner refuses the job when the sandbox has a network interface besides lo, so
+   * that egress none fails closed (default true). Off only where something else is known to cut
+   * the network off (a cluster that enforces NetworkPolicy).
+   */
+  requireNoNetwork?: boolean;
+}
+
 /** Encodes the job for one run. The deadline is counted by the runner from the moment it reads the job. */
-export function encodeJob(spec: EffectiveSpec): Buffer {
+export function encodeJob(spec: EffectiveSpec, options: JobOptions = {}): Buffer {
+  const key = options.key ?? NO_KEY;
+  if (key.length !== KEY_BYTES) throw new Error(`a channel key has ${KEY_BYTES} bytes`);
   const { headBytes, tailBytes } = outputWindow(spec.limits.outputBytes);
   const parts: Buffer[] = [
     ...spec.argv.map((a) => record('a', Buffer.from(a))),
@@ -55,6 +88,15 @@ export function encodeJob(spec: EffectiveSpec): Buffer {
     record('w', Buffer.from(spec.workdir)),
     record('t', u32(spec.limits.timeoutSeconds * 1000)),
     record('o', u32(headBytes, tailBytes)),
+    record(
+      'l',
+      u32(
+        Math.floor(spec.limits.fileSizeBytes / 2 ** 32),
+        spec.limits.fileSizeBytes % 2 ** 32,
+        spec.limits.openFiles,
+      ),
+    ),
+    ...(options.requireNoNetwork === false ? [] : [record('n', Buffer.alloc(0))]),
   ];
   for (const f of spec.files) {
     const path = Buffer.from(f.path);
@@ -66,7 +108,7 @@ export function encodeJob(spec: EffectiveSpec): Buffer {
   if (spec.code) parts.push(record('c', spec.code.content));
   if (spec.stdin.length > 0) parts.push(record('i', spec.stdin));
   const body = Buffer.concat(parts);
-  return Buffer.concat([MAGIC, u32(body.length), body]);
+  return Buffer.concat([MAGIC, key, u32(body.length), body]);
 }
 
 const count = z.number().int().min(0).default(0);
@@ -95,35 +137,68 @@ export type Frame =
   | { type: 'exit'; report: ExitReport }
   | { type: 'failure'; message: string };
 
-/** Largest frame we accept from a sandbox: a chunk is at most 64 KiB, a tail at most the output limit. */
-const MAX_FRAME = 64 * 1024 * 1024;
-
-/** Incremental decoder of runner frames; throws on anything malformed (never trusts the sandbox). */
+/**
+ * Incremental decoder of runner frames, linear in the bytes pushed: it holds at most one partial
+ * frame. Before `expectKey()` it reads the runner's unkeyed frames (the ready frame); after it,
+ * only frames that start with the key, skipping (and counting) every other byte. It throws on a
+ * malformed frame of the runner's own (never trusts the sandbox).
+ */
 export class FrameDecoder {
-  private buffered: Buffer[] = [];
-  private size = 0;
+  private pending: Buffer = Buffer.alloc(0);
+  private key: Buffer | undefined;
+  /** Bytes on the channel that were not the runner's frames (a program writing into it). */
+  skippedBytes = 0;
+
+  /** From now on, a frame counts only if it starts with `key`. */
+  expectKey(key: Buffer): void {
+    this.key = key;
+  }
 
   push(chunk: Buffer): Frame[] {
-    this.buffered.push(chunk);
-    this.size += chunk.length;
+    const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     const frames: Frame[] = [];
-    let buf = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered);
-    let off = 0;
-    while (buf.length - off >= 5) {
-      const len = buf.readUInt32BE(off + 1);
-      if (len > MAX_FRAME) throw new Error(`runner frame of ${len} bytes is too large`);
-      if (buf.length - off - 5 < len) break;
-      frames.push(decodeFrame(String.fromCharCode(buf[off]!), buf.subarray(off + 5, off + 5 + len)));
-      off += 5 + len;
-    }
-    buf = buf.subarray(off);
-    this.buffered = buf.length ? [buf] : [];
-    this.size = buf.length;
+    const used = this.key ? this.keyed(buf, this.key, frames) : this.unkeyed(buf, frames);
+    // A copy: a small remainder must not keep a large chunk alive.
+    this.pending = Buffer.from(buf.subarray(used));
     return frames;
   }
 
   get pendingBytes(): number {
-    return this.size;
+    return this.pending.length;
+  }
+
+  /** Decodes whole frames from the start of `buf`; returns how many bytes it used. */
+  private unkeyed(buf: Buffer, frames: Frame[]): number {
+    let off = 0;
+    while (buf.length - off >= 5) {
+      const len = buf.readUInt32BE(off + 1);
+      if (len > MAX_UNKEYED_FRAME) throw new Error(`runner frame of ${len} bytes is too large`);
+      if (buf.length - off - 5 < len) break;
+      frames.push(decodeFrame(String.fromCharCode(buf[off]!), buf.subarray(off + 5, off + 5 + len)));
+      off += 5 + len;
+    }
+    return off;
+  }
+
+  private keyed(buf: Buffer, key: Buffer, frames: Frame[]): number {
+    let off = 0;
+    for (;;) {
+      const at = buf.indexOf(key, off);
+      if (at < 0) {
+        // Keep what could be the start of a key cut off by the chunk's end.
+        const keep = Math.min(buf.length - off, KEY_BYTES - 1);
+        this.skippedBytes += buf.length - off - keep;
+        return buf.length - keep;
+      }
+      this.skippedBytes += at - off;
+      if (buf.length - at < RECORD_HEAD) return at;
+      const len = buf.readUInt16BE(at + KEY_BYTES + 1);
+      if (len > RECORD_DATA) throw new Error(`runner frame of ${len} bytes is too large`);
+      if (buf.length - at - RECORD_HEAD < len) return at;
+      const data = buf.subarray(at + RECORD_HEAD, at + RECORD_HEAD + len);
+      frames.push(decodeFrame(String.fromCharCode(buf[at + KEY_BYTES]!), data));
+      off = at + RECORD_HEAD + len;
+    }
   }
 }
 

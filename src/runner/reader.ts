@@ -12,6 +12,8 @@ export interface RunnerOutcome {
   failure: string | undefined;
   stdout: CapturedStream;
   stderr: CapturedStream;
+  /** Bytes on the runner's channel that were not its frames: something else wrote into it. */
+  skippedBytes: number;
 }
 
 const NO_OUTPUT: OutputWindow = { headBytes: 0, tailBytes: 0 };
@@ -36,9 +38,11 @@ export class RunnerReader {
     return this.exit !== undefined || this.failure !== undefined;
   }
 
-  begin(window: OutputWindow, onChunk: (chunk: OutputChunk) => void): void {
+  /** Starts the job's capture: from now on only frames that start with `key` are the runner's. */
+  begin(window: OutputWindow, key: Buffer, onChunk: (chunk: OutputChunk) => void): void {
     this.capture = { stdout: new StreamCapture(window), stderr: new StreamCapture(window) };
     this.onChunk = onChunk;
+    this.decoder.expectKey(key);
   }
 
   /** Feeds bytes from the runner's stdout. */
@@ -63,7 +67,7 @@ export class RunnerReader {
           break;
         }
         case 'tail':
-          this.capture[frame.stream].setTail(frame.data);
+          this.capture[frame.stream].addTail(frame.data);
           break;
         case 'exit':
           this.exit = frame.report;
@@ -88,6 +92,7 @@ export class RunnerReader {
       failure: this.failure,
       stdout: this.capture.stdout.finish(this.exit?.stdoutBytes),
       stderr: this.capture.stderr.finish(this.exit?.stderrBytes),
+      skippedBytes: this.decoder.skippedBytes,
     };
   }
 }

@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
 import { CANCELLED_FACTS, failedFacts, type RunFacts } from '../../api/outcome.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { OutputChunk } from '../../runner/capture.js';
-import { encodeJob, outputWindow } from '../../runner/protocol.js';
+import { encodeJob, newChannelKey, outputWindow } from '../../runner/protocol.js';
 import { checkRunnerVersion, RunnerReader, type RunnerOutcome } from '../../runner/reader.js';
 import { onAbort } from '../../shared/abort.js';
 import { backoffDelay } from '../../shared/backoff.js';
@@ -110,7 +110,8 @@ export class AttachedRunner {
     signal?: AbortSignal,
   ): Promise<JobResult> {
     await this.ready();
-    this.reader.begin(outputWindow(spec.limits.outputBytes), onChunk);
+    const key = newChannelKey();
+    this.reader.begin(outputWindow(spec.limits.outputBytes), key, onChunk);
     let killedBy: 'deadline' | 'cancel' | undefined;
     const kill = (why: 'deadline' | 'cancel'): void => {
       killedBy ??= why;
@@ -122,7 +123,7 @@ export class AttachedRunner {
     );
     const detach = onAbort(signal, () => kill('cancel'));
     try {
-      this.stream?.write(encodeJob(spec));
+      this.stream?.write(encodeJob(spec, { key }));
       await Promise.race([this.reader.done, this.ended]);
     } finally {
       clearTimeout(timer);

@@ -41,6 +41,7 @@ export class DockerBackend implements SandboxBackend {
   readonly owner = currentOwner();
   private readonly images: readonly string[];
   private readonly metrics: Metrics | undefined;
+  private readonly logger: Logger | undefined;
   /** The warm pools, when enabled. */
   readonly pool: PoolManager | undefined;
   private readonly cleanups = new Set<Promise<void>>();
@@ -50,6 +51,7 @@ export class DockerBackend implements SandboxBackend {
     this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
     this.images = options.images ?? BUILTIN_TEMPLATES.map((t) => t.image);
     this.metrics = options.metrics;
+    this.logger = options.logger;
     this.pool = options.pool?.enabled
       ? new PoolManager({
           docker: this.docker,
@@ -101,6 +103,12 @@ export class DockerBackend implements SandboxBackend {
     try {
       if (signal?.aborted) return this.executions.cancelled(spec, runId, startedAt);
       const { outcome, facts } = await runner.run(spec, (c) => output.push(c), signal);
+      if (outcome.skippedBytes > 0) {
+        this.logger?.warn(
+          { runId, skippedBytes: outcome.skippedBytes },
+          "skipped bytes on the runner's channel that were not its frames (the program wrote into it)",
+        );
+      }
       return buildResult({
         runId,
         subject: spec,

@@ -61,7 +61,7 @@ describe('StreamCapture: head and tail', () => {
   test('the runner’s way: head live, tail at the end, total from the exit report', () => {
     const c = cap(6, 5);
     c.add(b('first-'));
-    c.setTail(b('-last'));
+    c.addTail(b('-last'));
     assert.deepEqual(c.finish(1_000_000), {
       text: `first-\n[… ${1_000_000 - 11} bytes truncated …]\n-last`,
       bytes: 1_000_000,
@@ -73,14 +73,14 @@ describe('StreamCapture: head and tail', () => {
   test('a runner tail that just continues the head is not truncated', () => {
     const c = cap(6, 5);
     c.add(b('abcdef'));
-    c.setTail(b('ghi'));
+    c.addTail(b('ghi'));
     assert.deepEqual(c.finish(9), { text: 'abcdefghi', bytes: 9, truncated: false, binary: false });
   });
 
   test('a tail longer than the window keeps only its last tailBytes', () => {
     const c = cap(2, 3);
     c.add(b('ab'));
-    c.setTail(b('uvwxyz'));
+    c.addTail(b('uvwxyz'));
     const r = c.finish(20);
     assert.equal(r.text, 'ab\n[… 15 bytes truncated …]\nxyz');
   });
@@ -91,7 +91,7 @@ describe('StreamCapture: head and tail', () => {
     assert.equal(c.finish(2).bytes, 6); // a runner report lower than what we saw
     const d = cap(4, 4);
     d.add(b('ab'));
-    d.setTail(b('yz'));
+    d.addTail(b('yz'));
     assert.equal(d.finish().bytes, 4);
   });
 
@@ -131,7 +131,7 @@ describe('StreamCapture: binary output', () => {
   test('binary in the tail only is still binary, and truncation is still reported', () => {
     const c = cap(4, 4);
     c.add(b('text'));
-    c.setTail(Buffer.from([0xff, 0xfe, 0xfd, 0xfc]));
+    c.addTail(Buffer.from([0xff, 0xfe, 0xfd, 0xfc]));
     assert.deepEqual(c.finish(50), {
       text: '[binary output: 50 bytes, not shown]',
       bytes: 50,
@@ -146,7 +146,7 @@ describe('StreamCapture: binary output', () => {
       for (let cut = 3; cut < 2 + Buffer.byteLength(ch); cut++) {
         const c = cap(cut, bytes.length - cut);
         c.add(bytes.subarray(0, cut));
-        c.setTail(bytes.subarray(cut));
+        c.addTail(bytes.subarray(cut));
         const r = c.finish(bytes.length);
         assert.equal(r.binary, false, `${ch} cut at ${cut}`);
         assert.equal(r.text, `ab${ch}cd`);
@@ -164,7 +164,7 @@ describe('StreamCapture: binary output', () => {
     assert.equal(r.text, `aé\n[… 9 bytes truncated …]\n€`);
     const d = cap(2, 2);
     d.add(b('a€')); // head = 'a' + first byte of €
-    d.setTail(b('€').subarray(1)); // tail = the last two bytes of a €
+    d.addTail(b('€').subarray(1)); // tail = the last two bytes of a €
     assert.equal(d.finish(100).binary, false);
   });
 });

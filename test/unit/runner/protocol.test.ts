@@ -3,12 +3,15 @@ import { describe, test } from 'node:test';
 import {
   encodeJob,
   FrameDecoder,
+  KEY_BYTES,
+  newChannelKey,
   outputWindow,
   PROTOCOL_VERSION,
+  RECORD_DATA,
   type Frame,
 } from '../../../src/runner/protocol.js';
 import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
-import { frame } from '../../support/runner-frames.js';
+import { frame, keyedFrame } from '../../support/runner-frames.js';
 
 function spec(
   overrides: Partial<EffectiveSpec> = {},
@@ -44,6 +47,11 @@ function spec(
 const bytes = (...parts: (string | number[] | Buffer)[]): Buffer =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
 
+const KEY = Buffer.from('5be1c0a9f2d3e4b58697a8b9cadbecfd', 'hex');
+const keyed = (type: string, data: Buffer | string = Buffer.alloc(0), key = KEY): Buffer =>
+  keyedFrame(key, type, data);
+const NO_KEY = Buffer.alloc(KEY_BYTES);
+
 describe('outputWindow', () => {
   const cases: [number, number, number][] = [
     [0, 0, 0],
@@ -77,20 +85,23 @@ describe('encodeJob', () => {
       'w', [0, 0, 0, 2], '/w',
       't', [0, 0, 0, 4], [0, 0, 0x07, 0xd0], // 2000 ms
       'o', [0, 0, 0, 8], [0, 0, 0, 6], [0, 0, 0, 5], // head 6, tail 5
+      'l', [0, 0, 0, 12], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1], // RLIMIT_FSIZE 1, RLIMIT_NOFILE 1
+      'n', [0, 0, 0, 0], // no network: the runner refuses a sandbox with any interface but lo
       'f', [0, 0, 0, 6], [1], [0, 1], 'f', 'xy',
       'c', [0, 0, 0, 1], 'c',
       'i', [0, 0, 0, 1], 'i',
     );
-    assert.equal(body.length, 74);
-    assert.deepEqual(job, bytes('SPJ1', [0, 0, 0, 74], body));
+    assert.equal(body.length, 96);
+    assert.deepEqual(job, bytes('SPJ3', NO_KEY, [0, 0, 0, 96], body));
   });
 
   test('no code and no stdin: no c or i records; a non-executable file has flag 0', () => {
     const job = encodeJob(
       spec(
         { argv: ['true'], files: [{ path: 'dir/é', content: Buffer.alloc(0), executable: false }] },
-        { outputBytes: 0, timeoutSeconds: 1 },
+        { outputBytes: 0, timeoutSeconds: 1, fileSizeBytes: 2 ** 32 + 2, openFiles: 1024 },
       ),
+      { requireNoNetwork: false },
     );
     const path = Buffer.from('dir/é');
     // prettier-ignore
@@ -99,9 +110,19 @@ describe('encodeJob', () => {
       'w', [0, 0, 0, 2], '/w',
       't', [0, 0, 0, 4], [0, 0, 0x03, 0xe8],
       'o', [0, 0, 0, 8], [0, 0, 0, 0], [0, 0, 0, 0],
+      'l', [0, 0, 0, 12], [0, 0, 0, 1], [0, 0, 0, 2], [0, 0, 0x04, 0], // 4 GiB + 2; 1024
       'f', [0, 0, 0, 3 + path.length], [0], [0, path.length], [...path],
     );
-    assert.deepEqual(job, bytes('SPJ1', [0, 0, 0, body.length], body));
+    assert.deepEqual(job, bytes('SPJ3', NO_KEY, [0, 0, 0, body.length], body));
+  });
+
+  test('the channel key follows the magic; a key of any other length is refused', () => {
+    const key = newChannelKey();
+    assert.equal(key.length, KEY_BYTES);
+    assert.notDeepEqual(key, newChannelKey());
+    const job = encodeJob(spec(), { key });
+    assert.deepEqual(job.subarray(0, 4 + KEY_BYTES), bytes('SPJ3', key));
+    assert.throws(() => encodeJob(spec(), { key: Buffer.alloc(8) }), /16 bytes/);
   });
 
   test('argv and env keep their order; the deadline of a long run fits', () => {
@@ -118,7 +139,7 @@ describe('encodeJob', () => {
       ),
     );
     const records: [string, string][] = [];
-    for (let off = 8; off < job.length;) {
+    for (let off = 24; off < job.length;) {
       const len = job.readUInt32BE(off + 1);
       records.push([String.fromCharCode(job[off]!), job.subarray(off + 5, off + 5 + len).toString('latin1')]);
       off += 5 + len;
@@ -129,7 +150,7 @@ describe('encodeJob', () => {
     );
     const t = records.find(([type]) => type === 't')!;
     assert.equal(Buffer.from(t[1], 'latin1').readUInt32BE(0), 86_400_000);
-    assert.equal(job.readUInt32BE(4), job.length - 8);
+    assert.equal(job.readUInt32BE(20), job.length - 24);
   });
 
   test('binary file content and code travel unchanged', () => {
@@ -251,17 +272,103 @@ describe('FrameDecoder', () => {
     assert.throws(() => new FrameDecoder().push(frame('X', '{not json')), SyntaxError);
   });
 
-  test('an oversized frame throws as soon as its header arrives', () => {
-    const hdr = Buffer.from([0x4f, 0x04, 0x00, 0x00, 0x01]); // 64 MiB + 1
-    assert.throws(() => new FrameDecoder().push(hdr), /runner frame of 67108865 bytes is too large/);
-    const max = Buffer.from([0x4f, 0x04, 0x00, 0x00, 0x00]); // exactly 64 MiB: waits for the payload
+  test('a frame declared at 64 MiB is refused as soon as its header arrives, before any payload is held', () => {
+    const hdr = Buffer.from([0x4f, 0x04, 0x00, 0x00, 0x00]); // 64 MiB
+    assert.throws(() => new FrameDecoder().push(hdr), /runner frame of 67108864 bytes is too large/);
+    const small = Buffer.from([0x4f, 0x00, 0x00, 0x10, 0x00]); // 4 KiB: waits for the payload
     const d = new FrameDecoder();
-    assert.deepEqual(d.push(max), []);
+    assert.deepEqual(d.push(small), []);
     assert.equal(d.pendingBytes, 5);
   });
 
   test('an oversized header behind a good frame still throws', () => {
     const buf = Buffer.concat([frame('O', 'ok'), Buffer.from([0x4f, 0xff, 0xff, 0xff, 0xff])]);
     assert.throws(() => new FrameDecoder().push(buf), /too large/);
+  });
+});
+
+describe('FrameDecoder after expectKey()', () => {
+  const exit = {
+    exitCode: 0,
+    signal: 0,
+    timedOut: false,
+    oomKilled: false,
+    stdoutBytes: 2,
+    stderrBytes: 0,
+    durationMs: 1,
+  };
+  const decoder = (): FrameDecoder => {
+    const d = new FrameDecoder();
+    assert.deepEqual(d.push(frame('R', Buffer.from([0, 0, 0, 3]))), [{ type: 'ready', version: 3 }]);
+    d.expectKey(KEY);
+    return d;
+  };
+  const records = Buffer.concat([
+    keyed('O', 'hi'),
+    keyed('T', Buffer.from([2, 0x65])),
+    keyed('T', Buffer.from([2, 0x66])),
+    keyed('X', JSON.stringify(exit)),
+  ]);
+  const want: Frame[] = [
+    { type: 'stdout', data: Buffer.from('hi') },
+    { type: 'tail', stream: 'stderr', data: Buffer.from('e') },
+    { type: 'tail', stream: 'stderr', data: Buffer.from('f') },
+    { type: 'exit', report: exit },
+  ];
+  /** What a program under gVisor can write into the runner's stdout: frames of its own, but no key. */
+  const forged = Buffer.concat([
+    frame('X', JSON.stringify({ ...exit, exitCode: 7 })),
+    frame('O', 'forged'),
+    keyed('X', JSON.stringify({ ...exit, exitCode: 7 }), Buffer.alloc(KEY_BYTES, 7)),
+    Buffer.from([0x4f, 0x04, 0x00, 0x00, 0x00]),
+  ]);
+
+  test('keyed frames split at every byte boundary', () => {
+    for (let k = 0; k <= records.length; k++) {
+      const d = decoder();
+      assert.deepEqual(
+        [...d.push(records.subarray(0, k)), ...d.push(records.subarray(k))],
+        want,
+        `split at ${k}`,
+      );
+      assert.equal(d.skippedBytes, 0);
+    }
+  });
+
+  test('bytes around and between the runner’s frames are skipped and counted, one byte at a time too', () => {
+    const stream = Buffer.concat([
+      forged,
+      keyed('O', 'hi'),
+      forged,
+      records.subarray(keyed('O', 'hi').length),
+      forged,
+    ]);
+    const d = decoder();
+    const got: Frame[] = [];
+    for (let i = 0; i < stream.length; i++) got.push(...d.push(stream.subarray(i, i + 1)));
+    assert.deepEqual(got, want);
+    assert.equal(d.skippedBytes + d.pendingBytes, 3 * forged.length);
+    assert.ok(d.pendingBytes < KEY_BYTES, `pending ${d.pendingBytes}`);
+  });
+
+  test('what it holds stays under one frame while megabytes of a forged 64 MiB frame arrive', () => {
+    const d = decoder();
+    const chunk = Buffer.alloc(64 * 1024, 0x41);
+    assert.deepEqual(d.push(Buffer.from([0x4f, 0x04, 0x00, 0x00, 0x00])), []);
+    for (let i = 0; i < 128; i++) {
+      assert.deepEqual(d.push(chunk), []);
+      assert.ok(d.pendingBytes < KEY_BYTES, `pending ${d.pendingBytes} after ${i + 1} chunks`);
+    }
+    assert.deepEqual(d.push(records), want);
+    assert.equal(d.skippedBytes, 5 + 128 * chunk.length);
+  });
+
+  test('a keyed frame carries at most RECORD_DATA bytes; a longer one is malformed', () => {
+    assert.equal(RECORD_DATA, 4096 - KEY_BYTES - 3);
+    const d = decoder();
+    assert.deepEqual(d.push(keyed('O', Buffer.alloc(RECORD_DATA, 0x61))), [
+      { type: 'stdout', data: Buffer.alloc(RECORD_DATA, 0x61) },
+    ]);
+    assert.throws(() => d.push(keyed('O', Buffer.alloc(RECORD_DATA + 1))), /too large/);
   });
 });

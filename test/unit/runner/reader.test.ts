@@ -1,14 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { OutputChunk } from '../../../src/runner/capture.js';
-import { MIN_PROTOCOL_VERSION } from '../../../src/runner/protocol.js';
+import { KEY_BYTES, MIN_PROTOCOL_VERSION } from '../../../src/runner/protocol.js';
 import { checkRunnerVersion, RunnerReader } from '../../../src/runner/reader.js';
 import { AppError } from '../../../src/shared/errors.js';
-import { frame } from '../../support/runner-frames.js';
+import { frame as unkeyed, keyedFrame } from '../../support/runner-frames.js';
 
+const KEY = Buffer.from('9f3c01d2e47a58b6c0ffee1234abcd77', 'hex');
+const frame = (type: string, data: Buffer | string = Buffer.alloc(0)): Buffer => keyedFrame(KEY, type, data);
 const exitFrame = (report: Record<string, unknown>): Buffer => frame('X', JSON.stringify(report));
 const tail = (stream: 1 | 2, s: string): Buffer =>
   frame('T', Buffer.concat([Buffer.from([stream]), Buffer.from(s)]));
+const started = (window = { headBytes: 100, tailBytes: 100 }, onChunk = (_: OutputChunk) => {}) => {
+  const r = new RunnerReader();
+  r.push(unkeyed('R', Buffer.from([0, 0, 0, 3])));
+  r.begin(window, KEY, onChunk);
+  return r;
+};
 
 /** Resolves to whether `p` settled within a few turns of the event loop. */
 async function settled(p: Promise<unknown>): Promise<boolean> {
@@ -21,7 +29,7 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
 test('ready resolves on the R frame, not before, with the runner’s protocol version', async () => {
   const r = new RunnerReader();
   assert.equal(await settled(r.ready), false);
-  r.push(frame('R', Buffer.from([0, 0, 0, 7])));
+  r.push(unkeyed('R', Buffer.from([0, 0, 0, 7])));
   assert.equal(await settled(r.ready), true);
   assert.equal(await r.ready, 7);
   assert.equal(r.finished, false);
@@ -40,10 +48,8 @@ test('checkRunnerVersion refuses a runner older than the protocol, naming the im
 });
 
 test('a whole run: live chunks, tails, exit report, captured streams with exact counts', async () => {
-  const r = new RunnerReader();
   const chunks: OutputChunk[] = [];
-  r.push(frame('R'));
-  r.begin({ headBytes: 4, tailBytes: 3 }, (c) => chunks.push(c));
+  const r = started({ headBytes: 4, tailBytes: 3 }, (c) => chunks.push(c));
   r.push(Buffer.concat([frame('O', 'ab'), frame('E', 'oops'), frame('O', 'cdef')]));
   r.push(
     Buffer.concat([
@@ -91,15 +97,13 @@ test('a whole run: live chunks, tails, exit report, captured streams with exact 
 
 test('frames split across pushes at every byte give the same outcome', () => {
   const stream = Buffer.concat([
-    frame('R'),
     frame('O', 'hello '),
     frame('O', 'world'),
     tail(2, 'bye'),
     exitFrame({ exitCode: 0, stdoutBytes: 11, stderrBytes: 3 }),
   ]);
   for (let k = 0; k <= stream.length; k++) {
-    const r = new RunnerReader();
-    r.begin({ headBytes: 100, tailBytes: 100 }, () => {});
+    const r = started();
     r.push(stream.subarray(0, k));
     r.push(stream.subarray(k));
     const o = r.outcome();
@@ -111,22 +115,25 @@ test('frames split across pushes at every byte give the same outcome', () => {
 
 test('output before begin() is counted but not shown', () => {
   const r = new RunnerReader();
-  r.push(frame('O', 'early'));
+  r.push(unkeyed('O', 'early'));
   const o = r.outcome();
   assert.equal(o.stdout.bytes, 5);
   assert.equal(o.stdout.truncated, true);
 });
 
-test('a failure frame ends the run with the runner’s message', async () => {
-  const r = new RunnerReader();
+test('a failure frame ends the run with the runner’s message, before the job or after it', async () => {
+  const before = new RunnerReader();
+  before.push(unkeyed('F', 'bad job header'));
+  assert.equal(before.outcome().failure, 'bad job header');
+  const r = started();
   r.push(frame('F', 'cannot exec python3: No such file'));
   assert.equal(await settled(r.done), true);
   assert.equal(r.outcome().failure, 'cannot exec python3: No such file');
   assert.equal(r.outcome().exit, undefined);
 });
 
-test('malformed output ends the run as a failure instead of throwing', async () => {
-  const r = new RunnerReader();
+test('malformed output of the runner ends the run as a failure instead of throwing', async () => {
+  const r = started();
   r.push(frame('Q', 'junk'));
   assert.equal(await settled(r.done), true);
   assert.match(r.outcome().failure ?? '', /^malformed runner output: unknown runner frame type 0x51/);
@@ -135,10 +142,36 @@ test('malformed output ends the run as a failure instead of throwing', async () 
   assert.match(big.outcome().failure ?? '', /too large/);
 });
 
-test('nothing after the exit frame counts, even in the same chunk', () => {
-  const r = new RunnerReader();
+test('frames without the key are skipped and counted: a program cannot forge the report', async () => {
   const chunks: OutputChunk[] = [];
-  r.begin({ headBytes: 100, tailBytes: 100 }, (c) => chunks.push(c));
+  const r = started({ headBytes: 100, tailBytes: 100 }, (c) => chunks.push(c));
+  const forgedExit = JSON.stringify({ exitCode: 0, stdoutBytes: 6 });
+  const wrongKey = Buffer.concat([Buffer.alloc(KEY_BYTES, 1), frame('X', forgedExit).subarray(KEY_BYTES)]);
+  const injected = Buffer.concat([
+    unkeyed('O', 'forged'),
+    unkeyed('X', forgedExit),
+    wrongKey,
+    Buffer.from([0x4f, 0x04, 0, 0, 0]), // an unkeyed header declaring 64 MiB
+    KEY.subarray(0, 7), // a key's start without the rest
+  ]);
+  r.push(Buffer.concat([frame('O', 'real'), injected]));
+  assert.equal(await settled(r.done), false, 'no injected frame ended the run');
+  r.push(Buffer.concat([injected, exitFrame({ exitCode: 3, stdoutBytes: 4 })]));
+  assert.equal(await settled(r.done), true);
+  const o = r.outcome();
+  assert.equal(o.exit?.exitCode, 3);
+  assert.equal(o.stdout.text, 'real');
+  assert.equal(o.failure, undefined);
+  assert.equal(o.skippedBytes, 2 * injected.length);
+  assert.deepEqual(
+    chunks.map((c) => c.data.toString()),
+    ['real'],
+  );
+});
+
+test('nothing after the exit frame counts, even in the same chunk', () => {
+  const chunks: OutputChunk[] = [];
+  const r = started({ headBytes: 100, tailBytes: 100 }, (c) => chunks.push(c));
   r.push(
     Buffer.concat([
       frame('O', 'a'),
@@ -159,7 +192,7 @@ test('fail() is idempotent and loses to an earlier exit', () => {
   r.fail('engine went away');
   r.fail('second');
   assert.equal(r.outcome().failure, 'engine went away');
-  const s = new RunnerReader();
+  const s = started();
   s.push(exitFrame({ exitCode: 0 }));
   s.fail('too late');
   assert.equal(s.outcome().failure, undefined);
@@ -167,7 +200,7 @@ test('fail() is idempotent and loses to an earlier exit', () => {
 });
 
 test('the exit report’s timedOut and oomKilled come through', () => {
-  const r = new RunnerReader();
+  const r = started();
   r.push(exitFrame({ exitCode: 137, signal: 9, timedOut: true, oomKilled: true }));
   assert.equal(r.outcome().exit?.timedOut, true);
   assert.equal(r.outcome().exit?.oomKilled, true);

@@ -20,7 +20,7 @@ describe('evaluateRun: the shared policy decides', () => {
     );
     assert.ok(direct.ok);
     assert.deepEqual(r.effective, direct.spec);
-    assert.ok(r.job.subarray(0, 4).equals(Buffer.from('SPJ1')));
+    assert.ok(r.job.subarray(0, 4).equals(Buffer.from('SPJ3')));
   });
 
   test('an image outside the allowlist is denied, naming the field and the limit', () => {
