@@ -17,8 +17,9 @@ START_TIMEOUT=${SANDPIT_DOCKER_START_TIMEOUT:-90}
 STOP_TIMEOUT=${SANDPIT_DOCKER_STOP_TIMEOUT:-30}
 RUNSC_PATH=/usr/bin/runsc
 # The runtime entry this script owns inside daemon.json. gVisor only works here with the
-# ptrace platform (no nested KVM) and without its own network stack.
-RUNSC_ENTRY='{"path":"/usr/bin/runsc","runtimeArgs":["--platform=ptrace","--network=none"]}'
+# ptrace platform (no nested KVM) and without its own network stack; --oci-seccomp makes it
+# apply the container's seccomp profile (sandpit's) inside the sandbox, which it otherwise ignores.
+RUNSC_ENTRY='{"path":"/usr/bin/runsc","runtimeArgs":["--platform=ptrace","--network=none","--oci-seccomp"]}'
 
 usage() {
   cat <<EOF

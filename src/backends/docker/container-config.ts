@@ -4,6 +4,7 @@
  */
 import type Docker from 'dockerode';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { buildSeccompProfile } from '../../policy/seccomp.js';
 import { LABELS, MANAGED_BY } from './labels.js';
 import { RUNNER_PATH } from '../../runner/protocol.js';
 
@@ -15,6 +16,12 @@ export const SANDBOX_USER = '1000:1000';
  * empty resolv.conf would make glibc query 127.0.0.1 and send packets on the sandbox's loopback.
  */
 export const UNROUTABLE_NAMESERVER = '192.0.2.1';
+
+/** sandpit's seccomp profile as the Engine API takes it; gVisor applies it inside (runsc --oci-seccomp). */
+const SECCOMP = {
+  default: `seccomp=${JSON.stringify(buildSeccompProfile({ gvisor: false }))}`,
+  runsc: `seccomp=${JSON.stringify(buildSeccompProfile({ gvisor: true }))}`,
+};
 
 /** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
 export const RUNSC_PIDS_OVERHEAD = 384;
@@ -87,7 +94,7 @@ export function buildContainerConfig(
         [shape.workdir]: `rw,exec,nosuid,nodev,size=${limits.workspaceBytes},uid=1000,gid=1000,mode=0755`,
       },
       CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
+      SecurityOpt: ['no-new-privileges', runsc ? SECCOMP.runsc : SECCOMP.default],
       Privileged: false,
       IpcMode: 'private',
       Init: false,

@@ -147,5 +147,30 @@ export function coreCases(runtime?: 'runsc'): void {
       assert.equal(r.phase, 'Succeeded', r.stderr);
       assert.equal(r.stdout, 'a refused\nw refused\nr+ refused\n2\n');
     });
+
+    test('sandpit’s seccomp profile is in force: io_uring and namespaces other than gVisor’s are refused', async () => {
+      const code = [
+        'import ctypes, os',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'def call(name, nr, *args):',
+        '    r = libc.syscall(nr, *args)',
+        '    if r == 0: os._exit(0)  # a clone that worked: the child leaves at once',
+        '    print(name, "allowed" if r > 0 else os.strerror(ctypes.get_errno()))',
+        'call("io_uring_setup", 425, 4, ctypes.create_string_buffer(120))',
+        'call("clone(CLONE_NEWNS)", 56, 0x20000 | 17, 0, 0, 0, 0)',
+        'call("clone(CLONE_NEWNET)", 56, 0x40000000 | 17, 0, 0, 0, 0)',
+        'print("Seccomp", [l.split()[1] for l in open("/proc/self/status") if l.startswith("Seccomp:")])',
+      ].join('\n');
+      const r = await runToEnd(backend, { template: 'python', code }, opts);
+      assert.equal(r.phase, 'Succeeded', r.stderr);
+      assert.equal(
+        r.stdout,
+        'io_uring_setup Operation not permitted\nclone(CLONE_NEWNS) Operation not permitted\n' +
+          "clone(CLONE_NEWNET) Operation not permitted\nSeccomp ['2']\n",
+        runtime === 'runsc'
+          ? 'under gVisor the profile needs runsc --oci-seccomp: run `bash scripts/docker-engine.sh up`'
+          : undefined,
+      );
+    });
   });
 }

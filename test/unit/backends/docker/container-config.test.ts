@@ -9,6 +9,7 @@ import {
   type ContainerShape,
 } from '../../../../src/backends/docker/container-config.js';
 import { LABELS, MANAGED_BY, MANAGED_FILTER } from '../../../../src/backends/docker/labels.js';
+import { buildSeccompProfile } from '../../../../src/policy/seccomp.js';
 import { RUNNER_PATH } from '../../../../src/runner/protocol.js';
 
 const MiB = 1024 ** 2;
@@ -133,9 +134,19 @@ describe('privileges', () => {
     assert.equal(host().CapAdd, undefined);
   });
 
-  test('no-new-privileges and not privileged', () => {
-    assert.deepEqual(host().SecurityOpt, ['no-new-privileges']);
+  test('no-new-privileges, sandpit’s seccomp profile, and not privileged', () => {
+    const opts: string[] = host().SecurityOpt ?? [];
+    assert.equal(opts.length, 2);
+    assert.equal(opts[0], 'no-new-privileges');
     assert.equal(host().Privileged, false);
+    const profile = (o: string | undefined): unknown => {
+      const prefix = 'seccomp=';
+      if (!o?.startsWith(prefix)) assert.fail(`not a seccomp option: ${o}`);
+      return JSON.parse(o.slice(prefix.length));
+    };
+    assert.deepEqual(profile(opts[1]), buildSeccompProfile({ gvisor: false }));
+    const runsc: string[] = host({ runtime: 'runsc' }).SecurityOpt ?? [];
+    assert.deepEqual(profile(runsc[1]), buildSeccompProfile({ gvisor: true }));
   });
 
   test('runs as 1000:1000', () => {

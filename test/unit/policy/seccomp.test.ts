@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import dockerDefault from '../../../src/policy/seccomp/docker-default-20.10.json' with { type: 'json' };
+import {
+  buildSeccompProfile,
+  CLONE_NAMESPACE_FLAGS,
+  IO_URING_SYSCALLS,
+  type SeccompProfile,
+} from '../../../src/policy/seccomp.js';
+
+const names = (p: SeccompProfile): string[] => p.syscalls.flatMap((r) => r.names);
+/** The rules that let clone(2) through without CAP_SYS_ADMIN on x86-64 (flags in argument 0). */
+const cloneRules = (p: SeccompProfile) =>
+  p.syscalls.filter((r) => r.names.includes('clone') && r.args?.[0]?.index === 0);
+
+describe('buildSeccompProfile', () => {
+  for (const gvisor of [false, true]) {
+    test(`${gvisor ? 'gVisor' : 'runc'}: Docker's default without io_uring, everything else kept`, () => {
+      const profile = buildSeccompProfile({ gvisor });
+      const base = dockerDefault as SeccompProfile;
+      for (const name of IO_URING_SYSCALLS) {
+        assert.ok(names(base).includes(name), `Docker 20.10's profile allows ${name}`);
+        assert.ok(!names(profile).includes(name), `${name} is refused`);
+      }
+      assert.equal(profile.defaultAction, 'SCMP_ACT_ERRNO');
+      assert.deepEqual(profile.archMap, base.archMap);
+      const kept = names(base).filter((n) => !(IO_URING_SYSCALLS as readonly string[]).includes(n));
+      assert.deepEqual(names(profile), kept);
+    });
+  }
+
+  test('runc: clone(2) creates no namespace, as in Docker’s profile', () => {
+    const [rule] = cloneRules(buildSeccompProfile({ gvisor: false }));
+    assert.deepEqual(rule?.args, [{ index: 0, value: CLONE_NAMESPACE_FLAGS, op: 'SCMP_CMP_MASKED_EQ' }]);
+  });
+
+  test('gVisor: clone(2) may create a user and a PID namespace, and no other', () => {
+    const [rule] = cloneRules(buildSeccompProfile({ gvisor: true }));
+    const mask = rule?.args?.[0]?.value ?? 0;
+    const flags = {
+      NEWNS: 0x20000,
+      NEWCGROUP: 0x2000000,
+      NEWUTS: 0x4000000,
+      NEWIPC: 0x8000000,
+      NEWNET: 0x40000000,
+    };
+    for (const [name, flag] of Object.entries(flags)) assert.ok(mask & flag, `CLONE_${name} stays refused`);
+    assert.equal(mask & 0x10000000, 0, 'CLONE_NEWUSER is allowed');
+    assert.equal(mask & 0x20000000, 0, 'CLONE_NEWPID is allowed');
+  });
+
+  test('each call builds a fresh profile: callers cannot change the next one', () => {
+    const a = buildSeccompProfile({ gvisor: false });
+    a.syscalls.length = 0;
+    assert.ok(buildSeccompProfile({ gvisor: false }).syscalls.length > 0);
+  });
+});
