@@ -3,7 +3,9 @@
  * so every leaf accepts its text form too (`"512m"`, `"true"`, `"a,b"`), and every error says
  * which form is accepted.
  */
+import { createHash } from 'node:crypto';
 import * as z from 'zod';
+import { RESERVED_PRINCIPAL_NAMES } from '../api/principals.js';
 import { CPU_FORM, parseCpu, parseSize, SIZE_FORM } from '../shared/quantity.js';
 
 const int = (min: number, max: number) =>
@@ -82,6 +84,50 @@ export const TokenSchema = z
   });
 export type TokenConfig = z.infer<typeof TokenSchema>;
 
+const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/**
+ * Names tell tokens apart in logs and audit records, so two tokens may not share one, nor take a
+ * name sandpit gives its own principals; and one token may not be listed twice (which scope would
+ * it have?). Ownership is by the token's digest either way.
+ */
+function checkTokens(
+  auth: { token?: string | undefined; tokens: TokenConfig[] },
+  ctx: z.RefinementCtx,
+): void {
+  const names = new Map<string, number>();
+  const digests = new Map<string, string>();
+  if (auth.token !== undefined) digests.set(sha256Hex(auth.token), 'auth.token');
+  auth.tokens.forEach((t, i) => {
+    if (RESERVED_PRINCIPAL_NAMES.includes(t.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tokens', i, 'name'],
+        message: `"${t.name}" is reserved (${RESERVED_PRINCIPAL_NAMES.join(', ')}): give the token another name`,
+      });
+    }
+    const first = names.get(t.name);
+    if (first === undefined) names.set(t.name, i);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tokens', i, 'name'],
+        message: `"${t.name}" is already the name of auth.tokens.${first}: each token needs its own name`,
+      });
+    }
+    const digest = t.tokenSha256 ?? sha256Hex(t.token ?? '');
+    const other = digests.get(digest);
+    if (other === undefined) digests.set(digest, `auth.tokens.${i}`);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tokens', i, t.tokenSha256 !== undefined ? 'tokenSha256' : 'token'],
+        message: `the same token as ${other}: list each token once`,
+      });
+    }
+  });
+}
+
 const RUNTIME = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { error: 'expected a runtime name like runsc' });
@@ -107,6 +153,7 @@ export const ConfigSchema = z
         tokens: json(z.array(TokenSchema)).default([]),
       })
       .strict()
+      .superRefine(checkTokens)
       .prefault({}),
     sandbox: z
       .object({

@@ -4,6 +4,7 @@
  * compared against every digest in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { DEFAULT_TOKEN_PRINCIPAL } from '../api/principals.js';
 import { AppError } from '../shared/errors.js';
 import type { Principal } from './principal.js';
 
@@ -29,8 +30,7 @@ export interface Authenticator {
   authenticate(authorization: string | undefined): Principal;
 }
 
-/** The principal of `auth.token` (MCP_AUTH_TOKEN): the whole policy, no narrower scope. */
-export const DEFAULT_TOKEN_PRINCIPAL = 'default';
+export { DEFAULT_TOKEN_PRINCIPAL };
 
 interface Entry {
   digest: Buffer;
@@ -41,14 +41,28 @@ export function sha256(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
+/** A token's stable identity: the start of its digest (which config may hold anyway, as tokenSha256). */
+export function principalId(digest: Buffer): string {
+  return `token:${digest.toString('hex').slice(0, 16)}`;
+}
+
+/** The digest a token entry is known by. */
+export function tokenDigest(t: Pick<TokenSpec, 'token' | 'tokenSha256'>): Buffer {
+  return t.tokenSha256 !== undefined ? Buffer.from(t.tokenSha256, 'hex') : sha256(t.token ?? '');
+}
+
 export function createAuthenticator(config: AuthConfig, anonymous: Principal): Authenticator {
   const entries: Entry[] = [];
   if (config.token !== undefined) {
-    entries.push({ digest: sha256(config.token), principal: { name: DEFAULT_TOKEN_PRINCIPAL, scope: {} } });
+    const digest = sha256(config.token);
+    entries.push({
+      digest,
+      principal: { id: principalId(digest), name: DEFAULT_TOKEN_PRINCIPAL, scope: {} },
+    });
   }
   for (const t of config.tokens) {
-    const digest = t.tokenSha256 !== undefined ? Buffer.from(t.tokenSha256, 'hex') : sha256(t.token ?? '');
-    entries.push({ digest, principal: principalOf(t) });
+    const digest = tokenDigest(t);
+    entries.push({ digest, principal: principalOf(t, principalId(digest)) });
   }
   const required = entries.length > 0;
   return {
@@ -68,8 +82,9 @@ export function createAuthenticator(config: AuthConfig, anonymous: Principal): A
   };
 }
 
-function principalOf(t: TokenSpec): Principal {
+function principalOf(t: TokenSpec, id: string): Principal {
   return {
+    id,
     name: t.name,
     scope: {
       ...(t.templates ? { templates: t.templates } : {}),
@@ -113,12 +128,12 @@ export interface PrincipalAuthInfo {
 }
 
 export function authInfoFor(principal: Principal): PrincipalAuthInfo {
-  return { token: '[redacted]', clientId: principal.name, scopes: [], extra: { principal } };
+  return { token: '[redacted]', clientId: principal.id, scopes: [], extra: { principal } };
 }
 
 export function principalFromAuthInfo(
   authInfo: { extra?: Record<string, unknown> } | undefined,
 ): Principal | undefined {
   const principal = authInfo?.extra?.principal as Principal | undefined;
-  return principal && typeof principal.name === 'string' ? principal : undefined;
+  return principal && typeof principal.id === 'string' ? principal : undefined;
 }

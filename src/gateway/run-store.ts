@@ -8,7 +8,8 @@ import type { LiveOutput } from './live-output.js';
 
 export interface RunRecord {
   runId: string;
-  principal: string;
+  /** The owner's principal id: only it may read or cancel the run. */
+  owner: string;
   createdAt: number;
   /** What runs: the result of a live run names it too. */
   subject: RunSubject;

@@ -70,7 +70,7 @@ export class RunUseCases {
       spec = this.plan(input, principal);
       metrics.queuedRuns.inc();
       try {
-        release = await slots.acquire(principal.name, principal.maxConcurrentRuns, options.signal);
+        release = await slots.acquire(principal, options.signal);
       } finally {
         metrics.queuedRuns.dec();
       }
@@ -105,7 +105,7 @@ export class RunUseCases {
     let settle!: () => void;
     const record: RunRecord = {
       runId,
-      principal: principal.name,
+      owner: principal.id,
       createdAt: Date.now(),
       subject: spec,
       controller,
@@ -234,7 +234,7 @@ export class RunUseCases {
 
   private find(runId: string, principal: Principal): RunRecord {
     const record = this.store.get(runId);
-    if (!record || record.principal !== principal.name) {
+    if (!record || record.owner !== principal.id) {
       throw new AppError('NOT_FOUND', `no run ${runId}`, {
         hint: 'runs are kept for a while after they end; check the id',
       });

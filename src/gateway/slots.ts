@@ -4,6 +4,7 @@
  */
 import { AppError } from '../shared/errors.js';
 import { cancelled } from '../shared/abort.js';
+import type { Principal } from './principal.js';
 
 export interface SlotOptions {
   maxConcurrent: number;
@@ -34,17 +35,17 @@ export class Slots {
     return { running: this.running, queued: this.queue.length };
   }
 
-  /** Waits for a slot; resolves to the function that gives it back. */
+  /** Waits for a slot; resolves to the function that gives it back. Counted per principal id. */
   async acquire(
-    principal: string,
-    principalMax: number | undefined,
+    who: Pick<Principal, 'id' | 'name' | 'maxConcurrentRuns'>,
     signal?: AbortSignal,
   ): Promise<() => void> {
     // An aborted signal never fires 'abort' again: a queued caller would wait out maxWaitMs.
     if (signal?.aborted) throw cancelled(signal);
+    const principal = who.id;
     const held = this.perPrincipal.get(principal) ?? 0;
-    if (principalMax !== undefined && held >= principalMax) {
-      throw busy(`"${principal}" already has ${held} runs in progress, its limit`);
+    if (who.maxConcurrentRuns !== undefined && held >= who.maxConcurrentRuns) {
+      throw busy(`"${who.name}" already has ${held} runs in progress, its limit`);
     }
     if (this.running >= this.options.maxConcurrent && this.queue.length >= this.options.maxQueued) {
       throw busy(`${this.running} runs in progress and ${this.queue.length} queued, the server's limit`);

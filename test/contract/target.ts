@@ -32,7 +32,7 @@ export const CONTRACT_SANDBOX_CONFIG = {
   timeoutSeconds: 30,
 };
 
-export const PRINCIPAL: Principal = { name: 'contract@tests', scope: {} };
+export const PRINCIPAL: Principal = { id: 'contract-tests', name: 'contract@tests', scope: {} };
 
 /** Delegates to a backend and counts the runs it was asked to start. */
 export class CountingBackend implements SandboxBackend {

@@ -37,7 +37,7 @@ interface Session {
 
 export function statefulMcpHttp(deps: ToolDeps, catalog: ToolCatalog, options: StatefulOptions): McpHttp {
   const sessions = new Map<string, Session>();
-  const principalOf = (req: Request): string => principalOfRequest(req, deps).name;
+  const principalOf = (req: Request): string => principalOfRequest(req, deps).id;
 
   const sweep = setInterval(
     () => {

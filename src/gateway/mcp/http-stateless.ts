@@ -23,7 +23,7 @@ export function statelessMcpHttp(deps: ToolDeps, catalog: ToolCatalog): McpHttp 
   };
   return {
     async post(req: Request, res: Response) {
-      const principal = principalOfRequest(req, deps).name;
+      const principal = principalOfRequest(req, deps).id;
       const cancelled = inflight.cancelFrom(principal, req.body);
       if (cancelled > 0) deps.logger.debug({ principal, cancelled }, 'client cancelled calls in flight');
       const server = createMcpServer(deps, catalog);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -609,6 +610,34 @@ describe('errors', () => {
     assert.match(both, /give exactly one of token or tokenSha256/);
     const neither = configError({ configPath: file('auth:\n  tokens:\n    - name: a\n') });
     assert.match(neither, /give exactly one of token or tokenSha256/);
+  });
+
+  test('token names tell tokens apart: a duplicate or reserved name is refused, naming the field', () => {
+    const tokens = (entries: string) => `auth:\n  token: admin-token-0\n  tokens:\n${entries}`;
+    const entry = (name: string, token: string) => `    - name: ${name}\n      token: ${token}\n`;
+    const dup = configError({
+      configPath: file(tokens(entry('alice', 'alice-token-1') + entry('alice', 'other-token-2'))),
+    });
+    assert.match(dup, /auth\.tokens\.1\.name .*"alice" is already the name of auth\.tokens\.0/);
+    for (const reserved of ['default', 'local']) {
+      const msg = configError({ configPath: file(tokens(entry(reserved, 'scoped-token-1'))) });
+      assert.match(msg, new RegExp(`auth\\.tokens\\.0\\.name .*"${reserved}" is reserved`));
+    }
+  });
+
+  test('one token listed twice (as itself, as its digest, or as auth.token) is refused without showing it', () => {
+    const sha = createHash('sha256').update('admin-token-0').digest('hex');
+    const msg = configError({
+      configPath: file(
+        'auth:\n  token: admin-token-0\n  tokens:\n' +
+          '    - name: a\n      token: shared-token-1\n' +
+          '    - name: b\n      token: shared-token-1\n' +
+          `    - name: c\n      tokenSha256: ${sha}\n`,
+      ),
+    });
+    assert.match(msg, /auth\.tokens\.1\.token.*the same token as auth\.tokens\.0/);
+    assert.match(msg, /auth\.tokens\.2\.tokenSha256.*the same token as auth\.token\b/);
+    assert.doesNotMatch(msg, /shared-token-1|admin-token-0/);
   });
 
   test('unknown SANDPIT_* variables and unrelated variables are ignored', () => {

@@ -12,6 +12,7 @@ import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
 import { AppError } from '../../../src/shared/errors.js';
 
 const hex = (s: string): string => createHash('sha256').update(s).digest('hex');
+const idOf = (token: string): string => `token:${hex(token).slice(0, 16)}`;
 
 function refused(fn: () => unknown): AppError {
   try {
@@ -35,11 +36,9 @@ test('without tokens nothing is required and every caller is the anonymous princ
 test('auth.token (MCP_AUTH_TOKEN) maps to the default principal with the whole policy', () => {
   const auth = createAuthenticator({ token: 's3cret-token', tokens: [] }, LOCAL_PRINCIPAL);
   assert.equal(auth.required, true);
-  assert.deepEqual(auth.authenticate('Bearer s3cret-token'), { name: DEFAULT_TOKEN_PRINCIPAL, scope: {} });
-  assert.deepEqual(auth.authenticate('bearer   s3cret-token  '), {
-    name: DEFAULT_TOKEN_PRINCIPAL,
-    scope: {},
-  });
+  const want = { id: idOf('s3cret-token'), name: DEFAULT_TOKEN_PRINCIPAL, scope: {} };
+  assert.deepEqual(auth.authenticate('Bearer s3cret-token'), want);
+  assert.deepEqual(auth.authenticate('bearer   s3cret-token  '), want);
 });
 
 test('listed tokens carry their scopes and concurrency; tokenSha256 matches the digest', () => {
@@ -59,11 +58,16 @@ test('listed tokens carry their scopes and concurrency; tokenSha256 matches the 
     LOCAL_PRINCIPAL,
   );
   assert.deepEqual(auth.authenticate('Bearer ci-token-123'), {
+    id: idOf('ci-token-123'),
     name: 'ci',
     scope: { templates: ['bash', 'python'], images: ['sandpit/bash:5'] },
     maxConcurrentRuns: 2,
   });
-  assert.deepEqual(auth.authenticate('Bearer ops-token-456'), { name: 'ops', scope: {} });
+  assert.deepEqual(auth.authenticate('Bearer ops-token-456'), {
+    id: idOf('ops-token-456'),
+    name: 'ops',
+    scope: {},
+  });
   refused(() => auth.authenticate(`Bearer ${hex('ops-token-456')}`)); // the digest itself is not a token
 });
 
@@ -92,10 +96,23 @@ test('WWW-Authenticate: a bare challenge without credentials, invalid_token with
 });
 
 test('a principal rides on AuthInfo without the raw token', () => {
-  const principal = { name: 'ci', scope: { templates: ['bash'] } };
+  const principal = { id: 'token:0123456789abcdef', name: 'ci', scope: { templates: ['bash'] } };
   const info = authInfoFor(principal);
   assert.equal(info.token, '[redacted]');
   assert.equal(principalFromAuthInfo(info), principal);
   assert.equal(principalFromAuthInfo(undefined), undefined);
   assert.equal(principalFromAuthInfo({ extra: { principal: 'nope' } }), undefined);
+});
+
+test('a principal is known by its token, never by its name: two tokens named alike are two principals', () => {
+  const auth = createAuthenticator(
+    { token: 'admin-token-1', tokens: [{ name: 'default', token: 'scoped-token-2', templates: ['bash'] }] },
+    LOCAL_PRINCIPAL,
+  );
+  const admin = auth.authenticate('Bearer admin-token-1');
+  const scoped = auth.authenticate('Bearer scoped-token-2');
+  assert.equal(admin.name, scoped.name);
+  assert.notEqual(admin.id, scoped.id);
+  assert.equal(admin.id, idOf('admin-token-1'));
+  assert.doesNotMatch(admin.id, /admin-token-1/);
 });

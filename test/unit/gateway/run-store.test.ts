@@ -19,7 +19,7 @@ const limits = {
 function record(runId: string): RunRecord {
   return {
     runId,
-    principal: 'p',
+    owner: 'p',
     createdAt: 0,
     subject: { template: 'python', image: 'sandpit/python:3.11', runtime: undefined, limits },
     controller: new AbortController(),

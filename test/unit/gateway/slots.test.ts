@@ -2,6 +2,13 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { Slots } from '../../../src/gateway/slots.js';
+
+/** A principal whose id is its name (ids are keys here; names only appear in messages). */
+const who = (name: string, maxConcurrentRuns?: number) => ({
+  id: `id-of-${name}`,
+  name,
+  ...(maxConcurrentRuns !== undefined ? { maxConcurrentRuns } : {}),
+});
 import { AppError } from '../../../src/shared/errors.js';
 
 const isBusy = (e: unknown): boolean => e instanceof AppError && e.code === 'BUSY' && e.retryable;
@@ -39,20 +46,20 @@ function track<T>(p: Promise<T>): {
 describe('global cap and bounded queue', () => {
   test('runs up to maxConcurrent at once', async () => {
     const a = new Slots({ maxConcurrent: 2, maxQueued: 0 });
-    await a.acquire('p', undefined);
-    await a.acquire('q', undefined);
+    await a.acquire(who('p'));
+    await a.acquire(who('q'));
     assert.deepEqual(a.stats, { running: 2, queued: 0 });
   });
 
   test('past the cap, callers queue up to maxQueued; beyond that, BUSY at once', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 2 });
-    await a.acquire('p', undefined);
-    const w1 = track(a.acquire('p', undefined, leftover.signal));
-    const w2 = track(a.acquire('p', undefined, leftover.signal));
+    await a.acquire(who('p'));
+    const w1 = track(a.acquire(who('p'), leftover.signal));
+    const w2 = track(a.acquire(who('p'), leftover.signal));
     await tick();
     assert.deepEqual(a.stats, { running: 1, queued: 2 });
     assert.equal(w1.settled(), false);
-    await assert.rejects(a.acquire('p', undefined), (e: unknown) => {
+    await assert.rejects(a.acquire(who('p')), (e: unknown) => {
       assert.ok(isBusy(e));
       assert.match(
         (e as AppError).message,
@@ -67,16 +74,16 @@ describe('global cap and bounded queue', () => {
 
   test('maxQueued 0: BUSY as soon as every slot is taken', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 0 });
-    await a.acquire('p', undefined);
-    await assert.rejects(a.acquire('q', undefined), isBusy);
+    await a.acquire(who('p'));
+    await assert.rejects(a.acquire(who('q')), isBusy);
   });
 
   test('release hands the slot to the next waiter, first come first served', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 5 });
-    const release0 = await a.acquire('p', undefined);
+    const release0 = await a.acquire(who('p'));
     const order: number[] = [];
     const waiters = [1, 2, 3].map((i) =>
-      a.acquire('p', undefined).then((release) => {
+      a.acquire(who('p')).then((release) => {
         order.push(i);
         return release;
       }),
@@ -98,20 +105,20 @@ describe('global cap and bounded queue', () => {
 
   test('releasing twice gives back one slot only', async () => {
     const a = new Slots({ maxConcurrent: 2, maxQueued: 0 });
-    const r1 = await a.acquire('p', undefined);
-    await a.acquire('p', undefined);
+    const r1 = await a.acquire(who('p'));
+    await a.acquire(who('p'));
     r1();
     r1();
     assert.deepEqual(a.stats, { running: 1, queued: 0 });
-    await a.acquire('p', undefined);
-    await assert.rejects(a.acquire('p', undefined), isBusy);
+    await a.acquire(who('p'));
+    await assert.rejects(a.acquire(who('p')), isBusy);
   });
 
   test('a double release does not hand out a second queued slot', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 2 });
-    const r0 = await a.acquire('p', undefined);
-    const w1 = track(a.acquire('p', undefined, leftover.signal));
-    const w2 = track(a.acquire('p', undefined, leftover.signal));
+    const r0 = await a.acquire(who('p'));
+    const w1 = track(a.acquire(who('p'), leftover.signal));
+    const w2 = track(a.acquire(who('p'), leftover.signal));
     r0();
     r0();
     await tick();
@@ -124,52 +131,52 @@ describe('global cap and bounded queue', () => {
 describe('per-principal cap', () => {
   test('a principal at its limit gets BUSY even with free slots; others are not affected', async () => {
     const a = new Slots({ maxConcurrent: 10, maxQueued: 10 });
-    const r = await a.acquire('alice', 1);
-    await assert.rejects(a.acquire('alice', 1), (e: unknown) => {
+    const r = await a.acquire(who('alice', 1));
+    await assert.rejects(a.acquire(who('alice', 1)), (e: unknown) => {
       assert.ok(isBusy(e));
       assert.match((e as AppError).message, /"alice" already has 1 runs in progress, its limit/);
       return true;
     });
-    await a.acquire('bob', 1);
+    await a.acquire(who('bob', 1));
     r();
-    await a.acquire('alice', 1);
+    await a.acquire(who('alice', 1));
   });
 
   test('no principal limit: only the global cap applies', async () => {
     const a = new Slots({ maxConcurrent: 3, maxQueued: 0 });
-    for (let i = 0; i < 3; i++) await a.acquire('alice', undefined);
-    await assert.rejects(a.acquire('alice', undefined), /the server's limit/);
+    for (let i = 0; i < 3; i++) await a.acquire(who('alice'));
+    await assert.rejects(a.acquire(who('alice')), /the server's limit/);
   });
 
   test('queued runs count against the principal', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 10 });
-    await a.acquire('other', undefined);
-    track(a.acquire('alice', 2, leftover.signal));
-    track(a.acquire('alice', 2, leftover.signal));
+    await a.acquire(who('other'));
+    track(a.acquire(who('alice', 2), leftover.signal));
+    track(a.acquire(who('alice', 2), leftover.signal));
     await tick();
-    await assert.rejects(a.acquire('alice', 2), /"alice" already has 2 runs/);
+    await assert.rejects(a.acquire(who('alice', 2)), /"alice" already has 2 runs/);
   });
 
   test('the principal check comes before the queue check', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 0 });
-    await a.acquire('alice', 1);
-    await assert.rejects(a.acquire('alice', 1), /"alice" already has 1/);
+    await a.acquire(who('alice', 1));
+    await assert.rejects(a.acquire(who('alice', 1)), /"alice" already has 1/);
   });
 });
 
 describe('abort and timeouts while queued', () => {
   test('aborting a queued caller rejects it with CANCELLED and frees its queue place and principal count', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 1 });
-    const r0 = await a.acquire('other', undefined);
+    const r0 = await a.acquire(who('other'));
     const c = new AbortController();
-    const w = a.acquire('alice', 1, c.signal);
+    const w = a.acquire(who('alice', 1), c.signal);
     await tick();
     assert.deepEqual(a.stats, { running: 1, queued: 1 });
     c.abort();
     await assert.rejects(w, isCancelled);
     assert.deepEqual(a.stats, { running: 1, queued: 0 });
     // the queue place is free again, and alice may queue again
-    const w2 = track(a.acquire('alice', 1, leftover.signal));
+    const w2 = track(a.acquire(who('alice', 1), leftover.signal));
     await tick();
     assert.equal(w2.settled(), false);
     r0();
@@ -179,9 +186,9 @@ describe('abort and timeouts while queued', () => {
 
   test('an AppError abort reason is what the caller gets', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 1 });
-    await a.acquire('p', undefined);
+    await a.acquire(who('p'));
     const c = new AbortController();
-    const w = a.acquire('p', undefined, c.signal);
+    const w = a.acquire(who('p'), c.signal);
     const reason = new AppError('ENGINE_UNAVAILABLE', 'shutting down');
     c.abort(reason);
     await assert.rejects(w, (e) => e === reason);
@@ -189,10 +196,10 @@ describe('abort and timeouts while queued', () => {
 
   test('an aborted waiter is skipped: release goes to the next one', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 2 });
-    const r0 = await a.acquire('p', undefined);
+    const r0 = await a.acquire(who('p'));
     const c = new AbortController();
-    const w1 = a.acquire('p', undefined, c.signal);
-    const w2 = track(a.acquire('p', undefined));
+    const w1 = a.acquire(who('p'), c.signal);
+    const w2 = track(a.acquire(who('p')));
     c.abort();
     await assert.rejects(w1, isCancelled);
     r0();
@@ -203,9 +210,9 @@ describe('abort and timeouts while queued', () => {
 
   test('aborting after the slot was granted changes nothing', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 1 });
-    const r0 = await a.acquire('p', undefined);
+    const r0 = await a.acquire(who('p'));
     const c = new AbortController();
-    const w = a.acquire('p', undefined, c.signal);
+    const w = a.acquire(who('p'), c.signal);
     r0();
     const r1 = await w;
     c.abort();
@@ -216,24 +223,24 @@ describe('abort and timeouts while queued', () => {
 
   test('an already-aborted signal is refused at once, with or without a free slot, and holds nothing', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 60_000 });
-    await assert.rejects(a.acquire('alice', 1, AbortSignal.abort()), isCancelled);
+    await assert.rejects(a.acquire(who('alice', 1), AbortSignal.abort()), isCancelled);
     assert.deepEqual(a.stats, { running: 0, queued: 0 });
-    await a.acquire('other', undefined);
+    await a.acquire(who('other'));
     const t0 = performance.now();
-    await assert.rejects(a.acquire('alice', 1, AbortSignal.abort()), isCancelled);
+    await assert.rejects(a.acquire(who('alice', 1), AbortSignal.abort()), isCancelled);
     assert.ok(performance.now() - t0 < 1000);
     assert.deepEqual(a.stats, { running: 1, queued: 0 });
     // alice's count was given back
-    track(a.acquire('alice', 1, leftover.signal));
+    track(a.acquire(who('alice', 1), leftover.signal));
     await tick();
     assert.deepEqual(a.stats, { running: 1, queued: 1 });
   });
 
   test('maxWaitMs: a caller that waits too long gets BUSY and leaves the queue', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 30 });
-    await a.acquire('p', undefined);
+    await a.acquire(who('p'));
     const t0 = performance.now();
-    await assert.rejects(a.acquire('alice', 1), (e: unknown) => {
+    await assert.rejects(a.acquire(who('alice', 1)), (e: unknown) => {
       assert.ok(isBusy(e));
       assert.match((e as AppError).message, /no slot came free within 30 ms/);
       return true;
@@ -241,15 +248,15 @@ describe('abort and timeouts while queued', () => {
     assert.ok(performance.now() - t0 >= 25);
     assert.deepEqual(a.stats, { running: 1, queued: 0 });
     // alice's count was given back
-    track(a.acquire('alice', 1));
+    track(a.acquire(who('alice', 1)));
     await tick();
     assert.deepEqual(a.stats, { running: 1, queued: 1 });
   });
 
   test('a waiter granted in time is not timed out later', async () => {
     const a = new Slots({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 40 });
-    const r0 = await a.acquire('p', undefined);
-    const w = track(a.acquire('p', undefined));
+    const r0 = await a.acquire(who('p'));
+    const w = track(a.acquire(who('p')));
     setTimeout(r0, 5);
     await new Promise((r) => setTimeout(r, 80));
     assert.equal(typeof w.value(), 'function');
@@ -263,7 +270,7 @@ test('many callers: never more than maxConcurrent at once, and everyone runs', a
   let active = 0;
   let peak = 0;
   const work = async (i: number): Promise<number> => {
-    const release = await a.acquire(`p${i % 4}`, undefined);
+    const release = await a.acquire(who(`p${i % 4}`));
     active++;
     peak = Math.max(peak, active);
     await new Promise((r) => setTimeout(r, 1 + (i % 3)));
