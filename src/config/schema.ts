@@ -74,8 +74,14 @@ export const TokenSchema = z
       .string()
       .regex(/^[a-f0-9]{64}$/, { error: 'expected 64 lowercase hex digits (sha256 of the token)' })
       .optional(),
-    templates: list().optional().describe('Templates this token may use (all when absent)'),
-    images: list().optional().describe('Images this token may use, within the allowlist (all when absent)'),
+    templates: list()
+      .optional()
+      .describe("Templates this token's runs must name, and whose images they run in (any when absent)"),
+    images: list()
+      .optional()
+      .describe(
+        'Images this token may use, within the allowlist: with templates, more images for them; alone, the only ones',
+      ),
     maxConcurrentRuns: int(1, 10_000).optional(),
   })
   .strict()

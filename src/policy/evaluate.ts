@@ -102,7 +102,16 @@ function resolveTemplate(
   request: Pick<RunRequest, 'template'>,
   { policy, scope, deny }: Decision,
 ): Template | undefined {
-  if (request.template === undefined) return undefined;
+  if (request.template === undefined) {
+    if (scope.templates) {
+      deny({
+        field: 'template',
+        message: 'this token runs only its templates: name one of them',
+        limit: scope.templates.join(', ') || '(none)',
+      });
+    }
+    return undefined;
+  }
   const template = findTemplate(policy.templates, request.template);
   if (!template) {
     deny({
@@ -134,20 +143,36 @@ function resolveImage(
     deny({ field: 'image', message: `"${ref}" is not a valid image reference` });
     return undefined;
   }
+  // A template outside the token's scope is refused already; its image needs no second word.
+  const scoped = templateInScope(template, scope) ? scopedImages(policy, scope) : undefined;
   if (!imageAllowed(image, policy.imageAllowlist)) {
     deny({
       field: 'image',
       message: `image "${ref}" is not in the allowlist`,
       limit: policy.imageAllowlist.join(', '),
     });
-  } else if (scope.images && !imageAllowed(image, scope.images)) {
+  } else if (scoped && !imageAllowed(image, scoped)) {
     deny({
       field: 'image',
       message: `image "${ref}" is not allowed for this token`,
-      limit: scope.images.join(', '),
+      limit: scoped.join(', ') || '(none)',
     });
   }
   return image;
+}
+
+function templateInScope(template: Template | undefined, scope: Scope): boolean {
+  return !scope.templates || (template !== undefined && scope.templates.includes(template.name));
+}
+
+/**
+ * The images a token may use, within the allowlist: its templates' own images, widened by its
+ * `images` when it names some; only its `images` when it has no template scope; any when neither.
+ */
+function scopedImages(policy: Policy, scope: Scope): readonly string[] | undefined {
+  if (!scope.templates) return scope.images;
+  const own = policy.templates.filter((t) => scope.templates?.includes(t.name)).map((t) => t.image);
+  return [...own, ...(scope.images ?? [])];
 }
 
 function resolveRuntime(

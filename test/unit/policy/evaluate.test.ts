@@ -464,6 +464,40 @@ describe('token scopes', () => {
     );
   });
 
+  test('templates restrict what runs: no run without one of them, and only their images', () => {
+    const scope = { templates: ['python'] };
+    // gcc in the c image, named by its image alone: the template scope is not bypassed.
+    assert.deepEqual(
+      denied({ image: 'sandpit/c:12', command: ['gcc', '--version'] }, createPolicy(), scope),
+      [
+        {
+          field: 'template',
+          message: 'this token runs only its templates: name one of them',
+          limit: 'python',
+        },
+      ],
+    );
+    assert.deepEqual(denied(py({ image: 'sandpit/c:12' }), createPolicy(), scope), [
+      {
+        field: 'image',
+        message: 'image "sandpit/c:12" is not allowed for this token',
+        limit: 'sandpit/python:3.11',
+      },
+    ]);
+    assert.equal(ok(py(), createPolicy(), scope).image, 'sandpit/python:3.11');
+  });
+
+  test('with templates, images widen what those templates may run, within the allowlist', () => {
+    const scope = { templates: ['python'], images: ['python:3.11'] };
+    assert.equal(ok(py({ image: 'python:3.11' }), createPolicy(), scope).image, 'python:3.11');
+    assert.equal(ok(py(), createPolicy(), scope).image, 'sandpit/python:3.11');
+    assert.equal(denied(py({ image: 'sandpit/c:12' }), createPolicy(), scope)[0]!.field, 'image');
+    assert.equal(
+      denied({ image: 'python:3.11', command: ['python3'] }, createPolicy(), scope)[0]!.field,
+      'template',
+    );
+  });
+
   test('an empty scope list allows nothing', () => {
     assert.equal(denied(py(), createPolicy(), { templates: [] })[0]!.field, 'template');
     assert.equal(denied(py(), createPolicy(), { images: [] })[0]!.field, 'image');
