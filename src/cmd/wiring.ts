@@ -8,7 +8,7 @@ import type { SandboxBackend } from '../backends/types.js';
 import { configWarnings, loadConfig } from '../config/load.js';
 import { operatorPolicy, policyFromConfig } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
-import { SandpitService } from '../gateway/service.js';
+import { SandpitService, type ServiceOptions } from '../gateway/service.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
@@ -91,7 +91,7 @@ export async function wireDocker(
     policy,
     logger,
     metrics,
-    slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+    ...serviceLimits(config),
   });
   return { service, backend, metrics };
 }
@@ -147,7 +147,7 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
     policy: operatorPolicy(config),
     logger,
     metrics,
-    slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+    ...serviceLimits(config),
   });
   return { service, backend, metrics };
 }
@@ -162,4 +162,12 @@ function defaultShape(template: string, policy: Policy): EffectiveSpec {
     );
   }
   return evaluation.spec;
+}
+
+/** The limits both backends' services share: concurrency slots and the history of finished runs. */
+function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history'> {
+  return {
+    slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+    history: { maxBytes: config.server.runHistoryBytes },
+  };
 }

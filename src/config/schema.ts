@@ -150,6 +150,11 @@ export const ConfigSchema = z
         seedTools: bool()
           .default(true)
           .describe("Offer the seed servers' tools, execute_python_code and check_sandbox_health"),
+        runHistoryBytes: size()
+          .default(32 * 1024 ** 2)
+          .describe(
+            "Memory for finished runs' results, so get_run answers after a run ends; a delivered result keeps 4 KiB per stream",
+          ),
       })
       .strict()
       .prefault({}),

@@ -1,6 +1,9 @@
 /**
- * Runs the gateway knows about: live ones and a bounded history of finished ones, so `get_run`
- * still answers after a run ends or is cancelled.
+ * Runs the gateway knows about: live ones and a history of finished ones, so `get_run` still
+ * answers after a run ends or is cancelled. The history is bounded by bytes, not only by count:
+ * a finished result is held whole only until it has been delivered to the caller who started the
+ * run; from then on only a short tail of each stream stays. Over the budget, the oldest whole
+ * results are cut to their tails first, then the oldest runs go.
  */
 import type { RunSubject } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
@@ -21,12 +24,35 @@ export interface RunRecord {
   live: LiveOutput | undefined;
 }
 
+export interface HistoryOptions {
+  /** Bytes of finished results kept in all (their output text, mostly). */
+  maxBytes: number;
+  /** Finished runs kept at most. */
+  maxRuns: number;
+  /** Bytes of each stream kept once a result has been delivered. */
+  deliveredTailBytes: number;
+}
+
+export const DEFAULT_HISTORY: HistoryOptions = {
+  maxBytes: 32 * 1024 ** 2,
+  maxRuns: 1000,
+  deliveredTailBytes: 4096,
+};
+
+/** What a kept result costs besides its output: its fields, names and timestamps. */
+const RESULT_OVERHEAD_BYTES = 1024;
+
 export class RunStore {
   private readonly records = new Map<string, RunRecord>();
-  private readonly maxFinished: number;
+  /** Finished runs, oldest first, with what each costs. */
+  private readonly finished = new Map<string, number>();
+  /** Finished runs whose result is cut to its tails already. */
+  private readonly cut = new Set<string>();
+  private finishedBytes = 0;
+  private readonly options: HistoryOptions;
 
-  constructor(maxFinished = 1000) {
-    this.maxFinished = maxFinished;
+  constructor(options: Partial<HistoryOptions> = {}) {
+    this.options = { ...DEFAULT_HISTORY, ...options };
   }
 
   add(record: RunRecord): void {
@@ -37,17 +63,80 @@ export class RunStore {
     return this.records.get(runId);
   }
 
-  /** Drops the oldest finished runs beyond the history bound. */
+  /** Records the result of a run that ended; the oldest results are cut, then dropped, beyond the bounds. */
   finish(record: RunRecord, result: RunResult): void {
-    record.result = result;
     record.live = undefined;
-    const finished = [...this.records.values()].filter((r) => r.result);
-    for (const old of finished.slice(0, Math.max(0, finished.length - this.maxFinished))) {
-      this.records.delete(old.runId);
-    }
+    this.account(record, result);
+    this.enforce();
+  }
+
+  /** The result is with its caller now: only a short tail of each stream stays. */
+  delivered(runId: string): void {
+    const record = this.records.get(runId);
+    if (record?.result && !this.cut.has(runId)) this.cutToTails(record);
   }
 
   active(): RunRecord[] {
     return [...this.records.values()].filter((r) => !r.result);
   }
+
+  /** Bytes the finished history holds now (never more than `maxBytes` once a call returns). */
+  get historyBytes(): number {
+    return this.finishedBytes;
+  }
+
+  private enforce(): void {
+    const { maxBytes, maxRuns } = this.options;
+    for (const runId of this.finished.keys()) {
+      if (this.finishedBytes <= maxBytes) break;
+      const record = this.records.get(runId);
+      if (record && !this.cut.has(runId)) this.cutToTails(record);
+    }
+    for (const runId of this.finished.keys()) {
+      if (this.finishedBytes <= maxBytes && this.finished.size <= maxRuns) break;
+      this.drop(runId);
+    }
+  }
+
+  private cutToTails(record: RunRecord): void {
+    this.cut.add(record.runId);
+    this.account(record, trimResult(record.result!, this.options.deliveredTailBytes));
+  }
+
+  /** Sets the record's result, keeping its place in the age order and the byte count right. */
+  private account(record: RunRecord, result: RunResult): void {
+    record.result = result;
+    const cost = resultBytes(result);
+    this.finishedBytes += cost - (this.finished.get(record.runId) ?? 0);
+    this.finished.set(record.runId, cost);
+  }
+
+  private drop(runId: string): void {
+    this.finishedBytes -= this.finished.get(runId) ?? 0;
+    this.finished.delete(runId);
+    this.cut.delete(runId);
+    this.records.delete(runId);
+  }
+}
+
+/** What a kept result costs, counting two bytes a character (the most V8 needs). */
+function resultBytes(result: RunResult): number {
+  const chars = result.stdout.length + result.stderr.length + (result.message?.length ?? 0);
+  return RESULT_OVERHEAD_BYTES + 2 * chars;
+}
+
+/** The result with each stream cut to its last `tailBytes` bytes (counts and flags say what it was). Pure. */
+export function trimResult(result: RunResult, tailBytes: number): RunResult {
+  const stdout = lastBytes(result.stdout, tailBytes);
+  const stderr = lastBytes(result.stderr, tailBytes);
+  if (stdout === result.stdout && stderr === result.stderr) return result;
+  return { ...result, stdout, stderr, truncated: true };
+}
+
+function lastBytes(text: string, max: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= max) return text;
+  let start = buf.length - max;
+  while (start < buf.length && (buf[start]! & 0xc0) === 0x80) start++;
+  return `[… the first ${start} bytes are not kept after the result was delivered …]\n${buf.subarray(start).toString('utf8')}`;
 }

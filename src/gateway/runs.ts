@@ -15,12 +15,14 @@ import { AppError, policyDenied, toAppError } from '../shared/errors.js';
 import type { GatewayDeps } from './deps.js';
 import { LiveOutput, type LiveChunk } from './live-output.js';
 import type { Principal } from './principal.js';
-import { RunStore, type RunRecord } from './run-store.js';
+import { RunStore, type HistoryOptions, type RunRecord } from './run-store.js';
 
 export interface RunHandle {
   runId: string;
   /** Resolves for every program outcome; rejects only when the run could not be carried out. */
   result: Promise<RunResult>;
+  /** Call once the result is on its way to the caller: `get_run` keeps only a short tail from then on. */
+  delivered(): void;
 }
 
 export interface StartRunOptions {
@@ -44,10 +46,11 @@ export function newRunId(): string {
 
 export class RunUseCases {
   private readonly deps: GatewayDeps;
-  private readonly store = new RunStore();
+  private readonly store: RunStore;
 
-  constructor(deps: GatewayDeps) {
+  constructor(deps: GatewayDeps, history: Partial<HistoryOptions> = {}) {
     this.deps = deps;
+    this.store = new RunStore(history);
   }
 
   /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
@@ -89,7 +92,9 @@ export class RunUseCases {
   /** Starts a run and waits for its result. */
   async run(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunResult> {
     const handle = await this.start(input, principal, options);
-    return handle.result;
+    const result = await handle.result;
+    handle.delivered();
+    return result;
   }
 
   private launch(
@@ -127,7 +132,7 @@ export class RunUseCases {
       release();
       settle();
     });
-    return { runId, result };
+    return { runId, result, delivered: () => this.store.delivered(runId) };
   }
 
   /** The one consumer of the backend's output: decoded once, kept for get_run, handed on. */

@@ -9,6 +9,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Policy } from '../policy/policy.js';
 import type { GatewayDeps } from './deps.js';
 import type { Principal } from './principal.js';
+import type { HistoryOptions } from './run-store.js';
 import { RunUseCases } from './runs.js';
 import { Slots, type SlotOptions } from './slots.js';
 import { templatesFor, type TemplateInfo } from './templates.js';
@@ -19,6 +20,8 @@ export interface ServiceOptions {
   logger: Logger;
   metrics: Metrics;
   slots: SlotOptions;
+  /** How much of finished runs' results stays in memory (RunStore). */
+  history?: Partial<HistoryOptions>;
 }
 
 export class SandpitService {
@@ -26,8 +29,9 @@ export class SandpitService {
   readonly runs: RunUseCases;
 
   constructor(options: ServiceOptions) {
-    this.deps = { ...options, slots: new Slots(options.slots) };
-    this.runs = new RunUseCases(this.deps);
+    const { history, ...deps } = options;
+    this.deps = { ...deps, slots: new Slots(options.slots) };
+    this.runs = new RunUseCases(this.deps, history);
   }
 
   get policy(): Policy {

@@ -18,6 +18,7 @@ export async function runStreamed(
   relay.started(handle.runId);
   const result = await handle.result;
   await relay.end();
+  handle.delivered();
   return result;
 }
 

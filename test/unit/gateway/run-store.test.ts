@@ -29,17 +29,17 @@ function record(runId: string): RunRecord {
   };
 }
 
-function result(runId: string): RunResult {
+function result(runId: string, stdout = '', stderr = ''): RunResult {
   return {
     runId,
     phase: 'Succeeded',
     exitCode: 0,
     timedOut: false,
-    stdout: '',
-    stderr: '',
+    stdout,
+    stderr,
     truncated: false,
-    stdoutBytes: 0,
-    stderrBytes: 0,
+    stdoutBytes: Buffer.byteLength(stdout),
+    stderrBytes: Buffer.byteLength(stderr),
     binaryOutput: false,
     durationMs: 1,
   };
@@ -78,7 +78,7 @@ test('finish stores the result, drops the live output, and the run stays readabl
 });
 
 test('finished history is bounded: the oldest finished runs go, live runs never do', () => {
-  const s = new RunStore(2);
+  const s = new RunStore({ maxRuns: 2 });
   const live = record('live');
   s.add(live);
   const done = ['d1', 'd2', 'd3', 'd4'].map(record);
@@ -98,7 +98,7 @@ test('finished history is bounded: the oldest finished runs go, live runs never 
 });
 
 test('a bound of 0 keeps no finished runs', () => {
-  const s = new RunStore(0);
+  const s = new RunStore({ maxRuns: 0 });
   const r = record('a');
   s.add(r);
   s.finish(r, result('a'));
@@ -115,4 +115,58 @@ test('the default bound keeps 1000 finished runs', () => {
   assert.equal(s.get('r0'), undefined);
   assert.ok(s.get('r1'));
   assert.ok(s.get('r1000'));
+});
+
+const MiB = 1024 ** 2;
+
+test('the history is bounded by bytes: no sequence of large results grows it past its budget', () => {
+  const s = new RunStore({ maxBytes: 8 * MiB });
+  const big = 'x'.repeat(MiB);
+  for (let i = 0; i < 200; i++) {
+    const r = record(`r${i}`);
+    s.add(r);
+    s.finish(r, result(r.runId, big, big)); // 1 MiB per stream, never delivered
+    assert.ok(s.historyBytes <= 8 * MiB, `${s.historyBytes} bytes after ${i + 1} runs`);
+  }
+  assert.equal(s.get('r199')?.result?.stdout, 'x'.repeat(MiB), 'the newest stays whole');
+  assert.match(
+    s.get('r198')?.result?.stdout ?? '',
+    /^\[… the first \d+ bytes are not kept/,
+    'older ones are cut',
+  );
+  assert.match(
+    s.get('r0')?.result?.stdout ?? '',
+    /^\[… the first \d+ bytes are not kept/,
+    'and stay readable',
+  );
+});
+
+test('once delivered, only a short tail of each stream stays, with the counts of what there was', () => {
+  const s = new RunStore({ deliveredTailBytes: 8 });
+  const r = record('a');
+  s.add(r);
+  const full = result('a', 'head…0123456789', 'short');
+  s.finish(r, full);
+  assert.equal(s.get('a')?.result, full, 'whole until delivered');
+  s.delivered('a');
+  const kept = s.get('a')?.result;
+  assert.equal(kept?.stdout, '[… the first 9 bytes are not kept after the result was delivered …]\n23456789');
+  assert.equal(kept?.stderr, 'short');
+  assert.equal(kept?.truncated, true);
+  assert.equal(kept?.stdoutBytes, full.stdoutBytes);
+  assert.ok(s.historyBytes < 2048, `${s.historyBytes}`);
+  s.delivered('missing'); // a run the store no longer has: nothing happens
+});
+
+test('a delivered result costs only its tails: two hundred delivered 2 MiB results fit in 4 MiB', () => {
+  const s = new RunStore({ maxBytes: 4 * MiB });
+  const big = 'y'.repeat(MiB);
+  for (let i = 0; i < 200; i++) {
+    const r = record(`r${i}`);
+    s.add(r);
+    s.finish(r, result(r.runId, big, big));
+    s.delivered(r.runId);
+  }
+  assert.ok(s.get('r0'), 'the first is still readable');
+  assert.ok(s.historyBytes <= 4 * MiB);
 });
