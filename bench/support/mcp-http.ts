@@ -34,7 +34,7 @@ export async function startHttpGateway(service: SandpitService, stateless = fals
     defaultPrincipal: LOCAL_PRINCIPAL,
     version: 'bench',
   };
-  const mcp = createMcpHttp(deps, { stateless });
+  const mcp = await createMcpHttp(deps, { stateless });
   const app = createHttpApp({
     ...deps,
     authenticator: createAuthenticator({ tokens: [] }, LOCAL_PRINCIPAL),
@@ -42,6 +42,9 @@ export async function startHttpGateway(service: SandpitService, stateless = fals
     bodyLimitBytes: bodyLimitFor(ctx.config.sandbox.maxRequestBytes),
     limitNote: 'bench',
     allowedHosts: LOOPBACK_HOSTS,
+    // The bench measures the gateway's path, not its per-principal rate limit.
+    maxRequestsPerSecond: 1_000_000,
+    anonymousId: LOCAL_PRINCIPAL.id,
   });
   const server = await listen(app, '127.0.0.1', 0);
   const clients: Client[] = [];

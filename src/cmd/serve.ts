@@ -64,9 +64,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
 
   const { service, metrics } = await wireBackend(ctx, { defaultMetrics: true, tolerateEngineDown: true });
   const version = packageVersion();
+  const { maxSessions, maxSessionsPerPrincipal, sessionIdleSeconds, unusedSessionSeconds } = config.server;
   const mcp = createMcpHttp(
     { service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version },
-    { stateless, seedTools: config.server.seedTools },
+    {
+      stateless,
+      seedTools: config.server.seedTools,
+      maxSessions,
+      maxSessionsPerPrincipal,
+      idleMs: sessionIdleSeconds * 1000,
+      unusedMs: unusedSessionSeconds * 1000,
+    },
   );
   const maxRequestBytes = config.sandbox.maxRequestBytes;
   const app = createHttpApp({
@@ -78,6 +86,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     bodyLimitBytes: bodyLimitFor(maxRequestBytes),
     limitNote: `the policy allows ${formatSize(maxRequestBytes)} of code, files and stdin in all (sandbox.maxRequestBytes)`,
     allowedHosts,
+    maxRequestsPerSecond: config.server.maxRequestsPerSecond,
+    anonymousId: LOCAL_PRINCIPAL.id,
     version,
   });
   const server = await listen(app, host, port);

@@ -150,6 +150,21 @@ export const ConfigSchema = z
         seedTools: bool()
           .default(true)
           .describe("Offer the seed servers' tools, execute_python_code and check_sandbox_health"),
+        maxSessions: int(1, 100_000).default(256).describe('MCP sessions open at once (stateful HTTP)'),
+        maxSessionsPerPrincipal: int(1, 100_000)
+          .default(16)
+          .describe(
+            "One token's sessions (without tokens: one client address's); more close its least recently used idle one",
+          ),
+        sessionIdleSeconds: int(1, 86_400)
+          .default(1800)
+          .describe('A session with no request this long is closed'),
+        unusedSessionSeconds: int(1, 86_400)
+          .default(60)
+          .describe('A session that made no call since initialize is closed after this long'),
+        maxRequestsPerSecond: int(1, 100_000)
+          .default(20)
+          .describe('Requests one token (without tokens: one client address) may make each second'),
         runHistoryBytes: size()
           .default(32 * 1024 ** 2)
           .describe(

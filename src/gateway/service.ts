@@ -14,6 +14,9 @@ import { RunUseCases } from './runs.js';
 import { Slots, type SlotOptions } from './slots.js';
 import { templatesFor, type TemplateInfo } from './templates.js';
 
+/** How long one answer of the backend's health serves every caller. */
+const HEALTH_TTL_MS = 1000;
+
 export interface ServiceOptions {
   backend: SandboxBackend;
   policy: Policy;
@@ -27,6 +30,7 @@ export interface ServiceOptions {
 export class SandpitService {
   private readonly deps: GatewayDeps;
   readonly runs: RunUseCases;
+  private backendHealth: { at: number; health: Promise<BackendHealth> } | undefined;
 
   constructor(options: ServiceOptions) {
     const { history, ...deps } = options;
@@ -43,8 +47,16 @@ export class SandpitService {
     return templatesFor(this.deps.policy, principal);
   }
 
+  /**
+   * The backend's health, asked at most once a second however many callers ask (an unauthenticated
+   * /health flood must not become an engine flood), with the run counts of now.
+   */
   async health(): Promise<BackendHealth & { running: number; queued: number }> {
-    const health = await this.deps.backend.health();
+    const now = Date.now();
+    if (!this.backendHealth || now - this.backendHealth.at >= HEALTH_TTL_MS) {
+      this.backendHealth = { at: now, health: this.deps.backend.health() };
+    }
+    const health = await this.backendHealth.health;
     return { ...health, ...this.deps.slots.stats };
   }
 

@@ -167,7 +167,10 @@ export function stopProcess(child: ChildProcess): Promise<number | null> {
   });
 }
 
-export async function connectHttp(url: string, token?: string): Promise<Connected> {
+export async function connectHttp(
+  url: string,
+  token?: string,
+): Promise<Connected & { sessionId: string | undefined }> {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: token ? { Authorization: `Bearer ${token}` } : {} },
   });
@@ -177,6 +180,7 @@ export async function connectHttp(url: string, token?: string): Promise<Connecte
     client,
     stderr: [],
     pid: null,
+    sessionId: transport.sessionId,
     close: async () => {
       if (transport.sessionId) await transport.terminateSession().catch(() => undefined);
       await client.close();

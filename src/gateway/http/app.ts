@@ -15,10 +15,12 @@ import type { Metrics } from '../../observability/metrics.js';
 import type { Authenticator } from '../auth.js';
 import type { SandpitService } from '../service.js';
 import { requireAuth } from './auth.js';
+import { refuseDeclaredOverLimit } from './declared-length.js';
 import { errorHandler, notFound } from './errors.js';
 import { healthRoute } from './health.js';
 import { hostValidation, LOOPBACK_HOSTS } from './host-validation.js';
 import { metricsRoute } from './metrics.js';
+import { principalRateLimit } from './rate-limit.js';
 
 /** The port the MCP transport plugs into: its three routes, and its own shutdown. */
 export interface McpHttp {
@@ -42,6 +44,10 @@ export interface HttpAppDeps {
   limitNote: string;
   /** Host names accepted in the Host header; undefined turns the check off. */
   allowedHosts: readonly string[] | undefined;
+  /** Requests one principal may make each second on /mcp and /metrics. */
+  maxRequestsPerSecond: number;
+  /** The principal of callers without a token, whose limits count per client address. */
+  anonymousId: string;
   version: string;
 }
 
@@ -61,10 +67,18 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   else app.get('/health', health);
   if (deps.allowedHosts) app.use(hostValidation(deps.allowedHosts));
   const auth = requireAuth(deps.authenticator);
-  app.get('/metrics', auth, metricsRoute(deps.metrics));
-  app.post('/mcp', auth, express.json({ limit: deps.bodyLimitBytes }), deps.mcp.post);
-  app.get('/mcp', auth, deps.mcp.get);
-  app.delete('/mcp', auth, deps.mcp.delete);
+  const limit = principalRateLimit({ perSecond: deps.maxRequestsPerSecond, anonymousId: deps.anonymousId });
+  app.get('/metrics', auth, limit, metricsRoute(deps.metrics));
+  app.post(
+    '/mcp',
+    refuseDeclaredOverLimit(deps.bodyLimitBytes, deps.limitNote),
+    auth,
+    limit,
+    express.json({ limit: deps.bodyLimitBytes }),
+    deps.mcp.post,
+  );
+  app.get('/mcp', auth, limit, deps.mcp.get);
+  app.delete('/mcp', auth, limit, deps.mcp.delete);
   app.use(notFound);
   app.use(errorHandler(deps.logger, deps.limitNote));
   return app;

@@ -9,8 +9,19 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+/** A client gets this long to send its headers, and this long for the whole request (not the response). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
+
 export function listen(handler: RequestListener, host: string, port: number): Promise<Listening> {
-  const server = createServer(handler);
+  const server = createServer(
+    {
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: 1000,
+    },
+    handler,
+  );
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

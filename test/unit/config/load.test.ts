@@ -339,9 +339,15 @@ describe('SANDPIT_* variables', () => {
       'sandbox.tmpSize',
       'server.allowedHosts',
       'server.host',
+      'server.maxRequestsPerSecond',
+      'server.maxSessions',
+      'server.maxSessionsPerPrincipal',
       'server.port',
       'server.seedTools',
+      'server.runHistoryBytes',
+      'server.sessionIdleSeconds',
       'server.stateless',
+      'server.unusedSessionSeconds',
     ]);
   });
 
@@ -358,6 +364,12 @@ describe('SANDPIT_* variables', () => {
     'server.allowedHosts': { text: 'a.example,b.example', want: ['a.example', 'b.example'] },
     'server.stateless': { text: 'true', want: true },
     'server.seedTools': { text: 'false', want: false },
+    'server.maxSessions': { text: '10', want: 10 },
+    'server.maxSessionsPerPrincipal': { text: '3', want: 3 },
+    'server.sessionIdleSeconds': { text: '600', want: 600 },
+    'server.unusedSessionSeconds': { text: '5', want: 5 },
+    'server.maxRequestsPerSecond': { text: '50', want: 50 },
+    'server.runHistoryBytes': { text: '8Mi', want: 8 * MiB },
     'auth.token': { text: 'env-token-123456', want: 'env-token-123456' },
     'auth.tokens': {
       text: '[{"name":"ci","token":"ci-token-1234","templates":["bash"]}]',

@@ -1,0 +1,223 @@
+/**
+ * A hostile client against the built `sandpit serve`: results that print a megabyte per stream,
+ * a flood of MCP sessions from one token, and a flood of requests. Each test measures the
+ * gateway's RSS (/proc/PID/status) and GET /health latency while the attack runs, against bounds
+ * written here (and, where the machine's noise matters, a baseline measured in the same run).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { requireDocker } from '../support/docker.js';
+import { callTool, connectHttp, ensureBuilt, startServe, type Served } from './helpers.js';
+
+const MiB = 1024 ** 2;
+const ALICE = 'alice-token-0123456789';
+const BOB = 'bob-token-0123456789';
+const TOKENS = [
+  { name: 'alice', token: ALICE },
+  { name: 'bob', token: BOB },
+];
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
+};
+
+function rssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Number(line?.split(/\s+/)[1] ?? NaN) / 1024;
+}
+
+function post(url: string, body: unknown, headers: Record<string, string>): Promise<Response> {
+  return fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/** /health, one request after another, until `work` settles: each latency in ms. */
+async function healthDuring<T>(url: string, work: Promise<T>): Promise<{ value: T; latencies: number[] }> {
+  let done = false;
+  const settled = work.finally(() => (done = true));
+  const latencies: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/health`);
+    await res.body?.cancel();
+    latencies.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { value: await settled, latencies };
+}
+
+const percentile = (xs: number[], p: number): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+};
+
+/** Runs `n` tasks, `width` at a time. */
+async function inParallel(n: number, width: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
+}
+
+describe('sandpit serve under a hostile client (built CLI)', () => {
+  before(async () => {
+    ensureBuilt();
+    await requireDocker();
+  });
+
+  describe('results of a megabyte per stream, 150 of them', () => {
+    let served: Served;
+    before(async () => {
+      served = await startServe({ auth: { tokens: TOKENS }, logging: { level: 'warn' } });
+    });
+    after(() => served.stop());
+
+    test('the history stays within its budget: RSS grows by less than 128 MiB, /health p90 < 500 ms', async () => {
+      const client = await connectHttp(`${served.url}/mcp`, ALICE);
+      const code = 'import sys\nsys.stdout.write("o" * (1 << 20))\nsys.stderr.write("e" * (1 << 20))';
+      const run = async (): Promise<void> => {
+        const r = await callTool(client.client, 'run_code', { code });
+        const s = r.structuredContent as { stdoutBytes: number; stderrBytes: number; runId: string };
+        assert.equal(s.stdoutBytes, MiB);
+        assert.equal(s.stderrBytes, MiB);
+      };
+      for (let i = 0; i < 5; i++) await run(); // warm: pools, JIT, buffers
+      const before = rssMiB(served.pid);
+      const { latencies } = await healthDuring(served.url, inParallel(150, 4, run));
+      const grown = rssMiB(served.pid) - before;
+      // The run is still readable, as a tail.
+      const last = await callTool(client.client, 'run_code', { code: 'print("last")' });
+      const runId = (last.structuredContent as { runId: string }).runId;
+      assert.equal((await callTool(client.client, 'get_run', { runId })).isError, undefined);
+      await client.close();
+      // Before the budget: 150 such results grew a gateway from 100 to 561 MiB.
+      assert.ok(grown < 128, `RSS grew by ${grown.toFixed(0)} MiB over 150 runs`);
+      assert.ok(percentile(latencies, 90) < 500, `/health p90 ${percentile(latencies, 90).toFixed(0)} ms`);
+    });
+  });
+
+  describe('a flood of sessions from one token', () => {
+    let served: Served;
+    before(async () => {
+      served = await startServe({
+        auth: { tokens: TOKENS },
+        // The rate limit is not what this test is about: let the flood through it.
+        server: { maxRequestsPerSecond: 10_000, unusedSessionSeconds: 3 },
+        logging: { level: 'warn' },
+      });
+    });
+    after(() => served.stop());
+
+    test('300 initializes from alice: bob keeps his session and opens more; RSS < +64 MiB; /health p90 < 100 ms', async () => {
+      const bob = await connectHttp(`${served.url}/mcp`, BOB);
+      await bob.client.listTools(); // a session that is in use
+      const before = rssMiB(served.pid);
+      const ids: string[] = [];
+      const flood = inParallel(300, 8, async () => {
+        const res = await post(served.url, INIT, bearer(ALICE));
+        await res.body?.cancel();
+        assert.equal(res.status, 200, `alice's initialize got ${res.status}`);
+        ids.push(res.headers.get('mcp-session-id') ?? '');
+      });
+      const { latencies } = await healthDuring(served.url, flood);
+      const grown = rssMiB(served.pid) - before;
+
+      // Bob's session was never anyone's to close, and he can open another one.
+      assert.ok((await bob.client.listTools()).tools.length > 0);
+      const bob2 = await connectHttp(`${served.url}/mcp`, BOB);
+      await bob2.client.ping();
+      // Alice lost her own oldest sessions: she holds at most her bound.
+      const alive = async (id: string): Promise<boolean> => {
+        const res = await post(
+          served.url,
+          { jsonrpc: '2.0', id: 2, method: 'ping' },
+          { ...bearer(ALICE), 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
+        );
+        await res.body?.cancel();
+        return res.status === 200;
+      };
+      assert.equal(await alive(ids[0]!), false, 'her first session was closed');
+      assert.equal(await alive(ids[ids.length - 1]!), true, 'her newest lives');
+      // A session that never made a call goes soon (unusedSessionSeconds: 3).
+      const unused = await post(served.url, INIT, bearer(ALICE));
+      const unusedId = unused.headers.get('mcp-session-id') ?? '';
+      await unused.body?.cancel();
+      await new Promise((r) => setTimeout(r, 6000));
+      assert.equal(await alive(unusedId), false, 'a never-used session expired');
+      await bob.close();
+      await bob2.close();
+      assert.ok(grown < 64, `RSS grew by ${grown.toFixed(0)} MiB over 300 sessions`);
+      assert.ok(percentile(latencies, 90) < 100, `/health p90 ${percentile(latencies, 90).toFixed(0)} ms`);
+    });
+  });
+
+  describe('a flood of requests from one token', () => {
+    let served: Served;
+    before(async () => {
+      served = await startServe({ auth: { tokens: TOKENS }, logging: { level: 'warn' } });
+    });
+    after(() => served.stop());
+
+    test('batches are refused; 400 tools/list calls are limited per token; /health stays under 100 ms', async () => {
+      const alice = await connectHttp(`${served.url}/mcp`, ALICE);
+      const sessionHeaders = {
+        ...bearer(ALICE),
+        'mcp-session-id': alice.sessionId ?? '',
+        'mcp-protocol-version': '2025-06-18',
+      };
+      const batch = Array.from({ length: 100 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/list' }));
+      const refused = await post(served.url, batch, sessionHeaders);
+      assert.equal(refused.status, 400);
+      assert.match(JSON.stringify(await refused.json()), /batches are not accepted/);
+
+      const idle = await healthDuring(served.url, new Promise((r) => setTimeout(r, 2000)));
+      const before = rssMiB(served.pid);
+      const statuses: number[] = [];
+      const flood = inParallel(400, 50, async (i) => {
+        const res = await post(
+          served.url,
+          { jsonrpc: '2.0', id: 1000 + i, method: 'tools/list' },
+          sessionHeaders,
+        );
+        statuses.push(res.status);
+        await res.body?.cancel();
+      });
+      const { latencies } = await healthDuring(served.url, flood);
+      const grown = rssMiB(served.pid) - before;
+      // Bob is another principal: alice's flood does not use up his rate.
+      const bob = await connectHttp(`${served.url}/mcp`, BOB);
+      assert.ok((await bob.client.listTools()).tools.length > 0);
+      await bob.close();
+      await alice.close();
+
+      assert.ok(statuses.includes(429), 'the flood met the rate limit');
+      assert.ok(
+        statuses.filter((s) => s === 200).length < 100,
+        `${statuses.filter((s) => s === 200).length} answered`,
+      );
+      assert.ok(grown < 64, `RSS grew by ${grown.toFixed(0)} MiB`);
+      const worst = Math.max(...latencies);
+      // Before: 200 small POSTs kept /health waiting 33 s.
+      assert.ok(
+        worst < 100,
+        `/health took up to ${worst.toFixed(0)} ms during the flood (idle p50 ${percentile(idle.latencies, 50).toFixed(1)} ms)`,
+      );
+    });
+  });
+});
