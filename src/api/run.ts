@@ -46,6 +46,10 @@ export function isSafeRelativePath(path: string): boolean {
   return segments.length <= 16 && segments.every((s) => s !== '' && s !== '.' && s !== '..');
 }
 
+/** Text the runner hands to exec(2) as C strings: a NUL byte would end it early, so it is refused here. */
+const cString = () =>
+  z.string().refine((s) => !s.includes('\u0000'), { message: 'must not contain a NUL byte' });
+
 // Zero is refused: Docker reads a memory, CPU or tmpfs size of 0 as "no limit".
 const quantity = (form: string, parse: (v: string | number) => number | undefined) =>
   z
@@ -76,7 +80,7 @@ export const EnvVarSchema = z
         message: 'expected a name like FOO_BAR (letters, digits, _)',
       })
       .describe('Variable name'),
-    value: z.string().describe('Variable value'),
+    value: cString().describe('Variable value'),
   })
   .strict();
 export type EnvVar = z.infer<typeof EnvVarSchema>;
@@ -113,7 +117,7 @@ export const RunRequestSchema = z
     image: z.string().min(1).max(255).optional().describe('Image override; must be in the image allowlist'),
     code: z.string().optional().describe("Source code, run by the template's runner"),
     command: z
-      .array(z.string())
+      .array(cString())
       .min(1)
       .max(256)
       .optional()
@@ -151,6 +155,21 @@ export const RunRequestSchema = z
       if (seen.has(f.path))
         ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: 'duplicate path' });
       seen.add(f.path);
+    });
+    // A file cannot also be a directory that another file is in.
+    req.files.forEach((f, i) => {
+      const segments = f.path.split('/');
+      for (let n = 1; n < segments.length; n++) {
+        const dir = segments.slice(0, n).join('/');
+        if (seen.has(dir)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['files', i, 'path'],
+            message: `"${dir}" is a file, so it cannot also be a directory`,
+          });
+          break;
+        }
+      }
     });
   });
 export type RunRequest = z.infer<typeof RunRequestSchema>;

@@ -197,6 +197,28 @@ describe('RunRequestSchema', () => {
       want: ['files.2.path: duplicate path', 'files.3.path: duplicate path'],
     },
     {
+      name: 'a file that another file would need as its directory, in either order',
+      input: {
+        template: 'python',
+        code: 'x',
+        files: [
+          { path: 'a', content: '1' },
+          { path: 'a/b', content: '2' },
+          { path: 'c/d/e', content: '3' },
+          { path: 'c/d', content: '4' },
+        ],
+      },
+      want: [
+        'files.1.path: "a" is a file, so it cannot also be a directory',
+        'files.2.path: "c/d" is a file, so it cannot also be a directory',
+      ],
+    },
+    {
+      name: 'a NUL byte in an env value or an argv element (exec(2) would cut it off)',
+      input: { template: 'bash', command: ['echo', 'a\u0000b'], env: [{ name: 'X', value: 'y\u0000z' }] },
+      want: ['command.1: must not contain a NUL byte', 'env.0.value: must not contain a NUL byte'],
+    },
+    {
       name: 'an unsafe file path',
       input: { template: 'python', code: 'x', files: [{ path: '../etc/passwd', content: '' }] },
       want: [
