@@ -42,6 +42,9 @@ export function loadContext(options: {
   return { config, logger };
 }
 
+/** How often a long-running Docker backend looks for leftovers of crashed sandpit processes. */
+const REAP_INTERVAL_MS = 60_000;
+
 export interface Wiring {
   service: SandpitService;
   backend: DockerBackend;
@@ -70,7 +73,11 @@ export async function wireDocker(
   const { prewarm, ...pool } = config.pool;
   const backend = new DockerBackend({
     socketPath: config.docker.socketPath,
-    pool: { ...pool, enabled: pool.enabled && options.pools !== false },
+    pool: {
+      ...pool,
+      enabled: pool.enabled && options.pools !== false,
+      maxRunSeconds: config.sandbox.timeoutSeconds,
+    },
     metrics,
     logger,
   });
@@ -85,6 +92,8 @@ export async function wireDocker(
     );
   }
   if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
+  // A server also removes what other, crashed, sandpit processes leave behind while it runs.
+  if (options.pools !== false) backend.startReaping(REAP_INTERVAL_MS);
   backend.pool?.start(prewarm.map((template) => defaultShape(template, policy)));
   const service = new SandpitService({
     backend,

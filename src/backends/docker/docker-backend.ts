@@ -45,6 +45,7 @@ export class DockerBackend implements SandboxBackend {
   /** The warm pools, when enabled. */
   readonly pool: PoolManager | undefined;
   private readonly cleanups = new Set<Promise<void>>();
+  private reaping: NodeJS.Timeout | undefined;
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
 
   constructor(options: DockerBackendOptions = {}) {
@@ -63,13 +64,28 @@ export class DockerBackend implements SandboxBackend {
       : undefined;
   }
 
-  /** Removes what crashed callers left behind. Call once at start-up. */
+  /** Removes what crashed callers left behind (their owner is gone or their expiry passed). */
   async reap(): Promise<string[]> {
     try {
       return await reapLeftovers(this.docker);
     } catch (e) {
       throw engineError(e, {});
     }
+  }
+
+  /** Reaps every `intervalMs` from now on, until close(); a failed pass is retried at the next. */
+  startReaping(intervalMs: number): void {
+    if (this.reaping) return;
+    this.reaping = setInterval(() => {
+      this.reap().then(
+        (removed) => {
+          if (removed.length)
+            this.logger?.info({ containers: removed }, 'removed containers of crashed sandpit processes');
+        },
+        (e: unknown) => this.logger?.debug({ err: String(e) }, 'a reaper pass failed'),
+      );
+    }, intervalMs);
+    this.reaping.unref();
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
@@ -180,6 +196,7 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.reaping);
     this.executions.close();
     await this.pool?.close();
     await this.executions.settled();

@@ -144,3 +144,32 @@ test('closing the backend drains the pools and removes every pool container', as
     [],
   );
 });
+
+test('a pool no run asked for lately goes: its containers are removed and it is refilled no more', async () => {
+  const backend = await pooled({ minIdle: 1, maxIdleSeconds: 2, checkIntervalSeconds: 1 });
+  // A one-off shape: its pool is made on demand, then never asked for again.
+  const oneOff = spec({ template: 'bash', code: 'true', resources: { memory: '123Mi' } });
+  await backend.start(oneOff, { runId: runId() }).result;
+  const labelled = async () =>
+    (await poolContainers(backend.owner)).filter((c) => c.Labels['sandpit.dev/template'] === 'bash');
+  const deadline = Date.now() + 30_000;
+  while (!(backend.pool?.stats() ?? []).some((p) => p.template === 'bash')) {
+    assert.ok(Date.now() < deadline, 'the one-off pool was made');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  while ((backend.pool?.stats() ?? []).some((p) => p.template === 'bash') || (await labelled()).length > 0) {
+    assert.ok(Date.now() < deadline, 'the unused pool and its containers went within 30 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // The pre-warmed pool stays however long it goes unused.
+  assert.ok((backend.pool?.stats() ?? []).some((p) => p.template === 'python'));
+});
+
+test('pool containers carry an expiry label covering their idle life and the longest run', async () => {
+  const before = Date.now();
+  const backend = await pooled({ minIdle: 1, maxIdleSeconds: 60, maxRunSeconds: 30 });
+  const [c] = await poolContainers(backend.owner);
+  const expires = Number(c?.Labels['sandpit.dev/expires-at']);
+  assert.ok(expires >= before + 90_000, `expires at ${expires}`);
+  assert.ok(expires <= Date.now() + 90_000 + 10 * 60_000, `expires at ${expires}`);
+});

@@ -17,6 +17,8 @@ import { poolKey, shapeOf } from './pool-key.js';
 import { WarmPool } from './warm-pool.js';
 
 const READY_TIMEOUT_MS = 30_000;
+/** Extra life a pool container's expiry label gets, for slow starts and removal. */
+const EXPIRY_SLACK_MS = 5 * 60_000;
 /** Failed starts back off from this, doubling, so an engine that is down is not hammered. */
 const START_BACKOFF = { initialMs: 1000, maxMs: 30_000 };
 
@@ -60,7 +62,7 @@ export class PoolManager {
       this.timer = setInterval(() => void this.check(), this.deps.options.checkIntervalSeconds * 1000);
       this.timer.unref();
     }
-    for (const shape of prewarm) this.poolFor(shape);
+    for (const shape of prewarm) this.poolFor(shape, true);
     this.pump();
   }
 
@@ -115,11 +117,11 @@ export class PoolManager {
     this.report();
   }
 
-  private poolFor(shape: ContainerShape): WarmPool {
+  private poolFor(shape: ContainerShape, pinned = false): WarmPool {
     const key = poolKey(shape);
     let pool = this.pools.get(key);
     if (!pool) {
-      pool = new WarmPool(key, shapeOf(shape));
+      pool = new WarmPool(key, shapeOf(shape), { pinned, now: Date.now() });
       this.pools.set(key, pool);
     }
     return pool;
@@ -149,10 +151,13 @@ export class PoolManager {
     pool.starting++;
     this.starting++;
     const started = Date.now();
+    const { maxIdleSeconds, maxRunSeconds } = this.deps.options;
     const config = buildContainerConfig(pool.shape, {
       name: `sandpit-pool-${pool.label}-${randomBytes(4).toString('hex')}`,
       kind: 'pool',
       owner: this.deps.owner,
+      // Garbage for any reaper after its idle life and its longest run, whoever its owner is.
+      expiresAt: started + (maxIdleSeconds + maxRunSeconds) * 1000 + EXPIRY_SLACK_MS,
     });
     const work = (async () => {
       let runner: AttachedRunner | undefined;
@@ -204,9 +209,10 @@ export class PoolManager {
     });
   }
 
-  /** Ages out old idle containers and replaces any that stopped running. */
+  /** Ages out old idle containers, drops pools no run asked for lately, replaces dead containers. */
   private async check(): Promise<void> {
     const now = Date.now();
+    this.dropUnused(now);
     for (const pool of this.pools.values()) {
       for (const old of pool.expire(now, this.deps.options.maxIdleSeconds * 1000)) void old.remove();
       await Promise.all(
@@ -223,6 +229,18 @@ export class PoolManager {
       );
     }
     this.pump();
+  }
+
+  /** A pool for a one-off shape would otherwise be refilled forever. */
+  private dropUnused(now: number): void {
+    const maxAgeMs = this.deps.options.maxIdleSeconds * 1000;
+    for (const [key, pool] of this.pools) {
+      if (pool.pinned || pool.starting > 0 || now - pool.lastDemand <= maxAgeMs) continue;
+      this.pools.delete(key);
+      for (const runner of pool.drain()) void runner.remove();
+      this.deps.metrics?.poolContainers.set({ template: pool.label, state: 'idle' }, 0);
+      this.deps.logger?.debug({ template: pool.label }, 'dropped a pool no run asked for');
+    }
   }
 
   private report(): void {

@@ -15,13 +15,19 @@ interface Idle {
 export class WarmPool {
   readonly key: string;
   readonly shape: ContainerShape;
+  /** Pre-warmed from config: kept however long it goes unused. */
+  readonly pinned: boolean;
   starting = 0;
+  /** When a run last asked this pool for a container (or when it was made). */
+  lastDemand: number;
   private idle: Idle[] = [];
   private claims: number[] = [];
 
-  constructor(key: string, shape: ContainerShape) {
+  constructor(key: string, shape: ContainerShape, options: { pinned: boolean; now: number }) {
     this.key = key;
     this.shape = shape;
+    this.pinned = options.pinned;
+    this.lastDemand = options.now;
   }
 
   get label(): string {
@@ -39,6 +45,7 @@ export class WarmPool {
   /** Takes the oldest ready container, or none. Every call counts as demand. */
   take(now: number): AttachedRunner | undefined {
     this.claims.push(now);
+    this.lastDemand = now;
     return this.idle.shift()?.runner;
   }
 
