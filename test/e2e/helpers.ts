@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { MANAGED_FILTER } from '../../src/backends/docker/labels.js';
+import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist/cmd/cli.js');
@@ -237,14 +237,14 @@ export async function waitFor<T>(
 export async function containersOfRun(docker: Docker, runId: string): Promise<string[]> {
   const list = await docker.listContainers({
     all: true,
-    filters: { label: [MANAGED_FILTER, `sandpit.dev/run=${runId}`] },
+    filters: { label: [...OWNED_FILTERS, `sandpit.dev/run=${runId}`] },
   });
   return list.map((c) => c.Names[0] ?? c.Id);
 }
 
 /** sandpit containers created by the process with `pid` on this host (its owner label). */
 export async function containersOfPid(docker: Docker, pid: number): Promise<string[]> {
-  const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER] } });
+  const list = await docker.listContainers({ all: true, filters: { label: OWNED_FILTERS } });
   const prefix = `${hostname()}:${pid}:`;
   return list
     .filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix))
@@ -261,7 +261,7 @@ export async function containerRunning(
   pid: number,
   needle: string,
 ): Promise<string | undefined> {
-  const list = await docker.listContainers({ filters: { label: [MANAGED_FILTER] } });
+  const list = await docker.listContainers({ filters: { label: OWNED_FILTERS } });
   const prefix = `${hostname()}:${pid}:`;
   for (const c of list.filter((c) => (c.Labels['sandpit.dev/owner'] ?? '').startsWith(prefix))) {
     try {

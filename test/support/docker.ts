@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { RunRequestSchema, type RunRequestInput, type RunResult } from '../../src/api/run.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
-import { MANAGED_FILTER } from '../../src/backends/docker/labels.js';
+import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
 import { BUILTIN_TEMPLATES } from '../../src/policy/templates.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
@@ -86,7 +86,7 @@ export async function runToEnd(
  * run: a cold container carries the run's label, a warm one is renamed after the run when claimed.
  */
 export async function sandpitContainers(docker: Docker, runIdFilter?: string): Promise<string[]> {
-  const list = await docker.listContainers({ all: true, filters: { label: [MANAGED_FILTER] } });
+  const list = await docker.listContainers({ all: true, filters: { label: OWNED_FILTERS } });
   return list
     .filter(
       (c) =>

@@ -12,3 +12,8 @@ export const LABELS = {
 
 export const MANAGED_BY = 'sandpit';
 export const MANAGED_FILTER = `${LABELS.managedBy}=${MANAGED_BY}`;
+/**
+ * The containers sandpit made: a container inherits its image's labels, and the sandpit images
+ * carry managed-by too, so ownership also needs `kind`, which only sandpit sets, at creation.
+ */
+export const OWNED_FILTERS = [MANAGED_FILTER, LABELS.kind];

@@ -74,3 +74,26 @@ test('a long-running backend reaps the leftovers of a dead sandpit process perio
   backend.startReaping(500);
   await waitFor('the orphan removed', async () => (await state(orphan.id)) === undefined, 15_000);
 });
+
+test('the reaper never touches a container sandpit did not make, whatever labels it got from its image', async () => {
+  const backend = new DockerBackend({ docker });
+  after(() => backend.close());
+  // Made from a sandpit image by someone else (as the kubelet does): it inherits managed-by; even
+  // an expiry label in the past does not make it sandpit's.
+  const foreign = await docker.createContainer({
+    name: `not-sandpits-${runId()}`,
+    Image: 'sandpit/bash:5',
+    Cmd: ['sleep', '60'],
+    Labels: { 'sandpit.dev/expires-at': '1' },
+    HostConfig: { NetworkMode: 'none' },
+  });
+  try {
+    const info = await foreign.inspect();
+    assert.equal(info.Config.Labels['sandpit.dev/managed-by'], 'sandpit', 'inherited from the image');
+    const removed = await backend.reap();
+    assert.ok(!removed.some((name) => name.startsWith('not-sandpits-')), `reaped ${removed.join(', ')}`);
+    assert.ok(await state(foreign.id), 'still there');
+  } finally {
+    await foreign.remove({ force: true }).catch(() => undefined);
+  }
+});
