@@ -34,7 +34,7 @@ export async function startHttpGateway(service: SandpitService, stateless = fals
     defaultPrincipal: LOCAL_PRINCIPAL,
     version: 'bench',
   };
-  const mcp = await createMcpHttp(deps, { stateless });
+  const mcp = createMcpHttp(deps, { stateless });
   const app = createHttpApp({
     ...deps,
     authenticator: createAuthenticator({ tokens: [] }, LOCAL_PRINCIPAL),

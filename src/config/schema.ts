@@ -152,7 +152,7 @@ export const ConfigSchema = z
           .describe("Offer the seed servers' tools, execute_python_code and check_sandbox_health"),
         maxSessions: int(1, 100_000).default(256).describe('MCP sessions open at once (stateful HTTP)'),
         maxSessionsPerPrincipal: int(1, 100_000)
-          .default(16)
+          .default(64)
           .describe(
             "One token's sessions (without tokens: one client address's); more close its least recently used idle one",
           ),
@@ -163,7 +163,7 @@ export const ConfigSchema = z
           .default(60)
           .describe('A session that made no call since initialize is closed after this long'),
         maxRequestsPerSecond: int(1, 100_000)
-          .default(20)
+          .default(100)
           .describe('Requests one token (without tokens: one client address) may make each second'),
         runHistoryBytes: size()
           .default(32 * 1024 ** 2)

@@ -35,7 +35,7 @@ export interface StatefulOptions {
 
 export const DEFAULT_STATEFUL: StatefulOptions = {
   maxSessions: 256,
-  maxSessionsPerPrincipal: 16,
+  maxSessionsPerPrincipal: 64,
   idleMs: 30 * 60_000,
   unusedMs: 60_000,
 };

@@ -38,6 +38,8 @@ before(async () => {
     authenticator: createAuthenticator({ token: undefined, tokens: [] }, LOCAL_PRINCIPAL),
     mcp: { post: notUsed, get: notUsed, delete: notUsed, close: () => Promise.resolve(), sessions: 0 },
     bodyLimitBytes: 1024,
+    maxRequestsPerSecond: 100,
+    anonymousId: LOCAL_PRINCIPAL.id,
     limitNote: '',
     allowedHosts: ['sandpit.example.com'],
     version: '0',
