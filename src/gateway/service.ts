@@ -4,6 +4,7 @@
  * and the concurrency slots, so that a run and a session count against the same limits.
  */
 import type { BackendHealth, SandboxBackend } from '../backends/types.js';
+import { createAuditTrail, type AuditTrail } from '../observability/audit-trail.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Policy } from '../policy/policy.js';
@@ -18,6 +19,11 @@ export interface ServiceOptions {
   policy: Policy;
   logger: Logger;
   metrics: Metrics;
+  /**
+   * Opened by the caller; the service closes it on shutdown, after the last run's record. Without
+   * one, records go to the logger only (the composition roots always pass the configured trail).
+   */
+  audit?: AuditTrail;
   slots: SlotOptions;
 }
 
@@ -26,7 +32,9 @@ export class SandpitService {
   readonly runs: RunUseCases;
 
   constructor(options: ServiceOptions) {
-    this.deps = { ...options, slots: new Slots(options.slots) };
+    const audit =
+      options.audit ?? createAuditTrail({ logger: options.logger, metrics: options.metrics.audit });
+    this.deps = { ...options, audit, slots: new Slots(options.slots) };
     this.runs = new RunUseCases(this.deps);
   }
 
@@ -44,9 +52,10 @@ export class SandpitService {
     return { ...health, ...this.deps.slots.stats };
   }
 
-  /** Cancels every live run and waits for the backend to clean up. */
+  /** Cancels every live run, waits for the backend to clean up, and writes the last audit records. */
   async shutdown(): Promise<void> {
     await this.runs.cancelAll('the server is shutting down');
     await this.deps.backend.close();
+    await this.deps.audit.close();
   }
 }
