@@ -12,7 +12,7 @@
  * stream library: none fsyncs per batch, keeps unwritten bytes across a failure, or reports one.
  */
 import { constants, type Stats } from 'node:fs';
-import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, stat, statfs, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 export interface AuditFileOptions {
@@ -33,6 +33,12 @@ export interface AuditFileEvents {
   failed(error: NodeJS.ErrnoException): void;
   recovered(): void;
 }
+
+/**
+ * Opening a file on a filesystem with less room than this counts as ENOSPC: a full disk is found
+ * before the first run (a one-shot `sandpit run` never gets a second chance), not by its record.
+ */
+export const MIN_FREE_BYTES = 16 * 1024;
 
 /** A lock older than this was left by a writer that died while rotating. */
 const STALE_LOCK_MS = 30_000;
@@ -99,9 +105,9 @@ export class AuditFile {
     return this.error;
   }
 
-  /** Lines taken but not yet in the file. */
-  get pending(): number {
-    return this.queue.length;
+  /** Lines taken but not yet (wholly) in the file. */
+  get pending(): string[] {
+    return this.queue.map((b) => b.toString('utf8').trimEnd());
   }
 
   /** Opens (and creates) the file. Never throws: a failure is reported and retried. */
@@ -222,9 +228,10 @@ export class AuditFile {
     await makeDirs(dir);
     const handle = await open(this.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
     try {
-      const { dev, ino } = await handle.stat();
+      const st = await handle.stat();
+      if (st.isFile()) await assertRoom(this.path);
       await syncDir(dir);
-      this.identity = { dev, ino };
+      this.identity = { dev: st.dev, ino: st.ino };
       this.handle = handle;
       return handle;
     } catch (e) {
@@ -296,6 +303,14 @@ async function makeDirs(dir: string): Promise<void> {
     await makeDirs(dirname(dir));
     await makeDirs(dir);
   }
+}
+
+async function assertRoom(path: string): Promise<void> {
+  const { bavail, bsize } = await statfs(path);
+  if (bavail * bsize >= MIN_FREE_BYTES) return;
+  throw Object.assign(new Error(`ENOSPC: no space left on device, ${bavail * bsize} bytes free at ${path}`), {
+    code: 'ENOSPC',
+  });
 }
 
 async function syncDir(dir: string): Promise<void> {

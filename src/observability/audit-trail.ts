@@ -115,10 +115,16 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
       if (!file || closed) return;
       closed = true;
       await file.close();
-      if (file.pending)
+      const pending = file.pending;
+      // At error level with the records themselves: a terminal command logs only warnings and errors.
+      if (pending.length)
         logger.error(
-          { file: file.path, records: file.pending, code: file.failure?.code },
-          'Audit records could not be written to the audit file; they are in the log only',
+          {
+            file: file.path,
+            code: file.failure?.code,
+            records: pending.map((l) => JSON.parse(l) as unknown),
+          },
+          'Audit records could not be written to the audit file; here they are',
         );
     },
   };

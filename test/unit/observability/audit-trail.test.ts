@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { RunAuditRecord } from '../../../src/api/audit.js';
-import { createAuditTrail } from '../../../src/observability/audit-trail.js';
+import { createAuditTrail, type AuditGate } from '../../../src/observability/audit-trail.js';
 import { createAuditMetrics } from '../../../src/observability/metrics.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { pollUntil } from '../../../src/shared/time.js';
@@ -152,6 +152,15 @@ describe('records', () => {
   });
 });
 
+function available(gate: AuditGate): boolean {
+  try {
+    gate.assertAvailable();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe('the gate', () => {
   function assertRefused(fn: () => void, path: string, why: RegExp): AppError {
     let caught: unknown;
@@ -195,23 +204,44 @@ describe('the gate', () => {
 
     unlinkSync(filler);
     assert.ok(
-      await pollUntil(
-        () => {
-          try {
-            trail.assertAvailable();
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        { intervalMs: 10, timeoutMs: 5000 },
-      ),
+      await pollUntil(() => available(trail), { intervalMs: 10, timeoutMs: 5000 }),
       'the gate opened again',
     );
     assert.deepEqual(readAuditFile(path), [RECORD], 'the record that waited is written once');
     assert.equal(await value(m.registry, 'sandpit_audit_records_total'), 1);
     assert.ok(lines().some((l) => l.msg === 'Audit file writable again; accepting runs'));
     await trail.close();
+  });
+
+  test('a filesystem already full at start-up closes the gate before the first run', async () => {
+    const fs = mountTmpfs(64);
+    mounts.push(fs);
+    const filler = fill(fs.dir);
+    const path = join(fs.dir, 'audit.jsonl');
+    const { logger, lines } = logged();
+    const trail = createAuditTrail({ logger, file: fileOptions(path) });
+    await trail.open();
+    assertRefused(() => trail.assertAvailable(), path, /filesystem is full; free space there/);
+    unlinkSync(filler);
+    assert.ok(await pollUntil(() => available(trail), { intervalMs: 10, timeoutMs: 5000 }));
+    trail.record(RECORD);
+    await trail.close();
+    assert.deepEqual(readAuditFile(path), [RECORD]);
+    assert.ok(!lines().some((l) => l.level === 50 && l.msg !== 'Audit file write failed; refusing new runs'));
+  });
+
+  test('records that still cannot be written at close are logged at error level, whole', async () => {
+    const { logger, lines } = logged();
+    const trail = createAuditTrail({ logger, file: fileOptions('/dev/full') });
+    await trail.open();
+    trail.record(RECORD);
+    await trail.close();
+    const lost = lines().find(
+      (l) => l.msg === 'Audit records could not be written to the audit file; here they are',
+    );
+    assert.ok(lost, 'the error line');
+    assert.equal(lost.level, 50);
+    assert.deepEqual(lost.records, [RECORD]);
   });
 
   test('EROFS at start-up: refused from the first run on, with the file and the fix in the hint', async () => {
@@ -222,19 +252,7 @@ describe('the gate', () => {
     await trail.open();
     assertRefused(() => trail.assertAvailable(), path, /read-only; mount it read-write/);
     fs.readOnly(false);
-    assert.ok(
-      await pollUntil(
-        () => {
-          try {
-            trail.assertAvailable();
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        { intervalMs: 10, timeoutMs: 5000 },
-      ),
-    );
+    assert.ok(await pollUntil(() => available(trail), { intervalMs: 10, timeoutMs: 5000 }));
     await trail.close();
   });
 
