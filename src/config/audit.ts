@@ -12,6 +12,11 @@ export function defaultAuditFile(env: Env): string {
   return join(base, 'sandpit', 'audit.jsonl');
 }
 
+/** The file `audit.file` names (from the working directory), else the default: what `sandpit audit` reads. */
+export function auditFilePath(config: Config, env: Env): string {
+  return config.audit.file !== undefined ? resolve(config.audit.file) : defaultAuditFile(env);
+}
+
 export interface AuditFileSettings {
   path: string;
   maxBytes: number;
@@ -31,6 +36,6 @@ export function auditFileFor(
 ): AuditFileSettings | undefined {
   const { enabled, file, maxBytes, maxFiles, flushIntervalMs } = config.audit;
   if (!enabled) return undefined;
-  const path = file !== undefined ? resolve(file) : role === 'gateway' ? defaultAuditFile(env) : undefined;
+  const path = file !== undefined || role === 'gateway' ? auditFilePath(config, env) : undefined;
   return path === undefined ? undefined : { path, maxBytes, maxFiles, flushIntervalMs };
 }

@@ -86,7 +86,7 @@ test('runtime runsc runs the code under gVisor', () => {
 });
 
 test('every command has --help', () => {
-  for (const command of [[], ['run'], ['doctor'], ['setup'], ['images']]) {
+  for (const command of [[], ['run'], ['audit'], ['doctor'], ['setup'], ['images']]) {
     const r = sandpit([...command, '--help']);
     assert.equal(r.code, 0, `${command.join(' ')} --help: ${r.stderr}`);
     assert.match(r.stdout, /usage: sandpit/);
