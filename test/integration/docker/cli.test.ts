@@ -101,6 +101,14 @@ test('sandpit doctor reports ready on this machine, and names the fix when the e
   assert.equal(down.code, 1);
   assert.match(down.stdout, /FAIL engine/);
   assert.match(down.stdout, /fix: sandpit setup/);
+  const audit = sandpit(['doctor'], { env: { SANDPIT_AUDIT_FILE: '/dev/null/audit.jsonl' } });
+  assert.equal(audit.code, 1);
+  assert.match(
+    audit.stdout,
+    /FAIL audit +the audit file \/dev\/null\/audit\.jsonl cannot be written \(ENOTDIR\)/,
+  );
+  assert.match(audit.stdout, /fix: .*set audit\.file/);
+  assert.match(ok.stdout, /ok +audit +writable: /);
   const runtime = sandpit(['doctor'], { env: { SANDPIT_SANDBOX_RUNTIME: 'kata' } });
   assert.equal(runtime.code, 1);
   assert.match(runtime.stdout, /FAIL runtime .*kata/);
