@@ -12,11 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import type { RunAuditRecord } from '../src/api/audit.js';
 import { loadContext, wireDocker, type Context } from '../src/cmd/wiring.js';
 import { LOCAL_PRINCIPAL } from '../src/gateway/principal.js';
 import { createAuditTrail, type AuditTrail } from '../src/observability/audit-trail.js';
 import { createAuditMetrics } from '../src/observability/metrics.js';
+import { runRecord } from '../test/support/audit.js';
 import { requireDocker } from '../test/support/docker.js';
 import { percentile, report, target } from './stats.js';
 
@@ -24,15 +24,8 @@ const RECORDS = Number(process.env.BENCH_AUDIT_RECORDS ?? 20_000);
 const FSYNC_RECORDS = Number(process.env.BENCH_AUDIT_FSYNC_RECORDS ?? 300);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
 
-const RECORD: RunAuditRecord = {
+const RECORD = runRecord({
   time: new Date().toISOString(),
-  event: 'run',
-  runId: 'run-0123456789ab',
-  principal: 'ci-bot',
-  backend: 'docker',
-  template: 'python',
-  image: 'sandpit/python:3.11',
-  command: { digest: `sha256:${'0'.repeat(64)}`, preview: 'print(1)' },
   limits: {
     cpu: '1',
     memoryBytes: 536870912,
@@ -42,13 +35,7 @@ const RECORD: RunAuditRecord = {
     timeoutSeconds: 30,
     outputBytes: 1048576,
   },
-  network: 'none',
-  exitCode: 0,
-  durationMs: 21,
-  bytesIn: 8,
-  bytesOut: 2,
-  outcome: { phase: 'Succeeded', reason: 'Completed' },
-};
+});
 
 /** A trail whose log goes to /dev/null (the log line is common to every variant). */
 function trail(file: string | undefined, flushIntervalMs: number): AuditTrail {

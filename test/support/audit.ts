@@ -1,6 +1,61 @@
 /** Test support for the audit trail: records out of log lines, and an audit file's records. */
 import { readFileSync } from 'node:fs';
-import { AuditRecordSchema, type AuditRecord } from '../../src/api/audit.js';
+import {
+  AuditRecordSchema,
+  type AuditRecord,
+  type RunAuditRecord,
+  type SessionAuditRecord,
+} from '../../src/api/audit.js';
+import type { EffectiveLimitsView } from '../../src/api/run.js';
+
+/** Small limits for hand-made records. */
+export const LIMITS: EffectiveLimitsView = {
+  cpu: '1',
+  memoryBytes: 1,
+  pids: 1,
+  workspaceBytes: 1,
+  tmpBytes: 1,
+  timeoutSeconds: 1,
+  outputBytes: 1,
+};
+
+/** A hand-made run record: a succeeded python run by ci, with `extra` on top. */
+export function runRecord(extra: Partial<RunAuditRecord> = {}): RunAuditRecord {
+  return {
+    time: '2026-03-04T05:06:07.089Z',
+    event: 'run',
+    runId: 'run-1',
+    principal: 'ci',
+    backend: 'docker',
+    template: 'python',
+    image: 'sandpit/python:3.11',
+    command: { digest: `sha256:${'1'.repeat(64)}`, preview: 'print(1)' },
+    limits: LIMITS,
+    network: 'none',
+    exitCode: 0,
+    durationMs: 1,
+    bytesIn: 8,
+    bytesOut: 2,
+    outcome: { phase: 'Succeeded', reason: 'Completed' },
+    ...extra,
+  };
+}
+
+/** A hand-made session record (the sessions work fills these in for real). */
+export function sessionRecord(extra: Partial<SessionAuditRecord> = {}): SessionAuditRecord {
+  return {
+    time: '2026-03-04T05:06:07.089Z',
+    event: 'session.created',
+    sessionId: 'ses-1',
+    principal: 'ci',
+    backend: 'docker',
+    image: 'sandpit/python:3.11',
+    limits: LIMITS,
+    network: 'none',
+    outcome: { phase: 'Ready' },
+    ...extra,
+  };
+}
 
 /** The fields tests look at, whichever event the record is of. */
 export type LoggedAudit = Partial<Record<'runId' | 'sessionId' | 'execId' | 'principal', string>> & {

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -25,6 +24,7 @@ import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { pollUntil } from '../../../src/shared/time.js';
+import { freePort } from '../../e2e/helpers.js';
 import { readAuditFile } from '../../support/audit.js';
 import { makeBackend, requireDocker } from '../../support/docker.js';
 import { fill, mountTmpfs, type Tmpfs } from '../../support/tmpfs.js';
@@ -186,18 +186,6 @@ describe('sandpit run', () => {
     assert.match(r.stderr, /hint: .*free space there/);
   });
 });
-
-/** A port that was free a moment ago, on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startServe(configPath: string): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
   const port = await freePort();

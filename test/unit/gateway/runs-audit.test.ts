@@ -12,6 +12,7 @@ import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
+import { sessionRecord } from '../../support/audit.js';
 
 test('an unwritable audit file refuses runs with AUDIT_UNAVAILABLE before the backend is asked', async () => {
   const backend: SandboxBackend = {
@@ -27,25 +28,7 @@ test('an unwritable audit file refuses runs with AUDIT_UNAVAILABLE before the ba
     file: { path: '/dev/full', maxBytes: 1024, maxFiles: 1, flushIntervalMs: 0, retryIntervalMs: 60_000 },
   });
   await audit.open();
-  audit.record({
-    time: new Date().toISOString(),
-    event: 'session.created',
-    sessionId: 's-1',
-    principal: 'local',
-    backend: 'docker',
-    image: 'sandpit/python:3.11',
-    limits: {
-      cpu: '1',
-      memoryBytes: 1,
-      pids: 1,
-      workspaceBytes: 1,
-      tmpBytes: 1,
-      timeoutSeconds: 1,
-      outputBytes: 1,
-    },
-    network: 'none',
-    outcome: { phase: 'Ready' },
-  });
+  audit.record(sessionRecord());
   await audit.flush();
   const service = new SandpitService({
     backend,

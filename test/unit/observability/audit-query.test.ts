@@ -13,63 +13,28 @@ import {
   type ReadStats,
 } from '../../../src/observability/audit-query.js';
 import { AppError } from '../../../src/shared/errors.js';
+import { runRecord, sessionRecord } from '../../support/audit.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sandpit-audit-query-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const NOW = new Date('2026-03-04T12:00:00Z');
-const limits = {
-  cpu: '1',
-  memoryBytes: 1,
-  pids: 1,
-  workspaceBytes: 1,
-  tmpBytes: 1,
-  timeoutSeconds: 1,
-  outputBytes: 1,
-};
-const base = { backend: 'docker', image: 'sandpit/python:3.11', limits, network: 'none' };
-const run = (runId: string, time: string, extra: Partial<RunAuditRecord> = {}): RunAuditRecord => ({
-  ...base,
-  time,
-  event: 'run',
-  runId,
-  principal: 'ci',
-  command: { digest: `sha256:${'1'.repeat(64)}` },
-  exitCode: 0,
-  durationMs: 1,
-  bytesIn: 0,
-  bytesOut: 0,
-  outcome: { phase: 'Succeeded', reason: 'Completed' },
-  ...extra,
-});
+const run = (runId: string, time: string, extra: Partial<RunAuditRecord> = {}): RunAuditRecord =>
+  runRecord({ runId, time, command: { digest: `sha256:${'1'.repeat(64)}` }, ...extra });
 const A = run('run-a', '2026-03-04T10:00:00.000Z');
 const B = run('run-b', '2026-03-04T11:30:00.000Z', {
   principal: 'alice',
   exitCode: 137,
   outcome: { phase: 'Failed', reason: 'OOMKilled' },
 });
-const EXEC: AuditRecord = {
-  ...base,
-  time: '2026-03-04T11:45:00.000Z',
-  event: 'exec',
-  sessionId: 'ses-1',
-  execId: 'exe-1',
-  principal: 'alice',
-  command: { digest: `sha256:${'2'.repeat(64)}`, preview: 'ls' },
-  exitCode: 0,
-  durationMs: 3,
-  bytesIn: 0,
-  bytesOut: 10,
-  outcome: { phase: 'Succeeded', reason: 'Completed' },
-};
-const EXPIRED: AuditRecord = {
-  ...base,
+const { runId: _run, ...executed } = run('', '2026-03-04T11:45:00.000Z', { principal: 'alice' });
+const EXEC: AuditRecord = { ...executed, event: 'exec', sessionId: 'ses-1', execId: 'exe-1' };
+const EXPIRED = sessionRecord({
   time: '2026-03-04T11:50:00.000Z',
   event: 'session.expired',
-  sessionId: 'ses-1',
   principal: 'alice',
   outcome: { phase: 'Expired', reason: 'IdleTimeout' },
-};
+});
 
 describe('parseWhen', () => {
   test('ages count back from now', () => {

@@ -10,14 +10,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
-import type { RunAuditRecord } from '../../../src/api/audit.js';
 import { createAuditTrail, type AuditGate } from '../../../src/observability/audit-trail.js';
 import { createAuditMetrics } from '../../../src/observability/metrics.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { pollUntil } from '../../../src/shared/time.js';
 import { Registry } from 'prom-client';
 import { fill, mountTmpfs, type Tmpfs } from '../../support/tmpfs.js';
-import { readAuditFile } from '../../support/audit.js';
+import { readAuditFile, runRecord } from '../../support/audit.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sandpit-audit-trail-'));
 const mounts: Tmpfs[] = [];
@@ -26,31 +25,7 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const RECORD: RunAuditRecord = {
-  time: '2026-03-04T05:06:07.089Z',
-  event: 'run',
-  runId: 'run-1',
-  principal: 'ci-bot',
-  backend: 'docker',
-  template: 'python',
-  image: 'sandpit/python:3.11',
-  command: { digest: `sha256:${'a'.repeat(64)}`, preview: 'print(1)' },
-  limits: {
-    cpu: '1',
-    memoryBytes: 1,
-    pids: 1,
-    workspaceBytes: 1,
-    tmpBytes: 1,
-    timeoutSeconds: 1,
-    outputBytes: 1,
-  },
-  network: 'none',
-  exitCode: 0,
-  durationMs: 1,
-  bytesIn: 8,
-  bytesOut: 2,
-  outcome: { phase: 'Succeeded', reason: 'Completed' },
-};
+const RECORD = runRecord({ principal: 'ci-bot' });
 
 function logged() {
   const chunks: string[] = [];
