@@ -10,7 +10,8 @@
  * are dropped on parse, not refused, so a reader keeps working across versions.
  */
 import * as z from 'zod';
-import { EffectiveLimitsSchema } from './run.js';
+import { EffectiveLimitsSchema, PhaseSchema, ReasonSchema } from './run.js';
+import { SessionLimitsSchema, SessionReasonSchema, SessionStateSchema } from './session.js';
 
 export const SESSION_EVENTS = [
   'session.created',
@@ -39,9 +40,16 @@ export const AuditCommandSchema = z.object({
 });
 export type AuditCommand = z.infer<typeof AuditCommandSchema>;
 
-export const AuditOutcomeSchema = z.object({
-  phase: z.string().min(1).describe("A run's or exec's phase (Succeeded, Failed, …), or a session's state"),
-  reason: z.string().optional().describe('Why (Completed, Error, OOMKilled, DeadlineExceeded, …)'),
+/** How a run or an exec ended: the run model's phase and reason. */
+export const RunOutcomeSchema = z.object({
+  phase: PhaseSchema,
+  reason: ReasonSchema.optional(),
+});
+
+/** Where a session event leaves the session: its state and reason. */
+export const SessionOutcomeSchema = z.object({
+  phase: SessionStateSchema.describe("The session's state"),
+  reason: SessionReasonSchema.optional(),
 });
 
 /** What every record has, whatever its event. */
@@ -52,18 +60,18 @@ const AuditBaseSchema = z.object({
   template: z.string().optional(),
   image: z.string().min(1),
   runtime: z.string().optional().describe('Container runtime or RuntimeClass'),
-  limits: EffectiveLimitsSchema,
   network: z.string().describe('Egress: none, or the policy that allowed it'),
-  outcome: AuditOutcomeSchema,
 });
 
-/** What a record of something that ran has: the command, its exit and its bytes. */
+/** What a record of something that ran has: its limits, the command, its exit and its bytes. */
 const executed = {
+  limits: EffectiveLimitsSchema,
   command: AuditCommandSchema,
   exitCode: z.number().int().nullable().describe('null when the program never reported one'),
   durationMs: z.number().min(0),
   bytesIn: z.number().int().min(0).describe('Bytes of code, files and stdin'),
   bytesOut: z.number().int().min(0).describe('Bytes the program wrote to stdout and stderr'),
+  outcome: RunOutcomeSchema,
 };
 
 export const RunAuditRecordSchema = AuditBaseSchema.extend({
@@ -82,9 +90,11 @@ export const ExecAuditRecordSchema = AuditBaseSchema.extend({
 export const SessionAuditRecordSchema = AuditBaseSchema.extend({
   event: z.enum(SESSION_EVENTS),
   sessionId: z.string().min(1),
+  limits: SessionLimitsSchema,
   durationMs: z.number().min(0).optional().describe("The session's lifetime so far"),
   bytesIn: z.number().int().min(0).optional().describe('Bytes written into the session'),
   bytesOut: z.number().int().min(0).optional().describe('Bytes read out of the session'),
+  outcome: SessionOutcomeSchema,
 });
 
 export const AuditRecordSchema = z.discriminatedUnion('event', [

@@ -50,9 +50,9 @@ export function sessionRecord(extra: Partial<SessionAuditRecord> = {}): SessionA
     principal: 'ci',
     backend: 'docker',
     image: 'sandpit/python:3.11',
-    limits: LIMITS,
+    limits: { ...LIMITS, ttlSeconds: 3600, idleTimeoutSeconds: 600, maxExecs: 16 },
     network: 'none',
-    outcome: { phase: 'Ready' },
+    outcome: { phase: 'Ready', reason: 'Created' },
     ...extra,
   };
 }

@@ -33,7 +33,7 @@ const EXPIRED = sessionRecord({
   time: '2026-03-04T11:50:00.000Z',
   event: 'session.expired',
   principal: 'alice',
-  outcome: { phase: 'Expired', reason: 'IdleTimeout' },
+  outcome: { phase: 'Expired', reason: 'IdleExpired' },
 });
 
 describe('parseWhen', () => {
