@@ -253,7 +253,7 @@ export const ConfigSchema = z
         commandPreview: bool()
           .default(true)
           .describe(
-            'Keep the first 80 characters of the code or argv in each record (the digest is always there)',
+            'Keep the first 80 characters of the code or argv in the audit file (never in the log; the digest is always there)',
           ),
       })
       .strict()

@@ -1,6 +1,6 @@
 /**
- * The audit trail: every record goes to the log at once and, when a file is configured, to the
- * audit file (audit-file.ts). While the file cannot be written the gate refuses new work with
+ * The audit trail: every record goes to the log at once (without the command preview: logs never
+ * carry code) and, when a file is configured, to the audit file (audit-file.ts), preview included. While the file cannot be written the gate refuses new work with
  * AUDIT_UNAVAILABLE, so nothing runs unaudited; it opens again as soon as a write succeeds.
  */
 import type { AuditRecord } from '../api/audit.js';
@@ -16,7 +16,10 @@ export interface AuditGate {
 }
 
 export interface AuditTrail extends AuditGate {
-  /** Logs the record and appends it to the file, where it is fsynced within the flush interval. */
+  /**
+   * Logs the record (without its preview) and appends it to the file, where it is fsynced within
+   * the flush interval.
+   */
   record(record: AuditRecord): void;
   /** The audit file, when there is one. */
   readonly file: string | undefined;
@@ -31,7 +34,7 @@ export interface AuditTrail extends AuditGate {
 export interface AuditTrailOptions {
   logger: Logger;
   metrics?: AuditMetrics | undefined;
-  /** Keep `command.preview` in records (default true); off, only the digest remains. */
+  /** Keep `command.preview` in the file's records (default true); off, only the digest remains. */
   commandPreview?: boolean;
   /** The audit file; without one, records go to the log only and the gate never closes. */
   file?: AuditFileOptions | undefined;
@@ -89,8 +92,8 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
       })
     : undefined;
 
-  const strip = (record: AuditRecord): AuditRecord => {
-    if (preview || !('command' in record)) return record;
+  const withoutPreview = (record: AuditRecord): AuditRecord => {
+    if (!('command' in record) || record.command.preview === undefined) return record;
     const { preview: _dropped, ...command } = record.command;
     return { ...record, command };
   };
@@ -102,8 +105,9 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
       if (file && failure) throw auditUnavailable(file.path, failure);
     },
     record(record) {
-      const kept = strip(record);
-      logger.info({ audit: kept }, 'audit');
+      const kept = preview ? record : withoutPreview(record);
+      // Logs never carry code (DESIGN.md §9): the preview is the private file's alone.
+      logger.info({ audit: withoutPreview(kept) }, 'audit');
       if (!file) metrics?.records.inc();
       else if (closed)
         logger.error({ file: file.path }, 'Audit record after the audit file closed; it is in the log only');
