@@ -8,7 +8,6 @@ import type { OutputChunk } from '../../src/runner/capture.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../../src/backends/types.js';
 import type { Principal } from '../../src/gateway/principal.js';
 import { SandpitService } from '../../src/gateway/service.js';
-import { createAuditTrail } from '../../src/observability/audit-trail.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import type { EffectiveSpec } from '../../src/policy/evaluate.js';
@@ -86,7 +85,6 @@ export function createService(backend: CountingBackend, policy: Policy): Sandpit
     policy,
     logger: silentLogger(),
     metrics: createMetrics(),
-    audit: createAuditTrail({ logger: silentLogger() }),
     slots: { maxConcurrent: 4, maxQueued: 16 },
   });
 }

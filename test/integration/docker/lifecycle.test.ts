@@ -11,7 +11,6 @@ import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
 import { LABELS } from '../../../src/backends/docker/labels.js';
 import { SandpitService } from '../../../src/gateway/service.js';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
-import { createAuditTrail } from '../../../src/observability/audit-trail.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
@@ -131,7 +130,6 @@ test('an image outside the allowlist, or a limit over a ceiling, is refused befo
     policy: createPolicy(),
     logger: silentLogger(),
     metrics: createMetrics(),
-    audit: createAuditTrail({ logger: silentLogger() }),
     slots: { maxConcurrent: 2, maxQueued: 2 },
   });
   for (const request of [

@@ -13,7 +13,6 @@ import { createMcpServer } from '../../../src/gateway/mcp/server.js';
 import { TOOL_NAMES } from '../../../src/gateway/mcp/tools/index.js';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
 import { SandpitService } from '../../../src/gateway/service.js';
-import { createAuditTrail } from '../../../src/observability/audit-trail.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
@@ -35,7 +34,6 @@ before(async () => {
     policy: createPolicy(),
     logger: silentLogger(),
     metrics,
-    audit: createAuditTrail({ logger: silentLogger() }),
     slots: { maxConcurrent: 1, maxQueued: 0 },
   });
   const server = createMcpServer({
