@@ -31,11 +31,15 @@ if [ ${#files[@]} -eq 0 ]; then
   exit 1
 fi
 
+# The commands the tests start write their audit trail under $XDG_STATE_HOME: never the user's own.
+state=$(mktemp -d)
+export XDG_STATE_HOME=$state
+
 # Tiers that start sandboxes run their files one at a time: 2 cores, real engines.
 concurrency=1
 [ "$tier" = unit ] && concurrency=2
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -rf "$log" "$state"' EXIT
 echo "==> $tier: ${#files[@]} files" >&2
 set +e
 node --import tsx --test --test-reporter=tap --test-concurrency="$concurrency" "${files[@]}" 2>&1 | tee "$log"

@@ -2,6 +2,7 @@
 /** The `sandpit` command: dispatches to one subcommand; every subcommand has --help. */
 import { configCommand } from './config.js';
 import { packageVersion, reportError } from './process.js';
+import { auditCommand } from './audit.js';
 import { doctorCommand } from './doctor.js';
 import { imagesCommand } from './images.js';
 import { runCommand } from './run.js';
@@ -17,6 +18,7 @@ commands:
   mcp       MCP server over stdio, for Claude Code, Cursor, …       sandpit mcp
   serve     MCP (Streamable HTTP) and REST gateway                  sandpit serve --port 8080
   operator  Kubernetes operator for SandboxRun resources            sandpit operator
+  audit     the audit trail: who ran what, and how it ended          sandpit audit --since 1h
   doctor    check the engine, images and runtime; name the fixes    sandpit doctor
   setup     install/start the Docker engine and build the images    sandpit setup   (root)
   images    build or list the sandbox images                        sandpit images build
@@ -33,6 +35,7 @@ type Command = (argv: string[]) => Promise<number> | number;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: () => Promise.resolve(runCommand),
+  audit: () => Promise.resolve(auditCommand),
   doctor: () => Promise.resolve(doctorCommand),
   images: () => Promise.resolve(imagesCommand),
   setup: () => Promise.resolve(setupCommand),

@@ -1,15 +1,18 @@
 /** `sandpit doctor`: is this machine ready, and if not, the exact fix for each missing piece. */
 import { DockerBackend } from '../backends/docker/docker-backend.js';
+import { auditFileFor } from '../config/audit.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import { createAuditTrail } from '../observability/audit-trail.js';
+import { silentLogger } from '../observability/logger.js';
 import { toAppError } from '../shared/errors.js';
 import { parse, printHelp } from './args.js';
 
 export const DOCTOR_USAGE = `
 usage: sandpit doctor [--json] [--config PATH]
 
-Checks Node.js, the configuration, the Docker engine, the sandbox images and the configured
-runtime, and names the fix for each missing piece. Exits 0 when everything is ready.
+Checks Node.js, the configuration, the audit file, the Docker engine, the sandbox images and the
+configured runtime, and names the fix for each missing piece. Exits 0 when everything is ready.
 `;
 
 export interface Check {
@@ -53,6 +56,7 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     });
     return checks;
   }
+  checks.push(await auditCheck(config));
   const backend = new DockerBackend({ socketPath: config.docker.socketPath });
   const health = await backend.health();
   if (!health.images) {
@@ -96,6 +100,24 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     });
   }
   return checks;
+}
+
+/** The audit file opens for appending (created if need be), as the gateway's gate will require. */
+async function auditCheck(config: Config): Promise<Check> {
+  const file = auditFileFor(config, process.env, 'gateway');
+  if (!file)
+    return { name: 'audit', ok: true, detail: 'no audit file (audit.enabled: false); records go to the log' };
+  const trail = createAuditTrail({ logger: silentLogger(), file });
+  await trail.open();
+  try {
+    trail.assertAvailable();
+    return { name: 'audit', ok: true, detail: `writable: ${file.path}` };
+  } catch (e) {
+    const err = toAppError(e);
+    return { name: 'audit', ok: false, detail: err.message, ...(err.hint ? { fix: err.hint } : {}) };
+  } finally {
+    await trail.close();
+  }
 }
 
 function nodeCheck(): Check {

@@ -19,7 +19,8 @@ claude mcp add sandpit -- sandpit mcp)
 
 Tools: run_code, run_command, get_run, cancel_run, list_templates, sandbox_health, and the seed
 servers' execute_python_code and check_sandbox_health (server.seedTools: false hides these two;
-see docs/mcp.md).
+see docs/mcp.md). Every run is recorded in the audit file (audit.file; read it with
+\`sandpit audit\`).
 
 options:
       --log-level LEVEL   fatal, error, warn, info, debug, trace or silent (default: logging.level)

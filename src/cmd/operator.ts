@@ -14,9 +14,10 @@ import { createOperator, type OperatorOptions } from '../controller/operator.js'
 import { listenProbes } from '../controller/probes.js';
 import { createKubeClient } from '../kube/client.js';
 import { currentNamespace, loadKubeConfig } from '../kube/config.js';
+import { createAuditMetrics } from '../observability/metrics.js';
 import { parse, printHelp } from './args.js';
 import { kubeconfigSource, shutdownSignal, toPort } from './process.js';
-import { loadContext } from './wiring.js';
+import { loadContext, openAudit } from './wiring.js';
 
 export const OPERATOR_USAGE = `
 usage: sandpit operator [options]
@@ -63,10 +64,11 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     printHelp(OPERATOR_USAGE);
     return 0;
   }
-  const { config, logger } = loadContext({
+  const ctx = loadContext({
     configPath: values.config,
     ...(values['log-level'] !== undefined ? { logLevel: values['log-level'] } : {}),
   });
+  const { config, logger } = ctx;
   const k = config.kubernetes.operator;
   const source = kubeconfigSource(values.kubeconfig);
   const kc = loadKubeConfig(source);
@@ -80,10 +82,12 @@ export async function operatorCommand(argv: string[]): Promise<number> {
       : k.namespaces;
   const identity = values.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const metrics = createOperatorMetrics({ defaultMetrics: true });
+  const audit = await openAudit(ctx, 'operator', createAuditMetrics(metrics.registry));
   const options: OperatorOptions = {
     kube,
     logger,
     metrics,
+    audit,
     policy: operatorPolicy(config),
     namespaces,
     workers: k.workers,
@@ -137,6 +141,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
   );
   const stop = shutdownSignal((signal) => logger.info({ signal }, 'Shutting down'));
   await operator.run(stop.signal);
+  await audit.close();
   await probes.close();
   logger.info('Stopped operator');
   return 0;

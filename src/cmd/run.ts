@@ -36,8 +36,11 @@ options:
       --config PATH       config file (YAML or JSON); also SANDPIT_CONFIG
   -h, --help              this text
 
+Every run leaves a record in the audit file (audit.file; see \`sandpit audit\`).
+
 exit codes: the program's own; 124 timed out; 130 cancelled; 64 bad usage or request;
-77 denied by policy; 69 engine, image or runtime missing; 70 other infrastructure errors.
+77 denied by policy; 69 engine, image or runtime missing; 74 the audit file cannot be written
+(nothing ran); 70 other infrastructure errors.
 `;
 
 const OPTIONS = {

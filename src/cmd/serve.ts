@@ -16,6 +16,7 @@ usage: sandpit serve [options]
 
 Serves MCP over Streamable HTTP at http://HOST:PORT/mcp, GET /health (no auth) and GET /metrics.
 Binds 127.0.0.1 by default; binding any other address needs a token (MCP_AUTH_TOKEN or auth.tokens).
+Every run is recorded in the audit file (audit.file; read it with \`sandpit audit\`).
 
 options:
       --host HOST         address to bind (default: server.host, 127.0.0.1)

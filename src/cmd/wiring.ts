@@ -5,10 +5,13 @@
 import { RunRequestSchema } from '../api/run.js';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
 import type { SandboxBackend } from '../backends/types.js';
+import { auditFileFor } from '../config/audit.js';
 import { configWarnings, loadConfig } from '../config/load.js';
 import { operatorPolicy, policyFromConfig } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import { SandpitService, type ServiceOptions } from '../gateway/service.js';
+import { createAuditTrail, type AuditTrail } from '../observability/audit-trail.js';
+import type { AuditMetrics } from '../observability/metrics.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
@@ -95,13 +98,7 @@ export async function wireDocker(
   // A server also removes what other, crashed, sandpit processes leave behind while it runs.
   if (options.pools !== false) backend.startReaping(REAP_INTERVAL_MS);
   backend.pool?.start(prewarm.map((template) => defaultShape(template, policy)));
-  const service = new SandpitService({
-    backend,
-    policy,
-    logger,
-    metrics,
-    ...serviceLimits(config),
-  });
+  const service = await createService(ctx, { backend, policy, metrics });
   return { service, backend, metrics };
 }
 
@@ -151,14 +148,44 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
     'Runs are SandboxRuns (kubernetes backend)',
   );
   const metrics = createMetrics(options);
-  const service = new SandpitService({
-    backend,
-    policy: operatorPolicy(config),
+  const service = await createService(ctx, { backend, policy: operatorPolicy(config), metrics });
+  return { service, backend, metrics };
+}
+
+/** The service over a backend, with the config's slots and an opened audit trail. */
+async function createService(
+  ctx: Context,
+  parts: { backend: SandboxBackend; policy: Policy; metrics: Metrics },
+): Promise<SandpitService> {
+  const { config, logger } = ctx;
+  const audit = await openAudit(ctx, 'gateway', parts.metrics.audit);
+  if (audit.file) logger.info({ file: audit.file }, 'Writing the audit trail');
+  return new SandpitService({
+    ...parts,
     logger,
-    metrics,
+    audit,
     ...serviceLimits(config),
   });
-  return { service, backend, metrics };
+}
+
+/**
+ * The audit trail `audit.*` describes, opened. A file that cannot be opened does not stop start-up:
+ * the trail's gate refuses runs with AUDIT_UNAVAILABLE (saying which file and why) until it can.
+ */
+export async function openAudit(
+  ctx: Context,
+  role: 'gateway' | 'operator',
+  metrics: AuditMetrics,
+): Promise<AuditTrail> {
+  const file = auditFileFor(ctx.config, process.env, role);
+  const audit = createAuditTrail({
+    logger: ctx.logger,
+    metrics,
+    commandPreview: ctx.config.audit.commandPreview,
+    file,
+  });
+  await audit.open();
+  return audit;
 }
 
 /** The container shape a template's runs get by default: what a pre-warmed pool should hold. */

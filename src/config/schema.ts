@@ -304,6 +304,33 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    audit: z
+      .object({
+        enabled: bool()
+          .default(true)
+          .describe('Write the audit file (records always go to the log too); off, nothing is refused'),
+        file: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'The audit file (JSON Lines). Gateway default: ${XDG_STATE_HOME:-~/.local/state}/sandpit/audit.jsonl; the operator writes one only when this is set',
+          ),
+        maxBytes: size()
+          .default(100 * 1024 ** 2)
+          .describe('The file is rotated before it would grow past this'),
+        maxFiles: int(1, 100).default(5).describe('Rotated files kept: audit.jsonl.1 (newest) … .N'),
+        flushIntervalMs: int(0, 1000)
+          .default(100)
+          .describe('Longest a record waits before it is written and fsynced (0: at once)'),
+        commandPreview: bool()
+          .default(true)
+          .describe(
+            'Keep the first 80 characters of the code or argv in the audit file (never in the log; the digest is always there)',
+          ),
+      })
+      .strict()
+      .prefault({}),
     logging: z
       .object({
         level: z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }).default('info'),

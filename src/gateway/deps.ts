@@ -1,5 +1,9 @@
-/** What every group of use cases shares: the backend, the policy, observability, and the concurrency slots. */
+/**
+ * What every group of use cases shares: the backend, the policy, observability, the audit trail
+ * (whose gate each use case that starts something calls first), and the concurrency slots.
+ */
 import type { SandboxBackend } from '../backends/types.js';
+import type { AuditTrail } from '../observability/audit-trail.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Policy } from '../policy/policy.js';
@@ -10,5 +14,6 @@ export interface GatewayDeps {
   policy: Policy;
   logger: Logger;
   metrics: Metrics;
+  audit: AuditTrail;
   slots: Slots;
 }

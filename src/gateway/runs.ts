@@ -8,7 +8,7 @@ import { buildResult } from '../api/result.js';
 import { RunRequestSchema, type RunResult } from '../api/run.js';
 import { parseInput } from '../api/validate.js';
 import type { RunExecution } from '../backends/types.js';
-import { auditRecord, writeAudit } from '../observability/audit.js';
+import { buildRunAudit } from '../observability/audit.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import { onAbort } from '../shared/abort.js';
 import { AppError, policyDenied, toAppError } from '../shared/errors.js';
@@ -63,14 +63,15 @@ export class RunUseCases {
 
   /**
    * Starts a run once a slot is free. Rejects (before any sandbox exists) with INVALID_REQUEST,
-   * POLICY_DENIED or BUSY; afterwards every outcome is a result.
+   * POLICY_DENIED, AUDIT_UNAVAILABLE or BUSY; afterwards every outcome is a result.
    */
   async start(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunHandle> {
-    const { metrics, logger, slots } = this.deps;
+    const { metrics, logger, slots, audit } = this.deps;
     let spec: EffectiveSpec;
     let release: () => void;
     try {
       spec = this.plan(input, principal);
+      audit.assertAvailable();
       metrics.queuedRuns.inc();
       try {
         release = await slots.acquire(principal, options.signal);
@@ -193,7 +194,15 @@ export class RunUseCases {
       { backend: backend.name, served: res.served ?? 'cold' },
       res.durationMs / 1000,
     );
-    writeAudit(logger, auditRecord(spec, res, principal.name, backend.name));
+    this.deps.audit.record(
+      buildRunAudit({
+        spec,
+        outcome: res,
+        principal: principal.name,
+        backend: backend.name,
+        time: new Date(res.finishedAt ?? Date.now()),
+      }),
+    );
     return res;
   }
 

@@ -4,6 +4,7 @@
  * and the concurrency slots, so that a run and a session count against the same limits.
  */
 import type { BackendHealth, SandboxBackend } from '../backends/types.js';
+import { createAuditTrail, type AuditTrail } from '../observability/audit-trail.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Policy } from '../policy/policy.js';
@@ -22,6 +23,11 @@ export interface ServiceOptions {
   policy: Policy;
   logger: Logger;
   metrics: Metrics;
+  /**
+   * Opened by the caller; the service closes it on shutdown, after the last run's record. Without
+   * one, records go to the logger only (the composition roots always pass the configured trail).
+   */
+  audit?: AuditTrail;
   slots: SlotOptions;
   /** How much of finished runs' results stays in memory (RunStore). */
   history?: Partial<HistoryOptions>;
@@ -34,7 +40,8 @@ export class SandpitService {
 
   constructor(options: ServiceOptions) {
     const { history, ...deps } = options;
-    this.deps = { ...deps, slots: new Slots(options.slots) };
+    const audit = deps.audit ?? createAuditTrail({ logger: deps.logger, metrics: deps.metrics.audit });
+    this.deps = { ...deps, audit, slots: new Slots(deps.slots) };
     this.runs = new RunUseCases(this.deps, history);
   }
 
@@ -60,9 +67,10 @@ export class SandpitService {
     return { ...health, ...this.deps.slots.stats };
   }
 
-  /** Cancels every live run and waits for the backend to clean up. */
+  /** Cancels every live run, waits for the backend to clean up, and writes the last audit records. */
   async shutdown(): Promise<void> {
     await this.runs.cancelAll('the server is shutting down');
     await this.deps.backend.close();
+    await this.deps.audit.close();
   }
 }

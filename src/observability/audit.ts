@@ -1,32 +1,13 @@
 /**
- * One audit record per execution, the same shape from the gateway and the controller: who ran
- * what (by digest, never the code itself), with which limits, and how it ended.
+ * Audit records, built (pure): what ran, by digest and a short preview, never env values or file
+ * contents. One record per run here; exec and session records (src/api/audit.ts) use the same
+ * command and byte helpers, so every record of the trail is made one way.
  */
 import { createHash } from 'node:crypto';
+import { PREVIEW_CHARS, type AuditCommand, type RunAuditRecord } from '../api/audit.js';
+import { limitsView } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
-import type { Logger } from './logger.js';
-
-export interface AuditRecord {
-  audit: 'run';
-  runId: string;
-  principal: string;
-  backend: string;
-  template: string | undefined;
-  image: string;
-  runtime: string | undefined;
-  commandDigest: string;
-  codeBytes: number;
-  fileCount: number;
-  limits: EffectiveSpec['limits'];
-  network: string;
-  phase: string;
-  reason: string | undefined;
-  exitCode: number | null;
-  durationMs: number;
-  stdoutBytes: number;
-  stderrBytes: number;
-}
 
 /** The few facts of how a run ended that its audit record carries (a RunResult has them all). */
 export type AuditOutcome = Pick<
@@ -34,44 +15,89 @@ export type AuditOutcome = Pick<
   'runId' | 'phase' | 'reason' | 'exitCode' | 'durationMs' | 'stdoutBytes' | 'stderrBytes'
 >;
 
+/** What a program was given: the parts a command digest covers and bytes in counts. */
+export interface AuditedInput {
+  argv: readonly string[];
+  code?: Buffer | undefined;
+  files?: readonly { path: string; content: Buffer }[];
+  stdin?: Buffer | undefined;
+}
+
 /** sha256 over argv, code, files and stdin: identifies what ran without revealing it. */
-export function commandDigest(spec: EffectiveSpec): string {
+export function commandDigest(input: AuditedInput): string {
   const h = createHash('sha256');
-  for (const a of spec.argv) h.update(a).update('\0');
-  h.update('code\0').update(spec.code?.content ?? Buffer.alloc(0));
-  for (const f of spec.files) h.update(`\0file\0${f.path}\0`).update(f.content);
-  h.update('\0stdin\0').update(spec.stdin);
+  for (const a of input.argv) h.update(a).update('\0');
+  h.update('code\0').update(input.code ?? Buffer.alloc(0));
+  for (const f of input.files ?? []) h.update(`\0file\0${f.path}\0`).update(f.content);
+  h.update('\0stdin\0').update(input.stdin ?? Buffer.alloc(0));
   return `sha256:${h.digest('hex')}`;
 }
 
-export function auditRecord(
-  spec: EffectiveSpec,
-  result: AuditOutcome,
-  principal: string,
-  backend: string,
-): AuditRecord {
-  return {
-    audit: 'run',
-    runId: result.runId,
-    principal,
-    backend,
-    template: spec.template,
-    image: spec.image,
-    runtime: spec.runtime,
-    commandDigest: commandDigest(spec),
-    codeBytes: spec.code?.content.length ?? 0,
-    fileCount: spec.files.length,
-    limits: spec.limits,
-    network: spec.network,
-    phase: result.phase,
-    reason: result.reason,
-    exitCode: result.exitCode,
-    durationMs: result.durationMs,
-    stdoutBytes: result.stdoutBytes,
-    stderrBytes: result.stderrBytes,
-  };
+/** Bytes of code, files and stdin. */
+export function bytesIn(input: AuditedInput): number {
+  const files = (input.files ?? []).reduce((n, f) => n + f.content.length, 0);
+  return (input.code?.length ?? 0) + files + (input.stdin?.length ?? 0);
 }
 
-export function writeAudit(logger: Logger, record: AuditRecord): void {
-  logger.info(record, 'audit');
+const PLAIN_ARG = /^[\w@%+=:,./-]+$/;
+
+/** argv as a shell would read it: plain words bare, others single-quoted. */
+function argvText(argv: readonly string[]): string {
+  return argv.map((a) => (PLAIN_ARG.test(a) ? a : `'${a.replaceAll("'", `'\\''`)}'`)).join(' ');
+}
+
+/**
+ * The first PREVIEW_CHARS characters of `text` on one line: line breaks shown as ↵, other control
+ * characters and runs of blanks as one space, `…` when cut.
+ */
+export function previewOf(text: string): string {
+  const line = text
+    .trim()
+    .replace(/\s*(?:\r\n|\r|\n)\s*/g, ' ↵ ')
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\s\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .trim();
+  const chars = [...line];
+  return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS).join('').trimEnd()}…` : line;
+}
+
+/** The command of a record: its digest, and a preview of the code when there is some, else of argv. */
+export function auditCommand(input: AuditedInput): AuditCommand {
+  const code = input.code?.length ? input.code.toString('utf8') : undefined;
+  return { digest: commandDigest(input), preview: previewOf(code ?? argvText(input.argv)) };
+}
+
+function inputOf(spec: EffectiveSpec): AuditedInput {
+  return { argv: spec.argv, code: spec.code?.content, files: spec.files, stdin: spec.stdin };
+}
+
+export interface RunAuditInput {
+  spec: EffectiveSpec;
+  outcome: AuditOutcome;
+  principal: string;
+  backend: string;
+  /** When the run ended. */
+  time: Date;
+}
+
+export function buildRunAudit({ spec, outcome, principal, backend, time }: RunAuditInput): RunAuditRecord {
+  const input = inputOf(spec);
+  return {
+    time: time.toISOString(),
+    event: 'run',
+    runId: outcome.runId,
+    principal,
+    backend,
+    ...(spec.template !== undefined ? { template: spec.template } : {}),
+    image: spec.image,
+    ...(spec.runtime !== undefined ? { runtime: spec.runtime } : {}),
+    command: auditCommand(input),
+    limits: limitsView(spec.limits),
+    network: spec.network,
+    exitCode: outcome.exitCode,
+    durationMs: outcome.durationMs,
+    bytesIn: bytesIn(input),
+    bytesOut: outcome.stdoutBytes + outcome.stderrBytes,
+    outcome: { phase: outcome.phase, ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}) },
+  };
 }

@@ -1,6 +1,26 @@
 /** Prometheus metrics with bounded labels only (never run IDs, tokens or images). */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** The audit trail's counters, in the registry of the process that writes it (gateway or operator). */
+export function createAuditMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    records: new Counter({
+      name: 'sandpit_audit_records_total',
+      help: 'Audit records written: to the audit file once fsynced, or to the log when there is no file',
+      registers,
+    }),
+    writeFailures: new Counter({
+      name: 'sandpit_audit_write_failures_total',
+      help: 'Failed attempts to write the audit file, by errno code (new runs are refused meanwhile)',
+      labelNames: ['code'] as const,
+      registers,
+    }),
+  };
+}
+
+export type AuditMetrics = ReturnType<typeof createAuditMetrics>;
+
 export type Component = 'gateway' | 'operator';
 
 /**
@@ -21,6 +41,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registers = [registry];
   return {
     registry,
+    audit: createAuditMetrics(registry),
     runs: new Counter({
       name: 'sandpit_runs_total',
       help: 'Finished runs by backend, phase and reason',

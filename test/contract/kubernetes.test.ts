@@ -10,6 +10,7 @@ import { principalLabelValue } from '../../src/backends/kubernetes/build-sandbox
 import type { KubernetesBackend } from '../../src/backends/kubernetes/kubernetes-backend.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { isAppError } from '../../src/shared/errors.js';
+import { auditOf } from '../support/audit.js';
 import { withCluster, type KubeCluster } from '../support/kube/index.js';
 import {
   failureMarkingTest,
@@ -107,12 +108,12 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
       assert.equal(run.status?.phase, 'Succeeded');
       assert.equal(run.status?.output?.tail, 'kept\n');
       // The operator writes the audit line just after the status the backend saw.
-      const audit = await suite.operator.waitForLog(
-        (l) => l.audit === 'run' && l.runId === `${ns}/${o.result.runId}`,
+      const line = await suite.operator.waitForLog(
+        (l) => auditOf(l)?.event === 'run' && auditOf(l)?.runId === `${ns}/${o.result.runId}`,
         10_000,
         'the audit line of the run',
       );
-      assert.equal(audit.principal, PRINCIPAL.name, 'the operator audits the gateway’s principal');
+      assert.equal(auditOf(line)?.principal, PRINCIPAL.name, 'the operator audits the gateway’s principal');
     });
 
     it('health: the apiserver, the CRD, the operator’s Lease and every permission', async () => {

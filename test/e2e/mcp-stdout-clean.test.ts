@@ -75,7 +75,9 @@ test('stdout carries only JSON-RPC while logging at debug level', async () => {
     'debug lines were logged (to stderr)',
   );
   assert.ok(
-    logLines.some((l) => l.includes('"audit":"run"') && l.includes('"commandDigest":"sha256:')),
+    logLines.some(
+      (l) => l.includes('"msg":"audit"') && l.includes('"event":"run"') && l.includes('"digest":"sha256:'),
+    ),
     'audit record with a digest',
   );
   assert.ok(

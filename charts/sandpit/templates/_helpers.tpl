@@ -192,6 +192,8 @@ strategy:
 {{- $_ := set $c.kubernetes "gateway" $gw }}
 {{- $_ := set $c.kubernetes "operator" (include "sandpit.operatorLease" . | fromJson) }}
 {{- $_ := set $c "logging" (dict "level" $g.logLevel) }}
+{{- /* The root filesystem is read-only: the log is the audit trail (extraConfig.audit.file on a volume keeps a file too). */}}
+{{- $_ := set $c "audit" (dict "enabled" false) }}
 {{- toYaml (mustMergeOverwrite $c (deepCopy $g.extraConfig)) }}
 {{- end }}
 

@@ -6,6 +6,7 @@
 import { SANDBOX_RUN, type SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
 import { objectKey } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
+import type { AuditTrail } from '../../observability/audit-trail.js';
 import type { Policy } from '../../policy/policy.js';
 import type { KindController } from '../kind-controller.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
@@ -15,6 +16,8 @@ import { reconcileRun, type RunSettings } from './reconcile.js';
 
 export interface SandboxRunSettings {
   policy: Policy;
+  /** One record per finished run: logged, and in the audit file when one is configured. */
+  audit: Pick<AuditTrail, 'record'>;
   pod: PodSettings;
   output: OutputLimits;
   runSettings: RunSettings;

@@ -6,7 +6,8 @@
 import { isTerminal } from '../../api/run.js';
 import { ANNOTATION_PRINCIPAL } from '../../api/v1alpha1/labels.js';
 import type { SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
-import { auditRecord, writeAudit, type AuditOutcome } from '../../observability/audit.js';
+import { buildRunAudit, type AuditOutcome } from '../../observability/audit.js';
+import type { AuditTrail } from '../../observability/audit-trail.js';
 import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { ObjectRef } from '../children.js';
@@ -33,6 +34,7 @@ export interface ReportDeps {
   events: EventRecorder;
   metrics: OperatorMetrics;
   logger: Logger;
+  audit: Pick<AuditTrail, 'record'>;
 }
 
 const seconds = (from: string, to: string | undefined): number =>
@@ -81,6 +83,9 @@ async function reportFinished(deps: ReportDeps, t: Transition, phase: string): P
   );
   if (t.effective) {
     const principal = t.annotations?.[ANNOTATION_PRINCIPAL] ?? `namespace:${run.namespace}`;
-    writeAudit(deps.logger, auditRecord(t.effective, auditOutcome(t), principal, BACKEND));
+    const time = new Date(after.completionTime ?? Date.now());
+    deps.audit.record(
+      buildRunAudit({ spec: t.effective, outcome: auditOutcome(t), principal, backend: BACKEND, time }),
+    );
   }
 }

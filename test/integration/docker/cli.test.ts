@@ -86,7 +86,7 @@ test('runtime runsc runs the code under gVisor', () => {
 });
 
 test('every command has --help', () => {
-  for (const command of [[], ['run'], ['doctor'], ['setup'], ['images']]) {
+  for (const command of [[], ['run'], ['audit'], ['doctor'], ['setup'], ['images']]) {
     const r = sandpit([...command, '--help']);
     assert.equal(r.code, 0, `${command.join(' ')} --help: ${r.stderr}`);
     assert.match(r.stdout, /usage: sandpit/);
@@ -101,6 +101,14 @@ test('sandpit doctor reports ready on this machine, and names the fix when the e
   assert.equal(down.code, 1);
   assert.match(down.stdout, /FAIL engine/);
   assert.match(down.stdout, /fix: sandpit setup/);
+  const audit = sandpit(['doctor'], { env: { SANDPIT_AUDIT_FILE: '/dev/null/audit.jsonl' } });
+  assert.equal(audit.code, 1);
+  assert.match(
+    audit.stdout,
+    /FAIL audit +the audit file \/dev\/null\/audit\.jsonl cannot be written \(ENOTDIR\)/,
+  );
+  assert.match(audit.stdout, /fix: .*set audit\.file/);
+  assert.match(ok.stdout, /ok +audit +writable: /);
   const runtime = sandpit(['doctor'], { env: { SANDPIT_SANDBOX_RUNTIME: 'kata' } });
   assert.equal(runtime.code, 1);
   assert.match(runtime.stdout, /FAIL runtime .*kata/);

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
 import { NodeV1Api, type CoreV1Event, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
 import { isNotFound, withCluster } from '../../support/kube/index.js';
+import { auditOf } from '../../support/audit.js';
 import {
   applyHelloSample,
   cancelRun,
@@ -82,12 +83,12 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     );
     const run = await waitForFinished(cluster, ns, 'one-second', 60_000);
     assert.equal(run.status?.phase, 'Succeeded');
-    const audit = await ops.suite.operator.waitForLog(
-      (l) => l.audit === 'run' && l.runId === `${ns}/one-second`,
+    const line = await ops.suite.operator.waitForLog(
+      (l) => auditOf(l)?.event === 'run' && auditOf(l)?.runId === `${ns}/one-second`,
       10_000,
       'the audit record of the one-second run',
     );
-    const ms = audit.durationMs as number;
+    const ms = auditOf(line)?.durationMs as number;
     assert.ok(ms >= 1000 && ms < 5000, `durationMs ${ms}`);
   });
 
@@ -353,7 +354,7 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     );
     // The audit line is written to the operator's stderr, which may reach us after the Event.
     await ops.suite.operator.waitForLog(
-      (l) => l.audit === 'run' && l.runId === `${ns}/fails` && l.exitCode === 3,
+      (l) => auditOf(l)?.event === 'run' && auditOf(l)?.runId === `${ns}/fails` && auditOf(l)?.exitCode === 3,
       10_000,
       'the audit record of the failed run',
     );

@@ -2,6 +2,7 @@
 // none duplicated (one pod each, ever). Prints the time to finish all 50.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { auditOf } from '../../support/audit.js';
 import { kubeTest } from '../../support/kube/index.js';
 import {
   createRun,
@@ -63,7 +64,7 @@ describe('operator at scale', { timeout: 900_000 }, () => {
         });
         assert.equal(live.items.length, RUNS);
         const metrics = await op.metrics();
-        const audits = op.lines.filter((l) => l.audit === 'run').length;
+        const audits = op.lines.filter((l) => auditOf(l)?.event === 'run').length;
         assert.equal(audits, RUNS, 'one audit record per run');
         const total = (finished - started) / 1000;
         const conflicts = metricValue(metrics, 'sandpit_operator_reconciles_total', { result: 'conflict' });

@@ -239,6 +239,9 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
     assert.equal(gw.kubernetes.operator.leaseName, op.kubernetes.operator.leaseName);
     assert.equal(gw.kubernetes.gateway.ttlSecondsAfterFinished, 600);
     assert.equal(gw.kubernetes.gateway.pickupTimeoutSeconds, 30);
+    // A read-only root: the gateway's audit trail is its log, not a file it could not write.
+    assert.equal(gw.audit.enabled, false);
+    assert.equal(op.audit.file, undefined, 'the operator writes no audit file either');
     // The same policy on both sides, so the gateway refuses what the operator would.
     assert.deepEqual(
       { ...gw.sandbox, backend: undefined, maxConcurrentRuns: undefined },

@@ -64,6 +64,13 @@ describe('loadConfig defaults', () => {
       checkIntervalSeconds: 10,
       prewarm: [],
     });
+    assert.deepEqual(c.audit, {
+      enabled: true,
+      maxBytes: 100 * MiB,
+      maxFiles: 5,
+      flushIntervalMs: 100,
+      commandPreview: true,
+    });
     assert.equal(c.logging.level, 'info');
   });
 
@@ -284,6 +291,12 @@ describe('SANDPIT_* variables', () => {
 
   test('configFields lists every leaf of the schema, and no objects', () => {
     assert.deepEqual(configFields().sort(), [
+      'audit.commandPreview',
+      'audit.enabled',
+      'audit.file',
+      'audit.flushIntervalMs',
+      'audit.maxBytes',
+      'audit.maxFiles',
       'auth.token',
       'auth.tokens',
       'docker.socketPath',
@@ -425,6 +438,12 @@ describe('SANDPIT_* variables', () => {
     'kubernetes.gateway.namespace': { text: 'sandpit-runs', want: 'sandpit-runs' },
     'kubernetes.gateway.ttlSecondsAfterFinished': { text: '60', want: 60 },
     'kubernetes.gateway.pickupTimeoutSeconds': { text: '10', want: 10 },
+    'audit.enabled': { text: 'false', want: false },
+    'audit.file': { text: '/var/log/sandpit/audit.jsonl', want: '/var/log/sandpit/audit.jsonl' },
+    'audit.maxBytes': { text: '1k', want: 1024 },
+    'audit.maxFiles': { text: '2', want: 2 },
+    'audit.flushIntervalMs': { text: '0', want: 0 },
+    'audit.commandPreview': { text: 'off', want: false },
     'logging.level': { text: 'trace', want: 'trace' },
   };
 

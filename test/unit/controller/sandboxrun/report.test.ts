@@ -9,7 +9,8 @@ import {
   reportTransition,
   type Transition,
 } from '../../../../src/controller/sandboxrun/report.js';
-import { auditRecord } from '../../../../src/observability/audit.js';
+import { buildRunAudit } from '../../../../src/observability/audit.js';
+import { createAuditTrail } from '../../../../src/observability/audit-trail.js';
 import type { Logger } from '../../../../src/observability/logger.js';
 import { effective, RUN } from '../fixtures.js';
 
@@ -81,8 +82,11 @@ describe('reporting a finished run', () => {
     const measured = { ...oneSecond, runnerDurationMs: 1012 };
     assert.equal(auditOutcome(measured).durationMs, 1012);
     const { logger, lines } = capture();
-    await reportTransition({ events: recorder(), metrics: createOperatorMetrics(), logger }, measured);
-    const audit = lines().find((l) => l.audit === 'run');
+    await reportTransition(
+      { events: recorder(), metrics: createOperatorMetrics(), logger, audit: createAuditTrail({ logger }) },
+      measured,
+    );
+    const audit = lines().find((l) => l.msg === 'audit')?.audit as { durationMs?: number } | undefined;
     assert.equal(audit?.durationMs, 1012, 'the audit record carries it');
   });
 
@@ -90,15 +94,20 @@ describe('reporting a finished run', () => {
     const { logger, lines } = capture();
     const events = recorder();
     const metrics = createOperatorMetrics();
-    await reportTransition({ events, metrics, logger }, finished);
-    const audits = lines().filter((l) => l.audit === 'run');
+    await reportTransition({ events, metrics, logger, audit: createAuditTrail({ logger }) }, finished);
+    const audits = lines().filter((l) => l.msg === 'audit');
     assert.equal(audits.length, 1);
-    const { level: _l, time: _t, pid: _p, hostname: _h, msg, ...record } = audits[0]!;
-    assert.equal(msg, 'audit');
-    assert.deepEqual(
-      record,
-      JSON.parse(JSON.stringify(auditRecord(spec, auditOutcome(finished), 'ci-bot', 'kubernetes'))),
-    );
+    const expected = buildRunAudit({
+      spec,
+      outcome: auditOutcome(finished),
+      principal: 'ci-bot',
+      backend: 'kubernetes',
+      time: new Date('2026-01-01T00:00:03.500Z'),
+    });
+    // The log line carries the record without its preview (logs never carry code).
+    const { preview: _preview, ...command } = expected.command;
+    assert.deepEqual(audits[0]!.audit, JSON.parse(JSON.stringify({ ...expected, command })));
+    assert.equal(expected.time, '2026-01-01T00:00:03.500Z', 'stamped with the completion time');
     assert.deepEqual(events.seen, ['Warning Failed: Error: the program exited with code 3']);
     const text = await metrics.registry.metrics();
     assert.match(
@@ -112,11 +121,11 @@ describe('reporting a finished run', () => {
     const { logger, lines } = capture();
     const events = recorder();
     await reportTransition(
-      { events, metrics: createOperatorMetrics(), logger },
+      { events, metrics: createOperatorMetrics(), logger, audit: createAuditTrail({ logger }) },
       { ...finished, before: finished.after },
     );
     assert.deepEqual(events.seen, []);
-    assert.equal(lines().filter((l) => l.audit).length, 0);
+    assert.equal(lines().filter((l) => l.msg === 'audit').length, 0);
   });
 });
 
