@@ -44,7 +44,7 @@ test('an unwritable audit file refuses runs with AUDIT_UNAVAILABLE before the ba
   );
   assert.match(
     await metrics.registry.metrics(),
-    /sandpit_rejected_requests_total\{code="AUDIT_UNAVAILABLE"\} 1/,
+    /sandpit_rejected_requests_total\{code="AUDIT_UNAVAILABLE",component="gateway"\} 1/,
   );
   // Bad input still gets its own error first: the gate guards what would run.
   await assert.rejects(
