@@ -2,12 +2,15 @@
  * A hostile client against the built `sandpit serve`: results that print a megabyte per stream,
  * a flood of MCP sessions from one token, and a flood of requests. Each test measures the
  * gateway's RSS (/proc/PID/status) and GET /health latency while the attack runs, against bounds
- * written here (and, where the machine's noise matters, a baseline measured in the same run).
+ * written here. The /health bounds are for an idle machine, stretched by how slow host commands
+ * run right now (test/support/timing.ts, at most 5×): other work on the two cores delays /health
+ * as much as the attack would.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { requireDocker } from '../support/docker.js';
+import { hostStretch } from '../support/timing.js';
 import { callTool, connectHttp, ensureBuilt, startServe, type Served } from './helpers.js';
 
 const MiB = 1024 ** 2;
@@ -165,7 +168,12 @@ describe('sandpit serve under a hostile client (built CLI)', () => {
       await bob.close();
       await bob2.close();
       assert.ok(grown < 64, `RSS grew by ${grown.toFixed(0)} MiB over 300 sessions`);
-      assert.ok(percentile(latencies, 90) < 100, `/health p90 ${percentile(latencies, 90).toFixed(0)} ms`);
+      const bound = 100 * (await hostStretch());
+      const p90 = percentile(latencies, 90);
+      assert.ok(
+        p90 < bound,
+        `/health p90 ${p90.toFixed(0)} ms (bound ${bound.toFixed(0)} ms on this machine now)`,
+      );
     });
   });
 
@@ -223,8 +231,12 @@ describe('sandpit serve under a hostile client (built CLI)', () => {
       const p95 = percentile(latencies, 95);
       const worst = Math.max(...latencies);
       const idleP50 = percentile(idle.latencies, 50).toFixed(1);
-      assert.ok(p95 < 100, `/health p95 ${p95.toFixed(0)} ms during the flood (idle p50 ${idleP50} ms)`);
-      assert.ok(worst < 250, `/health took up to ${worst.toFixed(0)} ms during the flood`);
+      const stretch = await hostStretch();
+      assert.ok(
+        p95 < 100 * stretch,
+        `/health p95 ${p95.toFixed(0)} ms during the flood (idle p50 ${idleP50} ms; bound ${(100 * stretch).toFixed(0)} ms on this machine now)`,
+      );
+      assert.ok(worst < 250 * stretch, `/health took up to ${worst.toFixed(0)} ms during the flood`);
     });
   });
 });

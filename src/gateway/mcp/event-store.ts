@@ -2,8 +2,10 @@
  * The SSE event store of one stateful MCP session (the SDK's EventStore hook): every message sent on
  * a stream gets an event id, so a client whose stream was cut resumes with `Last-Event-ID` and gets
  * what it missed, the result included. Bounded: per stream the newest 1,000 events or 1 MiB (the
- * newest event is always kept), and a stream is forgotten 60 s after the latest deadline of a run
- * that started on it (the server's ceiling) or after its last event, whichever is later.
+ * newest event is always kept), 4 MiB for the whole session (older streams go first, whole), and
+ * a stream is forgotten 60 s after the latest deadline of a run that started on it (the server's
+ * ceiling) or after its last event, whichever is later. Without the session bound, every finished
+ * call's result (megabytes, for a run that printed a megabyte per stream) stayed for a minute.
  */
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -11,6 +13,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 export interface EventStoreLimits {
   maxEvents: number;
   maxBytes: number;
+  /** Bytes of every stream of the session together: the oldest streams are dropped past it. */
+  maxTotalBytes: number;
   /** The longest a run on a stream can take: the deadline ceiling. */
   deadlineMs: number;
   /** How long a stream is kept past that deadline or its last event. */
@@ -20,6 +24,7 @@ export interface EventStoreLimits {
 export const EVENT_STORE_LIMITS: Omit<EventStoreLimits, 'deadlineMs'> = {
   maxEvents: 1000,
   maxBytes: 1024 * 1024,
+  maxTotalBytes: 4 * 1024 * 1024,
   graceMs: 60_000,
 };
 
@@ -40,7 +45,9 @@ interface Stream {
 const SEPARATOR = '/';
 
 export class BoundedEventStore implements EventStore {
+  /** In the order of their last event, oldest first. */
   private readonly streams = new Map<string, Stream>();
+  private totalBytes = 0;
   private readonly limits: EventStoreLimits;
   private readonly now: () => number;
 
@@ -52,19 +59,25 @@ export class BoundedEventStore implements EventStore {
   storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     this.expire();
     const now = this.now();
-    let stream = this.streams.get(streamId);
-    if (!stream) {
-      stream = { events: [], bytes: 0, next: 0, firstAt: now, lastAt: now };
-      this.streams.set(streamId, stream);
-    }
+    const stream = this.streams.get(streamId) ?? { events: [], bytes: 0, next: 0, firstAt: now, lastAt: now };
+    // Re-inserted: the map stays in the order of last events.
+    this.streams.delete(streamId);
+    this.streams.set(streamId, stream);
     const bytes = Buffer.byteLength(JSON.stringify(message));
     const seq = stream.next++;
     stream.events.push({ seq, message, bytes });
     stream.bytes += bytes;
+    this.totalBytes += bytes;
     stream.lastAt = now;
-    const { maxEvents, maxBytes } = this.limits;
+    const { maxEvents, maxBytes, maxTotalBytes } = this.limits;
     while (stream.events.length > 1 && (stream.events.length > maxEvents || stream.bytes > maxBytes)) {
-      stream.bytes -= stream.events.shift()!.bytes;
+      const dropped = stream.events.shift()!.bytes;
+      stream.bytes -= dropped;
+      this.totalBytes -= dropped;
+    }
+    for (const [id, older] of this.streams) {
+      if (this.totalBytes <= maxTotalBytes || older === stream) break;
+      this.drop(id, older);
     }
     return Promise.resolve(`${streamId}${SEPARATOR}${seq}`);
   }
@@ -108,8 +121,13 @@ export class BoundedEventStore implements EventStore {
     const now = this.now();
     const { deadlineMs, graceMs } = this.limits;
     for (const [id, s] of this.streams) {
-      if (Math.max(s.firstAt + deadlineMs, s.lastAt) + graceMs < now) this.streams.delete(id);
+      if (Math.max(s.firstAt + deadlineMs, s.lastAt) + graceMs < now) this.drop(id, s);
     }
+  }
+
+  private drop(id: string, stream: Stream): void {
+    this.streams.delete(id);
+    this.totalBytes -= stream.bytes;
   }
 }
 

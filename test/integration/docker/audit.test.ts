@@ -144,7 +144,7 @@ describe('runs through the service', () => {
     );
     assert.match(
       await metrics.registry.metrics(),
-      /sandpit_rejected_requests_total\{code="AUDIT_UNAVAILABLE"\} 1/,
+      /sandpit_rejected_requests_total\{code="AUDIT_UNAVAILABLE",component="gateway"\} 1/,
     );
     unlinkSync(filler);
     const open = await pollUntil(

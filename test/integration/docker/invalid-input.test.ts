@@ -61,7 +61,7 @@ test('refused before any sandbox exists, as INVALID_REQUEST, and never counted a
   }
   assert.equal(await runContainers(), containersBefore, 'no container was made');
   const counted = await metrics.registry.getSingleMetricAsString('sandpit_rejected_requests_total');
-  assert.match(counted, /sandpit_rejected_requests_total\{code="INVALID_REQUEST"\} 3/);
+  assert.match(counted, /sandpit_rejected_requests_total\{code="INVALID_REQUEST",component="gateway"\} 3/);
   const runs = await metrics.registry.getSingleMetricAsString('sandpit_runs_total');
   assert.doesNotMatch(runs, /BackendError/);
 });

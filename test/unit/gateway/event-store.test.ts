@@ -52,6 +52,20 @@ test('bounded to 1,000 events or 1 MiB per stream, newest kept; a resume past th
   assert.equal(await big.getStreamIdForEventId(huge), 's');
 });
 
+test('bounded to 4 MiB for the whole session: the oldest streams go first, whole; the current one stays', async () => {
+  const store = new BoundedEventStore(limits);
+  const mb = 'r'.repeat(1024 * 1024);
+  const ids: string[] = [];
+  // 150 calls whose results are 2 MiB each: before the session bound, all stayed for a minute.
+  for (let i = 0; i < 150; i++) ids.push(await store.storeEvent(`call-${i}`, note(i, mb + mb)));
+  assert.ok(store.size.bytes <= 4 * 1024 * 1024 + 64, `${store.size.bytes} bytes held`);
+  assert.equal(await store.getStreamIdForEventId(ids[149]!), 'call-149');
+  assert.equal(await store.getStreamIdForEventId(ids[0]!), undefined);
+  const alone = new BoundedEventStore(limits);
+  await alone.storeEvent('big', note(0, 'z'.repeat(6 * 1024 * 1024)));
+  assert.equal(alone.size.events, 1, 'the newest event of the current stream stays, even over the bound');
+});
+
 test('a stream is kept until the deadline + 60 s, or 60 s after its last event, then forgotten', async () => {
   let now = 0;
   const store = new BoundedEventStore(limits, () => now);
