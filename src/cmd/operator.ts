@@ -48,6 +48,9 @@ const OPTIONS = {
   config: { type: 'string' },
 } as const;
 
+const NETWORK_SETTING = 'kubernetes.operator.networkPolicyEnforced';
+export const NETWORK_WARNING =
+  "The config does not say whether this cluster enforces NetworkPolicy: a run with egress none starts only in a sandbox whose only interface is lo (e.g. RuntimeClass gvisor), any other is refused. Set networkPolicy.enforced in the chart's values (kubernetes.operator.networkPolicyEnforced): true where the network plugin enforces NetworkPolicy, false to keep refusing without this warning";
 const HEALTHY_FAILING_MS = 5 * 60_000;
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -98,7 +101,9 @@ export async function operatorCommand(argv: string[]): Promise<number> {
       cpuRequestMilli: k.cpuRequest,
       memoryRequestBytes: k.memoryRequest,
       startGraceSeconds: k.startGraceSeconds,
+      seccomp: { profile: k.seccompProfile, gvisorRuntimeClasses: k.gvisorRuntimeClasses },
     },
+    networkPolicyEnforced: k.networkPolicyEnforced === true,
     output: { tailBytes: k.outputTailBytes, readBytes: k.outputReadBytes },
     runSettings: {
       defaultPendingTimeoutSeconds: config.kubernetes.pendingTimeoutSeconds,
@@ -139,6 +144,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     },
     'Started operator',
   );
+  if (k.networkPolicyEnforced === undefined) logger.warn({ setting: NETWORK_SETTING }, NETWORK_WARNING);
   const stop = shutdownSignal((signal) => logger.info({ signal }, 'Shutting down'));
   await operator.run(stop.signal);
   await audit.close();

@@ -264,6 +264,22 @@ export const ConfigSchema = z
             retryPeriodSeconds: int(1, 600).default(2),
             probeHost: z.string().min(1).default('127.0.0.1'),
             probePort: int(0, 65535).default(8081),
+            networkPolicyEnforced: bool()
+              .optional()
+              .describe(
+                "The cluster's network plugin enforces NetworkPolicy. Unset or false: a run with egress none starts only in a sandbox whose only interface is lo (e.g. RuntimeClass gvisor), any other is refused; unset also warns at start-up",
+              ),
+            seccompProfile: z
+              .enum(['Localhost', 'RuntimeDefault'], { error: 'expected Localhost or RuntimeDefault' })
+              .default('Localhost')
+              .describe(
+                "Sandbox pods' seccomp profile: Localhost, sandpit's own (installed in each node's kubelet seccomp directory, as sandpit/runc.json and sandpit/gvisor.json), or the runtime's RuntimeDefault",
+              ),
+            gvisorRuntimeClasses: list()
+              .default(['gvisor'])
+              .describe(
+                "RuntimeClasses whose handler is gVisor (runsc): their pods get sandpit's gVisor profile",
+              ),
           })
           .strict()
           .refine(

@@ -8,6 +8,10 @@
  * the Sentry serves. There the runner gives the program its own user and PID namespaces (see
  * images/runner/sandpit-runner.c), which the Sentry implements itself, so the gVisor profile lets
  * clone(2) create those two and no other.
+ *
+ * On Kubernetes the same two profiles are `localhost/` profiles in each node's kubelet seccomp
+ * directory (SECCOMP_PROFILE_FILES): generated into the chart (npm run gen:crd), which installs them
+ * with a DaemonSet, and copied there by the test cluster's script.
  */
 import dockerDefault from './seccomp/docker-default-20.10.json' with { type: 'json' };
 
@@ -71,4 +75,25 @@ function withSentryNamespaces(rule: SeccompRule): SeccompRule {
         : arg,
     ),
   };
+}
+
+/** The profiles' paths below a kubelet's seccomp directory: the pods' `localhostProfile`. */
+export const SECCOMP_PROFILE_FILES = {
+  runc: 'sandpit/runc.json',
+  gvisor: 'sandpit/gvisor.json',
+} as const;
+
+/** Where the chart keeps the generated profiles (its DaemonSet writes them to every node). */
+export const SECCOMP_CHART_DIR = 'charts/sandpit/files/seccomp';
+
+export function renderSeccompProfile(options: SeccompOptions): string {
+  return `${JSON.stringify(buildSeccompProfile(options), null, 2)}\n`;
+}
+
+/** The generated profile files: path (relative to the repository root) and text. */
+export function generatedSeccompFiles(): { path: string; text: string }[] {
+  return (Object.keys(SECCOMP_PROFILE_FILES) as (keyof typeof SECCOMP_PROFILE_FILES)[]).map((kind) => ({
+    path: `${SECCOMP_CHART_DIR}/${kind}.json`,
+    text: renderSeccompProfile({ gvisor: kind === 'gvisor' }),
+  }));
 }

@@ -130,6 +130,27 @@ export function parseExitReport(text: string): ExitReport {
   return ExitReportSchema.parse(JSON.parse(text));
 }
 
+/** The runner's own failure in --plain mode (the termination log): the job never ran. */
+const RunnerFailureSchema = z.object({ failure: z.string() });
+
+/** The runner's failure message from a termination log, when that is what it holds. */
+export function parseRunnerFailure(text: string): string | undefined {
+  try {
+    const parsed = RunnerFailureSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data.failure : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How the runner words its refusal of a job whose sandbox has a network (the 'n' record). */
+const NETWORK_REFUSAL = /^network interface (\S{1,15}) exists although egress is none/;
+
+/** The interface the runner found, when `failure` is its refusal of a sandbox with a network. */
+export function networkRefusal(failure: string): string | undefined {
+  return NETWORK_REFUSAL.exec(failure)?.[1];
+}
+
 export type Frame =
   | { type: 'ready'; version: number }
   | { type: 'stdout' | 'stderr'; data: Buffer }

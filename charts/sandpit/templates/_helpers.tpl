@@ -172,6 +172,11 @@ strategy:
 {{- $_ := set $op "ttlSecondsAfterFinished" .Values.sandbox.ttlSecondsAfterFinished }}
 {{- $_ := set $op "probeHost" (include "sandpit.bindHost" .) }}
 {{- $_ := set $op "probePort" $o.probePort }}
+{{- $_ := set $op "seccompProfile" .Values.sandbox.seccomp.profile }}
+{{- $_ := set $op "gvisorRuntimeClasses" .Values.sandbox.seccomp.gvisorRuntimeClasses }}
+{{- if kindIs "bool" .Values.networkPolicy.enforced }}
+{{- $_ := set $op "networkPolicyEnforced" .Values.networkPolicy.enforced }}
+{{- end }}
 {{- $_ := set $c.kubernetes "operator" $op }}
 {{- $_ := set $c "logging" (dict "level" $o.logLevel) }}
 {{- toYaml (mustMergeOverwrite $c (deepCopy $o.extraConfig)) }}

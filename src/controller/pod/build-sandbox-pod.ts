@@ -1,10 +1,13 @@
 /**
  * buildSandboxPod(): the hardened pod every sandbox runs in, whatever its program (a run's job
  * today, a session's runner next). Pure. Pod Security Standards "restricted" profile throughout
- * (non-root 1000:1000, no privilege escalation, every capability dropped, seccomp RuntimeDefault,
- * read-only root filesystem); no service account token, no service links, no host namespaces; no
- * DNS that leaves the pod while egress is none; a size-limited workspace and /tmp; the policy's
- * RuntimeClass and limits. The caller adds only what its program needs: the command, its inputs
+ * (non-root 1000:1000, no privilege escalation, every capability dropped, sandpit's own seccomp
+ * profile (src/policy/seccomp.ts) as a localhost profile, read-only root filesystem); no service
+ * account token, no service links, no host namespaces; no DNS that leaves the pod while egress is
+ * none; the policy's RuntimeClass and limits. The workspace and /tmp are memory-backed emptyDirs
+ * (tmpfs, as on the Docker backend): what the program writes there is charged to the container's
+ * memory limit and never reaches the node's disk, whether or not the kubelet's eviction acts on
+ * their sizeLimit. The caller adds only what its program needs: the command, its inputs
  * (read-only volumes) and a deadline.
  */
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
@@ -18,6 +21,7 @@ import type {
   VolumeMount,
 } from '../../kube/objects.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { SECCOMP_PROFILE_FILES } from '../../policy/seccomp.js';
 import { formatSize } from '../../shared/quantity.js';
 
 export const SANDBOX_UID = 1000;
@@ -38,6 +42,14 @@ export interface PodSettings {
    * exists), so without this grace a slow start would eat the program's time.
    */
   startGraceSeconds: number;
+  seccomp: SeccompSettings;
+}
+
+export interface SeccompSettings {
+  /** Localhost: sandpit's profiles in the kubelet's seccomp directory; RuntimeDefault: the runtime's. */
+  profile: 'Localhost' | 'RuntimeDefault';
+  /** RuntimeClasses whose handler is gVisor: their pods take the gVisor profile. */
+  gvisorRuntimeClasses: readonly string[];
 }
 
 /** What runs in the sandbox container, and what it needs beyond the workspace and /tmp. */
@@ -60,17 +72,26 @@ export interface SandboxPodInput {
 export const cpuQuantity = (milli: number): string =>
   milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
 
-export function podSecurityContext(): PodSecurityContext {
+type SeccompProfile = NonNullable<SecurityContext['seccompProfile']>;
+
+/** The seccomp profile of a pod in `runtimeClass`. */
+export function seccompProfile(settings: SeccompSettings, runtimeClass: string | undefined): SeccompProfile {
+  if (settings.profile === 'RuntimeDefault') return { type: 'RuntimeDefault' };
+  const gvisor = runtimeClass !== undefined && settings.gvisorRuntimeClasses.includes(runtimeClass);
+  return { type: 'Localhost', localhostProfile: SECCOMP_PROFILE_FILES[gvisor ? 'gvisor' : 'runc'] };
+}
+
+export function podSecurityContext(seccomp: SeccompProfile): PodSecurityContext {
   return {
     runAsNonRoot: true,
     runAsUser: SANDBOX_UID,
     runAsGroup: SANDBOX_UID,
     fsGroup: SANDBOX_UID,
-    seccompProfile: { type: 'RuntimeDefault' },
+    seccompProfile: seccomp,
   };
 }
 
-export function containerSecurityContext(): SecurityContext {
+export function containerSecurityContext(seccomp: SeccompProfile): SecurityContext {
   return {
     runAsNonRoot: true,
     runAsUser: SANDBOX_UID,
@@ -79,9 +100,15 @@ export function containerSecurityContext(): SecurityContext {
     allowPrivilegeEscalation: false,
     readOnlyRootFilesystem: true,
     capabilities: { drop: ['ALL'] },
-    seccompProfile: { type: 'RuntimeDefault' },
+    seccompProfile: seccomp,
   };
 }
+
+/** A tmpfs: counted against the memory limit; the kubelet sizes it by sizeLimit (SizeMemoryBackedVolumes). */
+const memoryVolume = (name: string, bytes: number): Volume => ({
+  name,
+  emptyDir: { medium: 'Memory', sizeLimit: formatSize(bytes) },
+});
 
 function sandboxContainer(i: SandboxPodInput): Container {
   const { limits } = i.spec;
@@ -98,12 +125,14 @@ function sandboxContainer(i: SandboxPodInput): Container {
         memory: formatSize(Math.min(i.settings.memoryRequestBytes, limits.memoryBytes)),
       },
     },
-    securityContext: containerSecurityContext(),
+    securityContext: containerSecurityContext(seccompProfile(i.settings.seccomp, i.spec.runtime)),
     volumeMounts: [
       { name: 'workspace', mountPath: i.spec.workdir },
       { name: 'tmp', mountPath: '/tmp' },
       ...(i.program.inputs ?? []).map((input) => ({ ...input.mount, readOnly: true })),
     ],
+    // The runner writes its bounded exit report there last (the program's file-size limit bounds
+    // whatever the program wrote before); the kubelet reads at most 4 KiB of it.
     terminationMessagePath: '/dev/termination-log',
     terminationMessagePolicy: 'File',
     stdin: false,
@@ -137,11 +166,11 @@ export function buildSandboxPod(i: SandboxPodInput): Pod {
           { name: 'timeout', value: '1' },
         ],
       },
-      securityContext: podSecurityContext(),
+      securityContext: podSecurityContext(seccompProfile(i.settings.seccomp, spec.runtime)),
       containers: [sandboxContainer(i)],
       volumes: [
-        { name: 'workspace', emptyDir: { sizeLimit: formatSize(spec.limits.workspaceBytes) } },
-        { name: 'tmp', emptyDir: { sizeLimit: formatSize(spec.limits.tmpBytes) } },
+        memoryVolume('workspace', spec.limits.workspaceBytes),
+        memoryVolume('tmp', spec.limits.tmpBytes),
         ...(i.program.inputs ?? []).map((input) => input.volume),
       ],
     },

@@ -3,7 +3,7 @@
  */
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import type { ContainerStatus, Pod } from '../../kube/objects.js';
-import { parseExitReport, type ExitReport } from '../../runner/protocol.js';
+import { parseExitReport, parseRunnerFailure, type ExitReport } from '../../runner/protocol.js';
 
 /** Container waiting reasons that mean the image is not there. */
 export const IMAGE_MISSING = new Set([
@@ -22,6 +22,8 @@ export interface Terminated {
   finishedAt: string | undefined;
   /** The runner's exit report from the termination log, when it wrote one. */
   report: ExitReport | undefined;
+  /** The runner's own failure from the termination log (the program never ran), when it wrote one. */
+  failure: string | undefined;
 }
 
 export interface PodView {
@@ -82,6 +84,7 @@ function terminated(c: ContainerStatus | undefined): Terminated | undefined {
     startedAt: toTime(term.startedAt),
     finishedAt: toTime(term.finishedAt),
     report: terminationReport(term.message),
+    failure: term.message ? parseRunnerFailure(term.message) : undefined,
   };
 }
 

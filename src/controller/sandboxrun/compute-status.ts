@@ -6,6 +6,7 @@ import { classify, type RunFacts } from '../../api/outcome.js';
 import { isTerminal, type Phase, type Reason } from '../../api/run.js';
 import { ConditionType, setCondition, type ConditionInput } from '../../api/v1alpha1/conditions.js';
 import type { Condition, RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import { networkRefusal } from '../../runner/protocol.js';
 import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } from '../pod/observe-pod.js';
 
 /** What keeps the pod from being created or from starting. */
@@ -41,6 +42,20 @@ export interface StatusInput {
 
 /** The runner's own failure in --plain mode (it could not start the program), with no exit report. */
 export const RUNNER_FAILED_EXIT = 125;
+
+/** The Started condition's reason when the runner refused a sandbox that has a network. */
+export const NETWORK_NOT_ISOLATED = 'NetworkNotIsolated';
+
+/** What a refused run says: why, and what to configure. */
+export function notIsolatedMessage(iface: string): string {
+  return (
+    `egress is none, but the sandbox has the network interface ${iface} and this cluster is not declared to ` +
+    'enforce NetworkPolicy, so the run was refused before the program started. Where the network plugin ' +
+    "enforces NetworkPolicy, set networkPolicy.enforced: true in the chart's values " +
+    '(kubernetes.operator.networkPolicyEnforced); otherwise run in a RuntimeClass whose sandbox has no network ' +
+    '(e.g. gvisor, runsc --network=none)'
+  );
+}
 
 interface Outcome {
   phase: Phase;
@@ -177,6 +192,17 @@ function finished(i: StatusInput, pod: PodView): Outcome {
       message: `the pod was evicted: ${pod.message ?? 'no detail'}`,
     };
   }
+  const iface = t?.failure !== undefined && !t.report ? networkRefusal(t.failure) : undefined;
+  if (iface !== undefined) {
+    const message = notIsolatedMessage(iface);
+    return {
+      ...base,
+      phase: 'Failed',
+      reason: 'BackendError',
+      message,
+      started: notStarted(NETWORK_NOT_ISOLATED, message),
+    };
+  }
   const { phase, reason, message } = classify(podFacts(pod));
   return { ...base, phase, reason, message: message ?? 'the program exited with code 0' };
 }
@@ -186,6 +212,7 @@ function podFailure(pod: PodView): string | undefined {
   const t = pod.terminated;
   if (!t)
     return `the pod ended without running the program (${pod.reason ?? pod.phase}: ${pod.message ?? 'no detail'})`;
+  if (!t.report && t.failure !== undefined) return `the runner could not start the program: ${t.failure}`;
   if (!t.report && t.exitCode === RUNNER_FAILED_EXIT)
     return 'the runner could not start the program; see the pod log';
   return undefined;

@@ -21,6 +21,11 @@ export interface SandboxRunSettings {
   pod: PodSettings;
   output: OutputLimits;
   runSettings: RunSettings;
+  /**
+   * The cluster enforces NetworkPolicy (declared in the config). Otherwise the runner refuses a
+   * job with egress none in a sandbox that has any interface but lo: it fails closed.
+   */
+  networkPolicyEnforced: boolean;
 }
 
 const phaseOf = (run: SandboxRun): string => run.status?.phase ?? '';

@@ -1,7 +1,8 @@
 /**
  * evaluateRun(): the authoritative policy verdict on a SandboxRun (DESIGN.md §3): the spec is read
  * as the shared run request and given to the same evaluate() the Docker backend uses, and an
- * allowed run's job is encoded (it must fit its ConfigMap). Pure. The status's Admitted condition
+ * allowed run's job is encoded (it must fit its ConfigMap), with the runner's no-network check
+ * unless the cluster enforces NetworkPolicy. Pure. The status's Admitted condition
  * reports the verdict.
  */
 import { RunRequestSchema } from '../../api/run.js';
@@ -32,7 +33,12 @@ function denied(spec: SandboxRunSpec | undefined, what: string, violations: Viol
   return { allowed: false, spec, violations, message: `${what}: ${describeViolations(violations)}` };
 }
 
-export function evaluateRun(rawSpec: unknown, policy: Policy): RunVerdict {
+export interface ClusterFacts {
+  /** Declared in the config: the cluster enforces the run's deny-all NetworkPolicy. */
+  networkPolicyEnforced: boolean;
+}
+
+export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): RunVerdict {
   const parsed = SandboxRunSpecSchema.safeParse(rawSpec ?? {});
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;
@@ -51,9 +57,9 @@ export function evaluateRun(rawSpec: unknown, policy: Policy): RunVerdict {
     );
     return denied(spec, 'denied by policy', violations);
   }
-  // Pods keep their interface (eth0): egress none rests on the NetworkPolicy until the operator
-  // knows whether the cluster enforces it, so the runner's no-network check stays off here.
-  const job = encodeJob(evaluation.spec, { requireNoNetwork: false });
+  // Egress none fails closed: unless the cluster is declared to enforce the run's deny-all
+  // NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo.
+  const job = encodeJob(evaluation.spec, { requireNoNetwork: !cluster.networkPolicyEnforced });
   if (job.length > MAX_JOB_BYTES) {
     return denied(spec, 'denied by policy', [
       {

@@ -45,6 +45,7 @@ export interface ReconcileDeps extends ChildrenDeps, ReportDeps {
   overlay: StatusOverlay;
   policy: Policy;
   runSettings: RunSettings;
+  networkPolicyEnforced: boolean;
   now: () => Date;
   logger: Logger;
 }
@@ -96,7 +97,9 @@ export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<Re
 
 /** A run not finished yet: the verdict, the children, the status, the report. */
 async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
-  const verdict = evaluateRun(run.raw.spec, deps.policy);
+  const verdict = evaluateRun(run.raw.spec, deps.policy, {
+    networkPolicyEnforced: deps.networkPolicyEnforced,
+  });
   const observed = await observeChildren(deps, run, verdict);
   const status = computeStatus({
     generation: run.generation,

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
+import { generatedSeccompFiles } from '../../../src/policy/seccomp.js';
 import { CHART, find, helm, type K8sObject, render, ROOT } from './helm.js';
 
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
@@ -113,6 +114,8 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
       'ClusterRoleBinding/sandpit-operator',
       'ConfigMap/sandpit-gateway',
       'ConfigMap/sandpit-operator',
+      'ConfigMap/sandpit-seccomp',
+      'DaemonSet/sandpit-seccomp',
       'Deployment/sandpit-gateway',
       'Deployment/sandpit-operator',
       'NetworkPolicy/sandpit-gateway',
@@ -501,9 +504,53 @@ describe('charts/sandpit renders', { concurrency: true }, () => {
 
   test('components can be turned off: the operator alone, the gateway alone', async () => {
     const opOnly = await render({ values: { 'gateway.enabled': false } });
-    assert.ok(opOnly.every((d) => d.metadata.labels?.['app.kubernetes.io/component'] === 'operator'));
+    assert.ok(
+      opOnly.every((d) =>
+        ['operator', 'seccomp-installer'].includes(d.metadata.labels?.['app.kubernetes.io/component'] ?? ''),
+      ),
+    );
     const gwOnly = await render({ values: { 'operator.enabled': false } });
     assert.ok(gwOnly.length > 0);
     assert.ok(gwOnly.every((d) => d.metadata.labels?.['app.kubernetes.io/component'] === 'gateway'));
+  });
+
+  test("sandbox pods' seccomp profiles: the operator uses sandpit's localhost profiles, a DaemonSet installs exactly the generated files", async () => {
+    const docs = await render();
+    const op = loadPodConfig(docs, 'sandpit-operator').kubernetes.operator;
+    assert.equal(op.seccompProfile, 'Localhost');
+    assert.deepEqual(op.gvisorRuntimeClasses, ['gvisor']);
+    const profiles = find(docs, 'ConfigMap', 'sandpit-seccomp') as K8sObject & {
+      data: Record<string, string>;
+    };
+    const generated = generatedSeccompFiles();
+    assert.deepEqual(Object.keys(profiles.data).sort(), ['gvisor.json', 'runc.json']);
+    for (const f of generated) assert.equal(profiles.data[path.basename(f.path)], f.text, f.path);
+    const ds = find(docs, 'DaemonSet', 'sandpit-seccomp') as K8sObject & {
+      spec: { template: { spec: PodSpec } };
+    };
+    const pod = ds.spec.template.spec;
+    assert.equal(pod.automountServiceAccountToken, false);
+    const host = (pod.volumes ?? []).filter((v) => v.hostPath);
+    assert.deepEqual(
+      host.map((v) => v.hostPath),
+      [{ path: '/var/lib/kubelet/seccomp', type: 'DirectoryOrCreate' }],
+      'one host directory: the kubelet seccomp root',
+    );
+    assert.deepEqual(pod.containers[0]?.securityContext?.capabilities, { drop: ['ALL'] });
+    const off = await render({ values: { 'sandbox.seccomp.profile': 'RuntimeDefault' } });
+    assert.ok(!off.some((d) => d.kind === 'DaemonSet'), 'no installer for RuntimeDefault');
+    assert.equal(loadPodConfig(off, 'sandpit-operator').kubernetes.operator.seccompProfile, 'RuntimeDefault');
+  });
+
+  test('networkPolicy.enforced: unset leaves the operator setting unset (it warns); true and false reach it', async () => {
+    const unset = loadPodConfig(await render(), 'sandpit-operator').kubernetes.operator;
+    assert.equal(unset.networkPolicyEnforced, undefined);
+    for (const enforced of [true, false]) {
+      const docs = await render({ values: { 'networkPolicy.enforced': enforced } });
+      assert.equal(
+        loadPodConfig(docs, 'sandpit-operator').kubernetes.operator.networkPolicyEnforced,
+        enforced,
+      );
+    }
   });
 });

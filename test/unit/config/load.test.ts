@@ -306,6 +306,7 @@ describe('SANDPIT_* variables', () => {
       'kubernetes.gateway.pickupTimeoutSeconds',
       'kubernetes.gateway.ttlSecondsAfterFinished',
       'kubernetes.operator.cpuRequest',
+      'kubernetes.operator.gvisorRuntimeClasses',
       'kubernetes.operator.imagePullPolicy',
       'kubernetes.operator.leaderElection',
       'kubernetes.operator.leaseDurationSeconds',
@@ -313,6 +314,7 @@ describe('SANDPIT_* variables', () => {
       'kubernetes.operator.leaseNamespace',
       'kubernetes.operator.memoryRequest',
       'kubernetes.operator.namespaces',
+      'kubernetes.operator.networkPolicyEnforced',
       'kubernetes.operator.outputReadBytes',
       'kubernetes.operator.outputTailBytes',
       'kubernetes.operator.probeHost',
@@ -320,6 +322,7 @@ describe('SANDPIT_* variables', () => {
       'kubernetes.operator.renewDeadlineSeconds',
       'kubernetes.operator.resyncSeconds',
       'kubernetes.operator.retryPeriodSeconds',
+      'kubernetes.operator.seccompProfile',
       'kubernetes.operator.startGraceSeconds',
       'kubernetes.operator.ttlSecondsAfterFinished',
       'kubernetes.operator.watchTimeoutSeconds',
@@ -445,6 +448,9 @@ describe('SANDPIT_* variables', () => {
     'audit.flushIntervalMs': { text: '0', want: 0 },
     'audit.commandPreview': { text: 'off', want: false },
     'logging.level': { text: 'trace', want: 'trace' },
+    'kubernetes.operator.networkPolicyEnforced': { text: 'true', want: true },
+    'kubernetes.operator.seccompProfile': { text: 'RuntimeDefault', want: 'RuntimeDefault' },
+    'kubernetes.operator.gvisorRuntimeClasses': { text: 'gvisor,gvisor-kvm', want: ['gvisor', 'gvisor-kvm'] },
   };
 
   test('the table below covers every field', () => {

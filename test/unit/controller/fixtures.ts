@@ -18,6 +18,7 @@ export const SETTINGS: PodSettings = {
   cpuRequestMilli: 10,
   memoryRequestBytes: 32 * 1024 ** 2,
   startGraceSeconds: 15,
+  seccomp: { profile: 'Localhost', gvisorRuntimeClasses: ['gvisor'] },
 };
 
 export function effective(

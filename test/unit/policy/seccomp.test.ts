@@ -1,12 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import dockerDefault from '../../../src/policy/seccomp/docker-default-20.10.json' with { type: 'json' };
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   buildSeccompProfile,
   CLONE_NAMESPACE_FLAGS,
+  generatedSeccompFiles,
   IO_URING_SYSCALLS,
+  SECCOMP_PROFILE_FILES,
   type SeccompProfile,
 } from '../../../src/policy/seccomp.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
 
 const names = (p: SeccompProfile): string[] => p.syscalls.flatMap((r) => r.names);
 /** The rules that let clone(2) through without CAP_SYS_ADMIN on x86-64 (flags in argument 0). */
@@ -53,5 +59,24 @@ describe('buildSeccompProfile', () => {
     const a = buildSeccompProfile({ gvisor: false });
     a.syscalls.length = 0;
     assert.ok(buildSeccompProfile({ gvisor: false }).syscalls.length > 0);
+  });
+
+  test("the chart's profile files are the generated ones (npm run gen:crd), one per localhost profile", () => {
+    const files = generatedSeccompFiles();
+    assert.deepEqual(
+      files.map((f) => path.basename(f.path)).sort(),
+      Object.values(SECCOMP_PROFILE_FILES)
+        .map((p) => path.basename(p))
+        .sort(),
+    );
+    for (const f of files) {
+      assert.equal(
+        readFileSync(path.join(ROOT, f.path), 'utf8'),
+        f.text,
+        `${f.path} is out of date: npm run gen:crd`,
+      );
+      const parsed = JSON.parse(f.text) as SeccompProfile;
+      assert.deepEqual(parsed, buildSeccompProfile({ gvisor: f.path.endsWith('gvisor.json') }));
+    }
   });
 });

@@ -52,10 +52,30 @@ describe('buildRunPod: Pod Security Standards, restricted profile, field by fiel
     assert.deepEqual(c.securityContext?.capabilities, { drop: ['ALL'] });
   });
 
-  test('seccomp RuntimeDefault (pod and container), read-only root filesystem', () => {
-    assert.deepEqual(podSpec.securityContext?.seccompProfile, { type: 'RuntimeDefault' });
-    assert.deepEqual(c.securityContext?.seccompProfile, { type: 'RuntimeDefault' });
+  test("sandpit's own seccomp profile as a localhost profile (pod and container), read-only root filesystem", () => {
+    const runc = { type: 'Localhost', localhostProfile: 'sandpit/runc.json' };
+    assert.deepEqual(podSpec.securityContext?.seccompProfile, runc);
+    assert.deepEqual(c.securityContext?.seccompProfile, runc);
     assert.equal(c.securityContext?.readOnlyRootFilesystem, true);
+  });
+
+  test('a gVisor RuntimeClass takes the gVisor profile; RuntimeDefault when the config says so', () => {
+    const gvisor = buildRunPod(
+      RUN,
+      effective({ template: 'python', code: '', runtime: 'gvisor' }, ['gvisor']),
+      SETTINGS,
+    );
+    const want = { type: 'Localhost', localhostProfile: 'sandpit/gvisor.json' };
+    assert.deepEqual(gvisor.spec?.securityContext?.seccompProfile, want);
+    assert.deepEqual(gvisor.spec?.containers[0]?.securityContext?.seccompProfile, want);
+    const runtimeDefault = buildRunPod(RUN, spec, {
+      ...SETTINGS,
+      seccomp: { profile: 'RuntimeDefault', gvisorRuntimeClasses: ['gvisor'] },
+    });
+    assert.deepEqual(runtimeDefault.spec?.securityContext?.seccompProfile, { type: 'RuntimeDefault' });
+    assert.deepEqual(runtimeDefault.spec?.containers[0]?.securityContext?.seccompProfile, {
+      type: 'RuntimeDefault',
+    });
   });
 
   test('nothing else a restricted profile forbids: no sysctls, no SELinux or AppArmor overrides, no procMount', () => {
@@ -94,7 +114,9 @@ describe('buildRunPod: Pod Security Standards, restricted profile, field by fiel
     assert.deepEqual(tiny.spec!.containers[0]!.resources?.requests, { cpu: '5m', memory: '16Mi' });
   });
 
-  test('size-limited emptyDirs for the workspace and /tmp; the job mounted read-only from the ConfigMap', () => {
+  test('memory-backed, size-limited emptyDirs for the workspace and /tmp (nothing on the node disk); the job mounted read-only from the ConfigMap', () => {
+    assert.equal(podSpec.volumes?.find((v) => v.name === 'workspace')?.emptyDir?.medium, 'Memory');
+    assert.equal(podSpec.volumes?.find((v) => v.name === 'tmp')?.emptyDir?.medium, 'Memory');
     const vols = Object.fromEntries((podSpec.volumes ?? []).map((v) => [v.name, v]));
     assert.equal(vols.workspace?.emptyDir?.sizeLimit, '64Mi');
     assert.equal(vols.tmp?.emptyDir?.sizeLimit, '64Mi');

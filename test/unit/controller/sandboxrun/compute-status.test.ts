@@ -175,6 +175,38 @@ describe('computeStatus: the program’s outcome', () => {
   }
 });
 
+describe('computeStatus: the runner refused the job', () => {
+  const failure = (msg: string) => terminated(125, JSON.stringify({ failure: msg }));
+
+  test('a sandbox with a network (egress none, enforcement not declared): Failed, Started=False NetworkNotIsolated, the fix named', () => {
+    const p = failure(
+      'network interface eth0 exists although egress is none: this sandbox is not isolated from the network',
+    );
+    const s = computeStatus(input({ pod: p, now: at(4) }));
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'BackendError');
+    assert.equal(s.exitCode, 125);
+    assert.match(s.message ?? '', /network interface eth0/);
+    assert.match(s.message ?? '', /networkPolicy\.enforced: true/);
+    assert.match(s.message ?? '', /kubernetes\.operator\.networkPolicyEnforced/);
+    assert.equal(cond(s, 'Started')?.status, 'False');
+    assert.equal(cond(s, 'Started')?.reason, 'NetworkNotIsolated');
+    assert.equal(cond(s, 'Stalled')?.status, 'True');
+  });
+
+  test("any other refusal: BackendError with the runner's own words", () => {
+    const s = computeStatus(
+      input({ pod: failure('cannot enter /workspace: No such file or directory'), now: at(4) }),
+    );
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.reason, 'BackendError');
+    assert.equal(
+      s.message,
+      'the runner could not start the program: cannot enter /workspace: No such file or directory',
+    );
+  });
+});
+
 describe('computeStatus: before the program runs', () => {
   test('no pod yet: Pending, Started=False PodNotCreated, Admitted=True', () => {
     const s = computeStatus(input());
