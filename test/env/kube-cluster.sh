@@ -32,6 +32,10 @@ readonly CONTAINERD_CONFIG="$STATE_DIR/containerd.toml"
 readonly K8S_NAMESPACE="k8s.io"
 readonly RUNSC_WRAPPER="$STATE_DIR/runtime/runsc-cri"
 readonly RUNTIMECLASSES="$REPO_ROOT/deploy/runtimeclasses.yaml"
+# sandpit's seccomp profiles (generated from src/policy/seccomp.ts), as the chart's DaemonSet
+# installs them on a real node: <kubelet seccomp root>/sandpit/*.json, the pods' localhostProfile.
+readonly SECCOMP_PROFILES="$REPO_ROOT/charts/sandpit/files/seccomp"
+readonly SECCOMP_ROOT="$STATE_DIR/kubelet/seccomp"
 # CNI: loopback plus one interface that leads nowhere (see write_cni_config).
 readonly CNI_BIN_DIR=/usr/lib/cni
 readonly CNI_CONF_DIR="$STATE_DIR/cni/net.d"
@@ -462,6 +466,20 @@ prune_images() {
   done
 }
 
+# Copies the profiles into the kubelet's seccomp root (--seccomp-profile-root), each replaced in one
+# rename; only files that changed. `down` wipes the kubelet's state, so every `up` does this.
+install_seccomp_profiles() {
+  local f name dir="$SECCOMP_ROOT/sandpit"
+  mkdir -p "$dir"
+  for f in "$SECCOMP_PROFILES"/*.json; do
+    [ -f "$f" ] || die "no seccomp profiles in $SECCOMP_PROFILES (npm run gen:crd writes them)"
+    name=${f##*/}
+    cmp -s "$f" "$dir/$name" && continue
+    install -m 0644 "$f" "$dir/.$name.tmp" && mv -f "$dir/.$name.tmp" "$dir/$name"
+    log "installed seccomp profile sandpit/$name in $SECCOMP_ROOT"
+  done
+}
+
 # The RuntimeClasses of deploy/runtimeclasses.yaml (gvisor -> runsc, runc -> runc), applied as they are.
 ensure_runtimeclasses() {
   "$TOOLS_DIR/kubectl" --kubeconfig "$STATE_DIR/admin.kubeconfig" apply -f "$RUNTIMECLASSES" >/dev/null ||
@@ -554,7 +572,16 @@ write_configs() {
     write_kubeconfig "$name" "$user"
   done
   local tmp; tmp=$(mktemp "$STATE_DIR/.kubelet.XXXXXX")
-  cat >"$tmp" <<EOF
+  render_kubelet_config >"$tmp"
+  KUBELET_CONFIG_CHANGED=0
+  if cmp -s "$tmp" "$STATE_DIR/kubelet-config.yaml"; then rm -f "$tmp"; else
+    mv -f "$tmp" "$STATE_DIR/kubelet-config.yaml"
+    KUBELET_CONFIG_CHANGED=1
+  fi
+}
+
+render_kubelet_config() {
+  cat <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -570,6 +597,13 @@ maxPods: 110
 kubeAPIQPS: 50
 kubeAPIBurst: 100
 evictionHard: {}
+# The node settings charts/sandpit/README.md asks for: container logs rotated at a size (the runner
+# caps a run's output; this bounds everything else), and memory-backed emptyDirs (a sandbox's
+# workspace and /tmp) sized by their sizeLimit (alpha in v1.20, on by default from v1.22).
+containerLogMaxSize: 10Mi
+containerLogMaxFiles: 3
+featureGates:
+  SizeMemoryBackedVolumes: true
 # never garbage-collect images: the sandbox images are built locally and cannot be pulled back
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -584,7 +618,6 @@ authorization:
 clusterDomain: cluster.local
 serializeImagePulls: false
 EOF
-  if cmp -s "$tmp" "$STATE_DIR/kubelet-config.yaml"; then rm -f "$tmp"; else mv -f "$tmp" "$STATE_DIR/kubelet-config.yaml"; fi
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -798,6 +831,7 @@ cmd_up() {
   flock 9
   if cluster_fully_up; then
     sync_images
+    install_seccomp_profiles
     log "cluster already up and node Ready (checked in $((SECONDS - start)) s)"
     return 0
   fi
@@ -819,6 +853,11 @@ cmd_up() {
   ensure_component kube-apiserver 120
   ensure_component kube-controller-manager 60
   ensure_component kube-scheduler 60
+  install_seccomp_profiles
+  if [ "$KUBELET_CONFIG_CHANGED" = 1 ] && component_pid kubelet >/dev/null; then
+    log "the kubelet's configuration changed: restarting it (running pods keep running)"
+    stop_component kubelet
+  fi
   ensure_component kubelet 60
   ensure_runtimeclasses
   wait_node_ready 120
@@ -842,6 +881,7 @@ cluster_fully_up() {
     component_pid "$c" >/dev/null && component_healthy "$c" 2>/dev/null || return 1
   done
   render_containerd_config | cmp -s - "$CONTAINERD_CONFIG" || return 1
+  render_kubelet_config | cmp -s - "$STATE_DIR/kubelet-config.yaml" || return 1
   cmp -s "$SCRIPT_DIR/kube/runsc-cri.sh" "$RUNSC_WRAPPER" || return 1
   docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1 || return 1
   node_ready

@@ -11,11 +11,13 @@
 // gateway on loopback only.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { callTool, connectHttp, ensureBuilt, freePort, textOf } from '../../e2e/helpers.js';
+import { generatedSeccompFiles } from '../../../src/policy/seccomp.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
 import { type KubeCluster, kubeTest, runOk } from '../../support/kube/index.js';
 import { applyHelloSample } from './operator-harness.js';
@@ -24,7 +26,7 @@ const CHART = path.join(REPO_ROOT, 'charts/sandpit');
 const BUILD_APP = path.join(REPO_ROOT, 'images/build-app.sh');
 const INSTANCE_LABEL = 'app.kubernetes.io/instance';
 const NAMESPACED_KINDS =
-  'deployments,replicasets,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets';
+  'deployments,daemonsets,replicasets,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets';
 const CLUSTER_KINDS = 'clusterroles,clusterrolebindings';
 
 /**
@@ -79,6 +81,10 @@ describe('charts/sandpit on the real cluster', () => {
         'gateway.auth.token': token,
         // images are local to this cluster's engine: never ask a registry
         'sandbox.imagePullPolicy': 'Never',
+        // the profile installer writes into this cluster's kubelet seccomp root (--seccomp-profile-root)
+        'sandbox.seccomp.installer.hostPath': path.join(cluster.env.stateDir, 'kubelet', 'seccomp'),
+        // the test cluster's pod interface leads nowhere (see operator-process.ts)
+        'networkPolicy.enforced': true,
       };
       const setArgs = Object.entries(values).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
       const selector = `${INSTANCE_LABEL}=${release}`;
@@ -133,6 +139,23 @@ describe('charts/sandpit on the real cluster', () => {
           );
         }
         const operatorPod = byComponent('operator').metadata!.name!;
+        // The seccomp profile installer ran on the node: the kubelet's seccomp root holds the chart's files.
+        const installer = byComponent('seccomp-installer');
+        assert.ok(installer.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
+        assert.match(
+          await cluster.podLog(ns, installer.metadata!.name!),
+          /sandpit seccomp profiles installed/,
+        );
+        for (const f of generatedSeccompFiles()) {
+          const onNode = path.join(
+            cluster.env.stateDir,
+            'kubelet',
+            'seccomp',
+            'sandpit',
+            path.basename(f.path),
+          );
+          assert.equal(readFileSync(onNode, 'utf8'), f.text, onNode);
+        }
 
         // A SandboxRun applied with kubectl, reconciled by the operator pod.
         await applyHelloSample(cluster, ns, 90_000);

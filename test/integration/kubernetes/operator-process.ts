@@ -33,6 +33,11 @@ export function operatorConfig(c: OperatorConfig): Record<string, unknown> {
         renewDeadlineSeconds: 4,
         retryPeriodSeconds: 1,
         probePort: 0,
+        // Declared, as a cluster whose network plugin enforces NetworkPolicy would: the test
+        // cluster's pod interface leads nowhere (test/env/kube-cluster.sh, write_cni_config), which
+        // isolates a pod at least as well as its deny-all policy. Without the declaration the
+        // runner refuses every runc pod (it has eth0): operator-network.test.ts shows that.
+        networkPolicyEnforced: true,
         ...c.operator,
       },
     },
