@@ -171,6 +171,33 @@ function ended(i: StatusInput, phase: Phase, reason: Reason, message: string): O
   };
 }
 
+/** The interface the runner found when it refused the job for having a network (no report then). */
+function refusedInterface(pod: PodView): string | undefined {
+  const t = pod.terminated;
+  return t?.failure !== undefined && !t.report ? networkRefusal(t.failure) : undefined;
+}
+
+/** An end that the program's exit does not explain: an eviction, or the runner's refusal of the sandbox. */
+type OtherEnd = Pick<Outcome, 'phase' | 'reason' | 'message'> & Partial<Pick<Outcome, 'started'>>;
+
+function endedOtherwise(pod: PodView): OtherEnd | undefined {
+  if (pod.reason === 'Evicted')
+    return {
+      phase: 'Failed',
+      reason: 'Error',
+      message: `the pod was evicted: ${pod.message ?? 'no detail'}`,
+    };
+  const iface = refusedInterface(pod);
+  if (iface === undefined) return undefined;
+  const message = notIsolatedMessage(iface);
+  return {
+    phase: 'Failed',
+    reason: 'BackendError',
+    message,
+    started: notStarted(NETWORK_NOT_ISOLATED, message),
+  };
+}
+
 function finished(i: StatusInput, pod: PodView): Outcome {
   const t = pod.terminated;
   const exitCode = t?.report?.exitCode ?? t?.exitCode;
@@ -184,25 +211,8 @@ function finished(i: StatusInput, pod: PodView): Outcome {
       ? { status: 'True' as const, reason: 'ContainerStarted', message: `pod ${i.podName} started` }
       : notStarted('PodFailed', pod.message ?? 'the pod ended before the program started'),
   };
-  if (pod.reason === 'Evicted') {
-    return {
-      ...base,
-      phase: 'Failed',
-      reason: 'Error',
-      message: `the pod was evicted: ${pod.message ?? 'no detail'}`,
-    };
-  }
-  const iface = t?.failure !== undefined && !t.report ? networkRefusal(t.failure) : undefined;
-  if (iface !== undefined) {
-    const message = notIsolatedMessage(iface);
-    return {
-      ...base,
-      phase: 'Failed',
-      reason: 'BackendError',
-      message,
-      started: notStarted(NETWORK_NOT_ISOLATED, message),
-    };
-  }
+  const ended = endedOtherwise(pod);
+  if (ended) return { ...base, ...ended };
   const { phase, reason, message } = classify(podFacts(pod));
   return { ...base, phase, reason, message: message ?? 'the program exited with code 0' };
 }
