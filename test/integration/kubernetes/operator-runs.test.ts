@@ -299,7 +299,14 @@ describe('SandboxRun outcomes on the real cluster', { concurrency: true, timeout
     assert.equal(pod.spec?.dnsPolicy, 'None');
     assert.deepEqual(pod.spec?.dnsConfig?.nameservers, ['127.0.0.1']);
     assert.equal(pod.spec?.securityContext?.runAsNonRoot, true);
-    assert.equal(pod.spec?.securityContext?.seccompProfile?.type, 'RuntimeDefault');
+    assert.equal(pod.spec?.securityContext?.seccompProfile?.type, 'Localhost');
+    assert.equal(pod.spec?.securityContext?.seccompProfile?.localhostProfile, 'sandpit/runc.json');
+    assert.ok(
+      (pod.spec?.volumes ?? [])
+        .filter((v) => v.name === 'workspace' || v.name === 'tmp')
+        .every((v) => v.emptyDir?.medium === 'Memory'),
+      'the workspace and /tmp are memory-backed',
+    );
     assert.equal(c.securityContext?.readOnlyRootFilesystem, true);
     assert.equal(c.securityContext?.allowPrivilegeEscalation, false);
     assert.deepEqual(c.securityContext?.capabilities?.drop, ['ALL']);
