@@ -69,7 +69,13 @@ export const RunOutputSchema = z.object({
       'The last bytes the program wrote (stdout and stderr interleaved, as in the pod log); absent when it wrote nothing',
     ),
   truncated: z.boolean().describe('True when the tail is not the whole output'),
-  bytes: z.number().int().min(0).describe('Bytes of output counted (up to the operator read limit)'),
+  bytes: z
+    .number()
+    .int()
+    .min(0)
+    .describe(
+      "Bytes of output the program wrote: the runner's count, else what the operator read (up to its read limit)",
+    ),
 });
 export type RunOutput = z.infer<typeof RunOutputSchema>;
 

@@ -237,7 +237,8 @@ class RunSupervisor {
     }
     // The follow may end before the runtime has written the last of the log (containerd reports the
     // exit first). The operator's count shows that, unless it stopped counting at its read limit
-    // (a truncated output): then only a second read can tell.
+    // (a truncated output): then only a second read can tell. The count is the runner's: past the
+    // output limit the log holds only the head and the tail, as the capture keeps them.
     const counted = status.output?.bytes ?? 0;
     if ((counted > log.bytes || status.output?.truncated === true) && status.podName) {
       const complete = await this.readRest(status.podName, log.bytes);
@@ -248,7 +249,7 @@ class RunSupervisor {
         };
       }
     }
-    return { output: this.capture.finish() };
+    return { output: this.capture.finish(counted) };
   }
 
   /** Reads the log again and adds what the follow missed (everything after `seen` bytes). */

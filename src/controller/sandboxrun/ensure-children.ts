@@ -19,7 +19,7 @@ import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
 import { buildConfigMap } from './build-config-map.js';
 import { buildRunPod } from './build-run-pod.js';
 import type { Blocked } from './compute-status.js';
-import { readOutput, type OutputLimits } from './read-output.js';
+import { readOutput, withReportedBytes, type OutputLimits } from './read-output.js';
 import { runChildMeta, runPodSelector } from './run-ref.js';
 import { awaitsSandbox, missingHandler, sandboxFailureSelector } from './runtime-handler.js';
 
@@ -65,7 +65,8 @@ const notCachedYet = (kind: string, name: string): AppError =>
 export async function observeExisting(deps: ChildrenDeps, run: ObjectRef, pod: Pod): Promise<Observed> {
   const view = observePod(pod);
   if (isPodFinished(view)) {
-    const output = await readOutput(deps.kube, run.namespace, view.name, deps.output);
+    const read = await readOutput(deps.kube, run.namespace, view.name, deps.output);
+    const output = read && withReportedBytes(read, view.terminated?.report);
     return { ...NOTHING_OBSERVED, pod: view, output };
   }
   return { ...NOTHING_OBSERVED, pod: view, blocked: await sandboxProblem(deps.kube, run, pod) };

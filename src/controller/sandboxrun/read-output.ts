@@ -6,6 +6,7 @@
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../../kube/client.js';
+import type { ExitReport } from '../../runner/protocol.js';
 import { isNotFound } from '../../kube/errors.js';
 
 export interface OutputLimits {
@@ -44,6 +45,15 @@ export function toRunOutput(
   const truncated = capped || Buffer.byteLength(tailSource, 'utf8') > limits.tailBytes;
   // No output, no tail: an empty string is not written (some apiservers read "" in a custom resource as null).
   return { ...(tail ? { tail } : {}), truncated, bytes };
+}
+
+/**
+ * The output as the runner counted it: the runner forwards at most the run's output limit to the
+ * log (head, a note, tail), so its exit report is what says how much the program wrote. Pure.
+ */
+export function withReportedBytes(output: RunOutput, report: ExitReport | undefined): RunOutput {
+  const wrote = report ? report.stdoutBytes + report.stderrBytes : 0;
+  return wrote > output.bytes ? { ...output, bytes: wrote, truncated: true } : output;
 }
 
 /** Reads the finished pod's log; undefined when the pod is gone. */

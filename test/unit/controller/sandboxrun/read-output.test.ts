@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { terminationReport } from '../../../../src/controller/pod/observe-pod.js';
-import { lastBytes, printable, toRunOutput } from '../../../../src/controller/sandboxrun/read-output.js';
+import {
+  lastBytes,
+  printable,
+  toRunOutput,
+  withReportedBytes,
+} from '../../../../src/controller/sandboxrun/read-output.js';
 
 describe('the output tail', () => {
   test('lastBytes keeps the end and never splits a character', () => {
@@ -67,5 +72,26 @@ describe('no output', () => {
       truncated: false,
       bytes: 0,
     });
+  });
+});
+
+describe('withReportedBytes: the runner says how much the program wrote', () => {
+  const report = {
+    exitCode: 0,
+    signal: 0,
+    timedOut: false,
+    oomKilled: false,
+    stdoutBytes: 100_000,
+    stderrBytes: 5,
+    durationMs: 1,
+  };
+  test('past the output limit the log holds its head and tail: the count is the report’s, and truncated', () => {
+    const read = { tail: 'end\n', truncated: true, bytes: 4130 };
+    assert.deepEqual(withReportedBytes(read, report), { tail: 'end\n', truncated: true, bytes: 100_005 });
+  });
+  test('no report, or a log with all of it (and the runner’s own lines): what was read', () => {
+    const read = { tail: 'all\n', truncated: false, bytes: 4 };
+    assert.deepEqual(withReportedBytes(read, undefined), read);
+    assert.deepEqual(withReportedBytes(read, { ...report, stdoutBytes: 4, stderrBytes: 0 }), read);
   });
 });
