@@ -64,6 +64,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (!allowedHosts) logger.warn({ host }, 'server.allowedHosts is not set: the Host header is not checked');
 
   const { service, metrics } = await wireBackend(ctx, { defaultMetrics: true, tolerateEngineDown: true });
+  // The sessions an earlier run of this server left (same instance id) are its own again.
+  await service.sessions.adopt().catch((e: unknown) => {
+    ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'adopting earlier sessions failed');
+  });
   const version = packageVersion();
   const { maxSessions, maxSessionsPerPrincipal, sessionIdleSeconds, unusedSessionSeconds } = config.server;
   const mcp = createMcpHttp(

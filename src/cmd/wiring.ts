@@ -201,9 +201,15 @@ function defaultShape(template: string, policy: Policy): EffectiveSpec {
 }
 
 /** The limits both backends' services share: concurrency slots and the history of finished runs. */
-function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history'> {
+function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history' | 'sessions'> {
   return {
     slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
     history: { maxBytes: config.server.runHistoryBytes },
+    sessions: {
+      max: config.sessions.max,
+      maxPerPrincipal: config.sessions.maxPerPrincipal,
+      logExecs: config.sessions.logExecs,
+      logBytes: config.sessions.logBytes,
+    },
   };
 }

@@ -19,6 +19,13 @@ export function policyFromConfig(config: Config): Policy {
       requestBytes: s.maxRequestBytes,
       downloadBytes: s.maxDownloadBytes,
     },
+    sessions: {
+      ttlSeconds: config.sessions.ttlSeconds,
+      maxTtlSeconds: config.sessions.maxTtlSeconds,
+      idleTimeoutSeconds: config.sessions.idleTimeoutSeconds,
+      maxIdleTimeoutSeconds: config.sessions.maxIdleTimeoutSeconds,
+      maxExecs: config.sessions.maxExecs,
+    },
   });
 }
 
