@@ -3,7 +3,6 @@
  * expiry, logs, audit, MCP shapes): files in a map, an exec answers its argv on stdout. The real
  * sandboxes are the docker tier's.
  */
-import assert from 'node:assert/strict';
 import type { AuditRecord } from '../../src/api/audit.js';
 import { classify } from '../../src/api/outcome.js';
 import type { FileEntry, SessionReason } from '../../src/api/session.js';
@@ -71,38 +70,42 @@ export class MemorySandbox implements SessionSandbox {
     this.files.set(write.path, Buffer.concat(chunks));
     return this.entry(write.path);
   }
-  async readFile(read: { path: string; maxBytes: number }) {
-    const data = this.files.get(read.path) ?? Buffer.alloc(0);
-    return {
-      entry: this.entry(read.path),
-      data: (async function* () {
-        yield data.subarray(0, read.maxBytes);
-      })(),
-    };
+  readFile(read: { path: string; maxBytes: number }) {
+    const data = (this.files.get(read.path) ?? Buffer.alloc(0)).subarray(0, read.maxBytes);
+    return Promise.resolve({ entry: this.entry(read.path), data: chunks([data]) });
   }
-  async list() {
-    return [...this.files.keys()].map((p) => this.entry(p));
+  list() {
+    return Promise.resolve([...this.files.keys()].map((p) => this.entry(p)));
   }
-  async remove(remove: { path: string }) {
+  remove(remove: { path: string }) {
     this.files.delete(remove.path);
+    return Promise.resolve();
   }
-  async mkdir(mkdir: { path: string }): Promise<FileEntry> {
-    return { path: mkdir.path, type: 'directory', size: 0, mode: '0755', mtime: new Date(0).toISOString() };
+  mkdir(mkdir: { path: string }): Promise<FileEntry> {
+    return Promise.resolve({
+      path: mkdir.path,
+      type: 'directory',
+      size: 0,
+      mode: '0755',
+      mtime: new Date(0).toISOString(),
+    });
   }
-  async watch() {
-    return () => {};
+  watch() {
+    return Promise.resolve(() => {});
   }
-  async processes() {
-    return [];
+  processes() {
+    return Promise.resolve([]);
   }
-  async *artifacts() {
-    yield Buffer.from('tar');
+  artifacts(): AsyncIterable<Buffer> {
+    return chunks([Buffer.from('tar')]);
   }
-  async setTtl(ttlSeconds: number) {
+  setTtl(ttlSeconds: number) {
     this.ttl = ttlSeconds;
+    return Promise.resolve();
   }
-  async close(reason: SessionReason) {
+  close(reason: SessionReason) {
     this.closedWith ??= reason;
+    return Promise.resolve();
   }
   /** The container dies by itself. */
   die(end: SandboxEnd) {
@@ -121,9 +124,7 @@ export function memorySessions(
       await new Promise((r) => setImmediate(r));
       return s;
     },
-    async adoptSessions() {
-      return { adopted: [], lost: [] };
-    },
+    adoptSessions: () => Promise.resolve({ adopted: [], lost: [] }),
   };
   const backend: SandboxBackend = {
     name: 'docker',
@@ -142,7 +143,7 @@ export function memorySessions(
     flush: async () => {},
     close: async () => {},
     file: undefined,
-  } as unknown as AuditTrail;
+  };
   const metrics = createMetrics();
   const service = new SandpitService({
     backend,
@@ -154,4 +155,10 @@ export function memorySessions(
     sessions: options.caps,
   });
   return { service, sandboxes, records, metrics };
+}
+
+/** An async iterable over the given chunks. */
+async function* chunks(list: Buffer[]): AsyncIterable<Buffer> {
+  await Promise.resolve();
+  yield* list;
 }
