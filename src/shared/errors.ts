@@ -10,6 +10,7 @@ export const ErrorCodes = {
   FORBIDDEN: { http: 403, exit: 77, retryable: false },
   NOT_FOUND: { http: 404, exit: 66, retryable: false },
   TOO_LARGE: { http: 413, exit: 64, retryable: false },
+  UNSUPPORTED_MEDIA_TYPE: { http: 415, exit: 64, retryable: false },
   BUSY: { http: 429, exit: 75, retryable: true },
   CANCELLED: { http: 409, exit: 130, retryable: false },
   CONFIG_INVALID: { http: 500, exit: 78, retryable: false },
