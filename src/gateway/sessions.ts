@@ -425,12 +425,13 @@ export class SessionUseCases {
     return this.sandboxOf(record).watch(pathOf(path, 'path', true), onChange);
   }
 
-  /** One path, or the whole workspace, as a tar stream. */
+  /** One path, or the whole workspace, as a tar stream: TOO_LARGE past `sandbox.maxDownloadBytes`. */
   artifacts(sessionId: string, principal: Principal, path = ''): AsyncIterable<Buffer> {
     const record = this.findLive(sessionId, principal);
     const p = pathOf(path, 'path', true);
     this.touch(record);
-    return this.countedOut(record, this.sandboxOf(record).artifacts(p));
+    const maxBytes = this.deps.policy.ceilings.downloadBytes;
+    return this.countedOut(record, this.sandboxOf(record).artifacts({ path: p, maxBytes }));
   }
 
   /**
