@@ -40,6 +40,8 @@
  * While the job runs, the end of stdin means that its owner is gone: the runner kills the child
  * and exits, so an orphaned container stops by itself.
  *
+ * `--session`: the session mode, a long-lived runner serving many requests (session.c).
+ *
  * `--job FILE --plain`: read the job from FILE and pass the child's output on to our stdout and
  * stderr (Kubernetes pods, where the pod log is the output), each stream capped like a framed one:
  * its head live, then a line saying how much was left out, then its tail. Exit with the child's
@@ -121,6 +123,7 @@ static char *job;
 static size_t job_len;
 
 static void die_frame(const char *fmt, ...);
+int session_main(int argc, char **argv); /* session.c */
 
 static void write_all(int fd, const void *p, size_t n)
 {
@@ -841,13 +844,16 @@ static int report(struct run *r, long long oom_before)
 int main(int argc, char **argv)
 {
 	const char *job_file = NULL;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--session") == 0)
+			return session_main(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--plain") == 0)
 			plain = 1;
 		else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc)
 			job_file = argv[++i];
 		else {
-			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain]\n");
+			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain] | --session [--open-within SECONDS]\n");
 			return 2;
 		}
 	}
