@@ -17,6 +17,7 @@ export function policyFromConfig(config: Config): Policy {
       timeoutSeconds: s.timeoutSeconds,
       outputBytes: s.maxOutputBytes,
       requestBytes: s.maxRequestBytes,
+      downloadBytes: s.maxDownloadBytes,
     },
   });
 }

@@ -170,6 +170,14 @@ export const ConfigSchema = z
           .describe(
             "Memory for finished runs' results, so get_run answers after a run ends; a delivered result keeps 4 KiB per stream",
           ),
+        instanceId: z
+          .string()
+          .min(1)
+          .max(1024)
+          .optional()
+          .describe(
+            'Which gateway this is, for its sessions: one started again with the same id adopts them (default: its state directory)',
+          ),
       })
       .strict()
       .prefault({}),
@@ -195,6 +203,11 @@ export const ConfigSchema = z
         timeoutSeconds: int(1, 86_400).default(30),
         maxOutputBytes: size().default(1024 ** 2),
         maxRequestBytes: size().default(4 * 1024 ** 2),
+        maxDownloadBytes: size()
+          .default(64 * 1024 ** 2)
+          .describe(
+            'Largest file a session download returns (a sparse file may be far larger than the disk)',
+          ),
         disableNetwork: bool().default(true),
         runtime: RUNTIME.optional(),
         allowedRuntimes: list().optional(),
@@ -219,6 +232,7 @@ export const ConfigSchema = z
         maxStarting: int(1, 64).default(4),
         checkIntervalSeconds: int(1, 3600).default(10),
         prewarm: list().default([]),
+        prewarmSessions: list().default([]).describe('Templates whose session pools fill at start-up'),
       })
       .strict()
       .prefault({}),
