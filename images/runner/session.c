@@ -60,7 +60,7 @@
  * Lifetime: the TTL counts from the open, the idle time from the last request or exec exit and
  * not while an exec runs; when either ends, the runner kills every process, writes 'Z' and
  * exits (3 TTL, 4 idle): the container stops with no gateway at all. It exits 0 on 'Q', 5 when
- * stdin ends, 6 when never opened, 1 on an internal error.
+ * stdin ends, 6 when never opened, 7 on SIGTERM (docker stop), 1 on an internal error.
  */
 #include "session.h"
 
@@ -784,7 +784,7 @@ int session_main(int argc, char **argv)
 				stop |= si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
 			exec_on_sigchld();
 			if (stop)
-				end_session(EXIT_CLOSED, "Stopped");
+				end_session(EXIT_STOPPED, "Stopped");
 		}
 		if (pfds[2].revents)
 			on_stdin();

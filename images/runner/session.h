@@ -45,6 +45,7 @@ enum {
 	EXIT_IDLE = 4,
 	EXIT_STDIN_CLOSED = 5,
 	EXIT_NEVER_OPENED = 6,
+	EXIT_STOPPED = 7,
 };
 
 /* --- output: keyed records, queued and written one per write() (session.c) --- */

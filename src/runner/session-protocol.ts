@@ -315,4 +315,12 @@ export const EndSchema = z.object({ reason: z.enum(RUNNER_END_REASONS) });
 export type RunnerEndReason = (typeof RUNNER_END_REASONS)[number];
 
 /** The runner's exit statuses in session mode (what a stopped container's exit code says). */
-export const RUNNER_EXIT = { closed: 0, failed: 1, ttl: 3, idle: 4, stdinClosed: 5, neverOpened: 6 } as const;
+export const RUNNER_EXIT = {
+  closed: 0,
+  failed: 1,
+  ttl: 3,
+  idle: 4,
+  stdinClosed: 5,
+  neverOpened: 6,
+  stopped: 7,
+} as const;

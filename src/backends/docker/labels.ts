@@ -8,6 +8,13 @@ export const LABELS = {
   owner: 'sandpit.dev/owner',
   /** Epoch ms after which the container is garbage whoever owns it. */
   expires: 'sandpit.dev/expires-at',
+  /** `session` on containers whose runner serves a session (absent: a one-shot run). */
+  mode: 'sandpit.dev/mode',
+  session: 'sandpit.dev/session',
+  /** Who owns the session (a principal's name, never a token). */
+  principal: 'sandpit.dev/principal',
+  /** The gateway instance (`server.instanceId`) that adopts the session after a restart; absent: none does. */
+  instance: 'sandpit.dev/instance',
 } as const;
 
 export const MANAGED_BY = 'sandpit';
