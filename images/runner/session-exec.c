@@ -36,7 +36,8 @@ struct stream {
 	char id; /* 'O' or 'E' */
 	unsigned long long total;
 	size_t head_left;
-	struct ring tail;
+	struct ring tail;   /* what follows the head, up to the tail window: the report's tail */
+	struct ring recent; /* the last RETAINED_TAIL bytes of everything: what a new gateway gets */
 };
 
 struct exec {
@@ -49,6 +50,7 @@ struct exec {
 	int running;  /* the leader has not been reaped */
 	int draining; /* reaped: what is left in the pipes is being read */
 	int finished; /* reported; kept until acknowledged */
+	int resynced; /* running when a new gateway attached: it gets `recent` as the tail */
 	int status, timed_out, killed;
 	struct stream s[2];
 	int in_fd; /* streamed stdin: the pipe (or the pty master); -1 when none */
@@ -104,27 +106,8 @@ static void ring_push(struct ring *r, const char *p, size_t n)
 	r->start = (r->start + over) % r->cap;
 }
 
-/* Keeps only the last `keep` bytes, in a buffer of that size. */
-static void ring_shrink(struct ring *r, size_t keep)
+static void send_ring(struct exec *e, struct stream *s, struct ring *r)
 {
-	if (r->cap <= keep)
-		return;
-	size_t n = r->len < keep ? r->len : keep;
-	char *b = malloc(keep ? keep : 1);
-	if (!b)
-		return;
-	for (size_t i = 0; i < n; i++)
-		b[i] = r->buf[(r->start + r->len - n + i) % r->cap];
-	free(r->buf);
-	r->buf = b;
-	r->cap = keep;
-	r->len = n;
-	r->start = 0;
-}
-
-static void send_tail(struct exec *e, struct stream *s)
-{
-	struct ring *r = &s->tail;
 	char piece[REC_DATA];
 	piece[0] = s->id == 'O' ? 1 : 2;
 	for (size_t off = 0; off < r->len;) {
@@ -174,6 +157,7 @@ static void free_exec(struct exec *e)
 		if (e->s[i].fd >= 0)
 			close(e->s[i].fd);
 		free(e->s[i].tail.buf);
+		free(e->s[i].recent.buf);
 	}
 	if (e->in_fd >= 0 && e->in_fd != e->s[0].fd)
 		close(e->in_fd);
@@ -507,6 +491,8 @@ static void init_stream(struct stream *s, int fd, char id, struct spec *sp)
 	s->tail.buf = sp->tail ? malloc(sp->tail) : NULL;
 	if (sp->tail && !s->tail.buf)
 		s->tail.cap = 0;
+	s->recent.buf = malloc(RETAINED_TAIL);
+	s->recent.cap = s->recent.buf ? RETAINED_TAIL : 0;
 }
 
 void exec_start(uint32_t id, const char *body, size_t len)
@@ -599,6 +585,7 @@ void exec_start(uint32_t id, const char *body, size_t len)
 static void forward(struct exec *e, struct stream *s, const char *p, size_t n)
 {
 	s->total += n;
+	ring_push(&s->recent, p, n);
 	size_t live = n < s->head_left ? n : s->head_left;
 	if (live) {
 		send_data(s->id, e->id, p, live);
@@ -744,7 +731,9 @@ static void format_report(struct exec *e)
 	int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + sig;
 	long long after = oom_kills();
-	int oom = sig == SIGKILL && !e->timed_out && !e->killed && e->oom_before >= 0 && after > e->oom_before;
+	/* Killed by SIGKILL (or a shell saying its child was: 137) while the cgroup's OOM kills rose. */
+	int killed = sig == SIGKILL || code == 128 + SIGKILL;
+	int oom = killed && !e->timed_out && !e->killed && e->oom_before >= 0 && after > e->oom_before;
 	snprintf(e->report, sizeof e->report,
 		 "{\"exitCode\":%d,\"signal\":%d,\"timedOut\":%s,\"oomKilled\":%s,\"killed\":%s,\"stdoutBytes\":%llu,"
 		 "\"stderrBytes\":%llu,\"durationMs\":%lld}",
@@ -758,11 +747,12 @@ static void finish(struct exec *e)
 	e->finished = 1;
 	e->finished_at = now_ms();
 	format_report(e);
-	send_tail(e, &e->s[0]);
-	send_tail(e, &e->s[1]);
+	for (int i = 0; i < 2; i++) {
+		send_ring(e, &e->s[i], e->resynced ? &e->s[i].recent : &e->s[i].tail);
+		free(e->s[i].tail.buf);
+		e->s[i].tail = (struct ring){0};
+	}
 	send_msg('X', e->id, e->report, strlen(e->report));
-	for (int i = 0; i < 2; i++)
-		ring_shrink(&e->s[i].tail, RETAINED_TAIL);
 	if (e->in_fd >= 0)
 		close(e->in_fd);
 	if (e->s[0].fd == e->in_fd)
@@ -910,10 +900,14 @@ void exec_resend_retained(void)
 {
 	for (int i = 0; i < N_EXECS; i++) {
 		struct exec *e = &execs[i];
-		if (!e->used || !e->finished)
+		if (!e->used)
 			continue;
-		send_tail(e, &e->s[0]);
-		send_tail(e, &e->s[1]);
+		if (!e->finished) {
+			e->resynced = 1;
+			continue;
+		}
+		send_ring(e, &e->s[0], &e->s[0].recent);
+		send_ring(e, &e->s[1], &e->s[1].recent);
 		send_msg('X', e->id, e->report, strlen(e->report));
 	}
 }

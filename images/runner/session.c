@@ -41,8 +41,10 @@
  *   complete a request the last gateway left half-written (its trailer then fails), the marker
  *   ends the hunt. The runner aborts uploads, reads and watches (their owner is gone), keys
  *   everything from then on with the new key, answers 'Y' {nonce, opened, ageMs, ttlMs, idleMs,
- *   idleForMs, meta, execs: [...]} first, then re-sends the tail and exit report of every exec
- *   whose report was not acknowledged (up to MAX_RETAINED, RETAINED_TAIL bytes per stream).
+ *   idleForMs, meta, execs: [...]} first, then re-sends the output kept (the last RETAINED_TAIL
+ *   bytes of each stream, as 'T') and the exit report of every exec whose report was not
+ *   acknowledged (MAX_RETAINED at most, oldest dropped first). An exec still running then sends
+ *   the same kept output as its tail when it ends: what it wrote while no gateway was attached.
  *
  * Frames (stdout) after the open: key[16] u8 type u8 flags u32be id u16be len data, at most
  *   PIPE_BUF bytes, each in one write(), so that nothing else writing into the pipe can land

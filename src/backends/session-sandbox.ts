@@ -9,7 +9,12 @@ import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
 import { StreamCapture, type StreamName } from '../runner/capture.js';
 import { outputWindow } from '../runner/protocol.js';
 import type { ClientEnd, ExecHandle, SessionClient } from '../runner/session-client.js';
-import type { RecoveredExecInfo, SessionExit, WireEntry } from '../runner/session-protocol.js';
+import {
+  RETAINED_OUTPUT_BYTES,
+  type RecoveredExecInfo,
+  type SessionExit,
+  type WireEntry,
+} from '../runner/session-protocol.js';
 import { onAbort } from '../shared/abort.js';
 import { within } from '../shared/time.js';
 import type {
@@ -70,19 +75,26 @@ function runnerEnd(end: ClientEnd): SandboxEnd | undefined {
   return { reason: reasons[end.runnerReason] ?? 'RunnerGone', message: end.message };
 }
 
-/** Output of one exec: head live (capped), tail from the runner at the end, exact counts. */
+/**
+ * Output of one exec: head live (capped), tail from the runner at the end, exact counts. A
+ * recovered exec's head went to a gateway that is gone: what it has is the runner's kept output
+ * (the last RETAINED_OUTPUT_BYTES of each stream), as its tail.
+ */
 class ExecCapture {
   private readonly streams: Record<StreamName, StreamCapture>;
   private readonly tails: Record<StreamName, Buffer[]> = { stdout: [], stderr: [] };
   private readonly onOutput: ExecOptions['onOutput'];
+  private readonly recovered: boolean;
 
-  constructor(outputBytes: number, onOutput: ExecOptions['onOutput']) {
-    const window = outputWindow(outputBytes);
+  constructor(outputBytes: number, onOutput: ExecOptions['onOutput'], recovered = false) {
+    const window = recovered ? { headBytes: 0, tailBytes: RETAINED_OUTPUT_BYTES } : outputWindow(outputBytes);
     this.streams = { stdout: new StreamCapture(window), stderr: new StreamCapture(window) };
     this.onOutput = onOutput;
+    this.recovered = recovered;
   }
 
   output(stream: StreamName, data: Buffer): void {
+    if (this.recovered) return this.onOutput({ stream, data: Buffer.from(data) });
     const shown = this.streams[stream].add(data);
     if (shown.length > 0) this.onOutput({ stream, data: Buffer.from(shown) });
   }
@@ -160,7 +172,7 @@ export class RunnerSession implements SessionSandbox {
   /** The execs a resync reported, followed from now on (their output comes from the runner's buffer). */
   recover(execs: RecoveredExecInfo[], onOutput: ExecOptions['onOutput'] = () => {}): RecoveredExec[] {
     return execs.map((info) => {
-      const capture = new ExecCapture(this.spec.limits.outputBytes, onOutput);
+      const capture = new ExecCapture(this.spec.limits.outputBytes, onOutput, true);
       const handle = this.client.attach(info.id, capture, info.tty);
       const startedAt = Date.now() - info.startedAgoMs;
       const deadlineMs = Math.max(0, this.spec.limits.timeoutSeconds * 1000 - info.startedAgoMs);

@@ -32,8 +32,10 @@ export const MAX_REQUEST = 2 * 1024 * 1024 + 64 * 1024;
 export const CHUNK_BYTES = 1024 * 1024;
 /** Stdin bytes an exec may have in flight before the runner says it took them. */
 export const STDIN_WINDOW = 1024 * 1024;
+/** What the runner keeps of each stream of an exec whose report no gateway took (its RETAINED_TAIL). */
+export const RETAINED_OUTPUT_BYTES = 64 * 1024;
 /** Download bytes the runner may send ahead of what the reader took. */
-export const READ_WINDOW = 2 * 1024 * 1024;
+export const READ_WINDOW = 4 * 1024 * 1024;
 const TRAILER = Buffer.from('SPQE');
 const RESYNC_MARKER = Buffer.from('SANDPIT-RESYNC-1');
 const RESYNC_PAD = MAX_REQUEST + 64;
