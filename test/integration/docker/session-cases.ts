@@ -1,0 +1,313 @@
+/**
+ * The properties every session keeps, whatever the runtime (runc, runsc): one suite run once per
+ * runtime, through the backend's session port on the real engine. Each test fails if its property
+ * broke.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import type { SessionSandbox } from '../../../src/backends/sessions.js';
+import type { EffectiveSessionSpec } from '../../../src/policy/session.js';
+import { AppError } from '../../../src/shared/errors.js';
+import { makeBackend } from '../../support/docker.js';
+import {
+  eventually,
+  execSpec,
+  MiB,
+  readAll,
+  runExec,
+  sessionContainers,
+  sessionId,
+  sessionPolicy,
+  sessionSpec,
+} from '../../support/sessions.js';
+
+/** A rejection's AppError: its code and the fields its violations name. */
+async function refusal(p: Promise<unknown>): Promise<{ code: string; fields: string[]; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof AppError, `an AppError, not ${String(e)}`);
+    return { code: e.code, fields: e.violations.map((v) => v.field), message: e.message };
+  }
+  assert.fail('expected a refusal');
+}
+
+export function sessionCases(runtime?: 'runsc'): void {
+  describe(`sessions (${runtime ?? 'default runtime'})`, () => {
+    let backend: DockerBackend;
+    const policy = sessionPolicy(runtime ? { defaultRuntime: runtime, allowedRuntimes: [runtime] } : {});
+    const open: SessionSandbox[] = [];
+    const create = async (
+      request: Parameters<typeof sessionSpec>[0] = { template: 'python' },
+      p = policy,
+    ): Promise<{ sandbox: SessionSandbox; spec: EffectiveSessionSpec; id: string }> => {
+      const spec = sessionSpec(request, p);
+      const id = sessionId();
+      const sandbox = await backend.sessions.createSession(spec, { sessionId: id, principal: 'tester' });
+      open.push(sandbox);
+      return { sandbox, spec, id };
+    };
+    before(async () => {
+      backend = await makeBackend();
+    });
+    after(async () => {
+      await Promise.all(open.map((s) => s.close('Deleted')));
+      await backend.close();
+    });
+
+    test('three commands share files, env and the workspace; each reports its exit code', async () => {
+      const { sandbox, spec } = await create({
+        template: 'python',
+        env: [{ name: 'GREETING', value: 'hello' }],
+        secrets: [{ name: 'TOKEN', value: 's3cret' }],
+      });
+      const a = await runExec(sandbox, spec, {
+        shell: 'echo "$GREETING" > note.txt; mkdir -p data; echo 41 > data/n',
+      });
+      assert.equal(a.outcome.phase, 'Succeeded');
+      await sandbox.writeFile({
+        path: 'step.py',
+        data: Buffer.from('print(int(open("data/n").read()) + 1)\n'),
+      });
+      const b = await runExec(sandbox, spec, { command: ['python3', 'step.py'] });
+      assert.equal(b.stdout.text, '42\n');
+      const c = await runExec(sandbox, spec, { shell: 'cat note.txt; echo "$TOKEN"; pwd; id -u; exit 3' });
+      assert.equal(c.stdout.text, 'hello\ns3cret\n/workspace\n1000\n');
+      assert.equal(c.outcome.phase, 'Failed');
+      assert.equal(c.outcome.exitCode, 3);
+      const read = await sandbox.readFile({ path: 'note.txt', maxBytes: MiB });
+      assert.equal((await readAll(read.data)).toString(), 'hello\n');
+      assert.equal(read.entry.size, 6);
+    });
+
+    test('execs run at once, and a background exec reports later', async () => {
+      const { sandbox, spec } = await create();
+      const t0 = performance.now();
+      const runs = await Promise.all(
+        [1, 2, 3, 4].map((i) => runExec(sandbox, spec, { shell: `sleep 1.5; echo ${i}` })),
+      );
+      const wall = performance.now() - t0;
+      assert.deepEqual(
+        runs.map((r) => r.stdout.text),
+        ['1\n', '2\n', '3\n', '4\n'],
+      );
+      assert.ok(wall < 4 * 1500, `4 × 1.5 s took ${wall.toFixed(0)} ms: they did not run at once`);
+      const chunks: string[] = [];
+      const bg = sandbox.exec(
+        execSpec({ shell: 'echo started; sleep 1; echo finished', background: true }, spec, policy),
+        { execId: 'bg1', onOutput: (c) => chunks.push(c.data.toString()) },
+      );
+      assert.ok(
+        await eventually(async () => chunks.join('').includes('started'), 10_000),
+        'its output streams',
+      );
+      const quick = await runExec(sandbox, spec, { command: ['echo', 'meanwhile'] });
+      assert.equal(quick.stdout.text, 'meanwhile\n');
+      const r = await bg.result;
+      assert.equal(r.stdout.text, 'started\nfinished\n');
+      assert.equal(r.outcome.phase, 'Succeeded');
+      const killed = sandbox.exec(execSpec({ command: ['sleep', '30'], background: true }, spec, policy), {
+        execId: 'bg2',
+        onOutput: () => {},
+      });
+      setTimeout(() => killed.kill(), 300);
+      const k = await killed.result;
+      assert.equal(k.outcome.phase, 'Cancelled');
+    });
+
+    test("a deadline kills the exec's process group and nothing else; escapees live on, listed", async () => {
+      const { sandbox, spec } = await create();
+      const t0 = performance.now();
+      const r = await runExec(sandbox, spec, {
+        shell: 'sleep 60 & sleep 61 & setsid sleep 62 < /dev/null > /dev/null 2>&1 & echo up; wait',
+        timeoutSeconds: 2,
+      });
+      assert.equal(r.outcome.phase, 'TimedOut');
+      assert.equal(r.outcome.reason, 'DeadlineExceeded');
+      assert.equal(r.stdout.text, 'up\n');
+      assert.ok(performance.now() - t0 < 10_000);
+      const procs = await sandbox.processes();
+      const commands = procs.map((p) => p.command);
+      assert.ok(
+        commands.some((c) => c === 'sleep 62'),
+        `the setsid escapee lives: ${JSON.stringify(commands)}`,
+      );
+      assert.ok(!commands.some((c) => c === 'sleep 60' || c === 'sleep 61'), 'the group is dead');
+      const next = await runExec(sandbox, spec, { command: ['echo', 'still here'] });
+      assert.equal(next.stdout.text, 'still here\n');
+    });
+
+    test('output is capped like a run’s: head and tail, exact counts, binary detected', async () => {
+      const { sandbox, spec } = await create({ template: 'python', resources: {} });
+      const outputBytes = spec.limits.outputBytes;
+      const r = await runExec(sandbox, spec, {
+        command: [
+          'python3',
+          '-c',
+          `import sys; sys.stdout.write("a" * ${outputBytes} + "b" * ${outputBytes}); sys.stderr.write("e" * 10)`,
+        ],
+      });
+      assert.equal(r.stdout.bytes, 2 * outputBytes);
+      assert.equal(r.stdout.truncated, true);
+      assert.ok(r.stdout.text.startsWith('a'.repeat(outputBytes / 2)));
+      assert.ok(r.stdout.text.endsWith('b'.repeat(outputBytes / 2)));
+      assert.match(r.stdout.text, /\[… \d+ bytes truncated …\]/);
+      assert.equal(r.stderr.text, 'eeeeeeeeee');
+      const streamed = r.chunks.filter((c) => c.stream === 'stdout').reduce((n, c) => n + c.data.length, 0);
+      assert.equal(streamed, outputBytes / 2, 'only the head streams live');
+      const bin = await runExec(sandbox, spec, { command: ['head', '-c', '4096', '/dev/urandom'] });
+      assert.equal(bin.stdout.binary, true);
+      assert.equal(bin.stdout.bytes, 4096);
+      assert.match(bin.stdout.text, /binary output: 4096 bytes/);
+    });
+
+    test('paths stay in the workspace: .., absolute, symlinks that leave, FIFOs, devices, NUL and overlong names are refused, naming the field', async () => {
+      const { sandbox, spec } = await create({ template: 'bash' });
+      const made = await runExec(sandbox, spec, {
+        shell: [
+          'ln -s /etc/passwd passwd-link',
+          'ln -s / root-link',
+          'ln -s ../../etc up-link',
+          'ln -s /dev/zero zero-link',
+          'ln -s /tmp tmp-link',
+          'mkdir -p inside/dir && echo ok > inside/dir/f && ln -s inside/dir in-link && ln -s /workspace/inside abs-in',
+          'mkfifo fifo',
+        ].join(' && '),
+      });
+      assert.equal(made.outcome.phase, 'Succeeded', made.stderr.text);
+      const read = (path: string) => sandbox.readFile({ path, maxBytes: MiB }).then((r) => readAll(r.data));
+      for (const path of [
+        'passwd-link',
+        'root-link/etc/passwd',
+        'up-link/passwd',
+        'zero-link',
+        'tmp-link/x',
+        '../etc/passwd',
+        '/etc/passwd',
+        'fifo',
+        'a\0b',
+        `${'n'.repeat(256)}`,
+        `${'d/'.repeat(2100)}f`,
+      ]) {
+        const r = await refusal(read(path));
+        assert.ok(['INVALID_REQUEST', 'NOT_FOUND'].includes(r.code), `${path}: ${r.code} ${r.message}`);
+        assert.deepEqual(r.fields, ['path'], `${JSON.stringify(path.slice(0, 20))} names the field`);
+      }
+      for (const path of ['passwd-link', 'root-link/tmp/x', 'tmp-link/planted', 'fifo', 'up-link/x']) {
+        const r = await refusal(sandbox.writeFile({ path, data: Buffer.from('planted') }));
+        assert.deepEqual(r.fields, ['path'], `${path}: ${r.message}`);
+      }
+      const tmp = await runExec(sandbox, spec, {
+        shell: 'ls -A /tmp; cat /workspace/passwd-link | head -c 0',
+      });
+      assert.equal(tmp.stdout.text, '', 'nothing was planted outside the workspace');
+      for (const path of ['root-link', 'tmp-link', 'up-link']) {
+        const r = await refusal(sandbox.list({ path, recursive: true }));
+        assert.deepEqual(r.fields, ['path'], `${path}: ${r.message}`);
+      }
+      // Symlinks that stay inside are followed; a listing shows links as links, never their targets.
+      assert.equal((await read('in-link/f')).toString(), 'ok\n');
+      assert.equal((await read('abs-in/dir/f')).toString(), 'ok\n');
+      const listed = await sandbox.list({ path: '', recursive: true });
+      const types = Object.fromEntries(listed.map((e) => [e.path, e.type]));
+      assert.equal(types['passwd-link'], 'symlink');
+      assert.equal(types['root-link'], 'symlink');
+      assert.equal(types.fifo, 'other');
+      assert.ok(!listed.some((e) => e.path.startsWith('root-link/')), 'a listing never follows a link');
+      const cwd = await refusal(
+        Promise.resolve().then(() => runExec(sandbox, spec, { command: ['pwd'], cwd: 'root-link' })),
+      );
+      assert.deepEqual(cwd.fields, ['cwd']);
+      const rm = await refusal(sandbox.remove({ path: '', recursive: true }));
+      assert.deepEqual(rm.fields, ['path']);
+      await sandbox.remove({ path: 'root-link', recursive: false });
+      const still = await runExec(sandbox, spec, { shell: 'test -d /etc && echo etc-intact' });
+      assert.equal(still.stdout.text, 'etc-intact\n', 'removing a link removes the link');
+    });
+
+    test('a huge sparse file is refused for download; 50 MB streams up and back whole', async () => {
+      const big = sessionPolicy({
+        ...(runtime ? { defaultRuntime: runtime, allowedRuntimes: [runtime] } : {}),
+        ceilings: { workspaceBytes: 256 * MiB, downloadBytes: 64 * MiB },
+      });
+      const { sandbox, spec } = await create(
+        { template: 'bash', resources: { ephemeralStorage: '256Mi' } },
+        big,
+      );
+      const sparse = await runExec(
+        sandbox,
+        spec,
+        { shell: `truncate -s ${spec.limits.fileSizeBytes} sparse && du -k sparse` },
+        { policy: big },
+      );
+      assert.equal(sparse.outcome.phase, 'Succeeded', sparse.stderr.text);
+      const r = await refusal(sandbox.readFile({ path: 'sparse', maxBytes: big.ceilings.downloadBytes }));
+      assert.equal(r.code, 'TOO_LARGE');
+      assert.deepEqual(r.fields, ['path']);
+      assert.match(r.message, /256 ?MiB|268435456/);
+      const size = 50 * 1000 * 1000;
+      const hash = createHash('sha256');
+      async function* upload() {
+        for (let sent = 0; sent < size; sent += 1_000_000) {
+          const chunk = Buffer.alloc(1_000_000, sent / 1_000_000);
+          hash.update(chunk);
+          yield chunk;
+        }
+      }
+      const entry = await sandbox.writeFile({ path: 'up/fifty', data: upload() });
+      assert.equal(entry.size, size);
+      const inside = await runExec(
+        sandbox,
+        spec,
+        { shell: 'sha256sum up/fifty | cut -c1-64' },
+        { policy: big },
+      );
+      const digest = hash.digest('hex');
+      assert.equal(inside.stdout.text.trim(), digest);
+      const back = await sandbox.readFile({ path: 'up/fifty', maxBytes: big.ceilings.downloadBytes });
+      assert.equal(
+        createHash('sha256')
+          .update(await readAll(back.data))
+          .digest('hex'),
+        digest,
+      );
+    });
+
+    test('an upload that cannot fit is refused before a byte is written, and leaves nothing', async () => {
+      const { sandbox, spec } = await create({ template: 'bash' });
+      const r = await refusal(
+        sandbox.writeFile({ path: 'huge', data: Buffer.alloc(spec.limits.workspaceBytes + MiB) }),
+      );
+      assert.equal(r.code, 'TOO_LARGE');
+      async function* stream() {
+        for (let i = 0; i < spec.limits.workspaceBytes / MiB + 4; i++) yield Buffer.alloc(MiB, 1);
+      }
+      const s = await refusal(sandbox.writeFile({ path: 'streamed', data: stream() }));
+      assert.equal(s.code, 'TOO_LARGE');
+      assert.deepEqual(await sandbox.list({ path: '', recursive: true }), [], 'no partial file');
+    });
+
+    test('a new session starts clean: no file, process or env of an earlier one', async () => {
+      const first = await create({ template: 'bash', env: [{ name: 'FIRST', value: 'yes' }] });
+      await runExec(first.sandbox, first.spec, {
+        shell:
+          'echo left > /workspace/left; echo left > /tmp/left; setsid sleep 300 < /dev/null > /dev/null 2>&1 &',
+      });
+      await first.sandbox.close('Deleted');
+      assert.deepEqual(await sessionContainers(backend.docker, first.id), [], 'the closed session is gone');
+      const second = await create({ template: 'bash' });
+      const r = await runExec(second.sandbox, second.spec, {
+        shell:
+          'ls -A /workspace /tmp; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
+      });
+      assert.equal(
+        r.stdout.text,
+        '/tmp:\n\n/workspace:\n0\n0\n',
+        'no file, env or process of the first session',
+      );
+      assert.deepEqual(await second.sandbox.processes(), []);
+    });
+  });
+}
