@@ -82,7 +82,6 @@ function runnerEnd(end: ClientEnd): SandboxEnd | undefined {
  */
 class ExecCapture {
   private readonly streams: Record<StreamName, StreamCapture>;
-  private readonly tails: Record<StreamName, Buffer[]> = { stdout: [], stderr: [] };
   private readonly onOutput: ExecOptions['onOutput'];
   private readonly recovered: boolean;
 
@@ -100,12 +99,10 @@ class ExecCapture {
   }
 
   tail(stream: StreamName, data: Buffer): void {
-    this.tails[stream].push(Buffer.from(data));
+    this.streams[stream].addTail(data);
   }
 
   finish(report: SessionExit | undefined): Pick<ExecOutcome, 'stdout' | 'stderr'> {
-    for (const s of ['stdout', 'stderr'] as const)
-      if (this.tails[s].length) this.streams[s].setTail(Buffer.concat(this.tails[s]));
     return {
       stdout: this.streams.stdout.finish(report?.stdoutBytes),
       stderr: this.streams.stderr.finish(report?.stderrBytes),

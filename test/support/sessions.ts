@@ -85,7 +85,7 @@ export async function sessionContainers(docker: Docker, id: string): Promise<Doc
 
 /** Waits until `check` holds, polling; false when `ms` pass first. */
 export async function eventually(
-  check: () => Promise<boolean>,
+  check: () => boolean | Promise<boolean>,
   ms: number,
   intervalMs = 100,
 ): Promise<boolean> {

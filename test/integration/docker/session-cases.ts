@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
 import type { SessionSandbox } from '../../../src/backends/sessions.js';
@@ -99,10 +100,7 @@ export function sessionCases(runtime?: 'runsc'): void {
         execSpec({ shell: 'echo started; sleep 1; echo finished', background: true }, spec, policy),
         { execId: 'bg1', onOutput: (c) => chunks.push(c.data.toString()) },
       );
-      assert.ok(
-        await eventually(async () => chunks.join('').includes('started'), 10_000),
-        'its output streams',
-      );
+      assert.ok(await eventually(() => chunks.join('').includes('started'), 10_000), 'its output streams');
       const quick = await runExec(sandbox, spec, { command: ['echo', 'meanwhile'] });
       assert.equal(quick.stdout.text, 'meanwhile\n');
       const r = await bg.result;
@@ -249,14 +247,14 @@ export function sessionCases(runtime?: 'runsc'): void {
       assert.match(r.message, /256 ?MiB|268435456/);
       const size = 50 * 1000 * 1000;
       const hash = createHash('sha256');
-      async function* upload() {
+      function* upload(): Generator<Buffer> {
         for (let sent = 0; sent < size; sent += 1_000_000) {
           const chunk = Buffer.alloc(1_000_000, sent / 1_000_000);
           hash.update(chunk);
           yield chunk;
         }
       }
-      const entry = await sandbox.writeFile({ path: 'up/fifty', data: upload() });
+      const entry = await sandbox.writeFile({ path: 'up/fifty', data: Readable.from(upload()) });
       assert.equal(entry.size, size);
       const inside = await runExec(
         sandbox,
@@ -281,10 +279,10 @@ export function sessionCases(runtime?: 'runsc'): void {
         sandbox.writeFile({ path: 'huge', data: Buffer.alloc(spec.limits.workspaceBytes + MiB) }),
       );
       assert.equal(r.code, 'TOO_LARGE');
-      async function* stream() {
+      function* stream(): Generator<Buffer> {
         for (let i = 0; i < spec.limits.workspaceBytes / MiB + 4; i++) yield Buffer.alloc(MiB, 1);
       }
-      const s = await refusal(sandbox.writeFile({ path: 'streamed', data: stream() }));
+      const s = await refusal(sandbox.writeFile({ path: 'streamed', data: Readable.from(stream()) }));
       assert.equal(s.code, 'TOO_LARGE');
       assert.deepEqual(await sandbox.list({ path: '', recursive: true }), [], 'no partial file');
     });

@@ -34,7 +34,11 @@ export class WarmPool<T extends PoolMember = PoolMember> {
   private idle: Idle<T>[] = [];
   private claims: number[] = [];
 
-  constructor(key: string, shape: ContainerShape, options: { mode?: RunnerMode; pinned: boolean; now: number }) {
+  constructor(
+    key: string,
+    shape: ContainerShape,
+    options: { mode?: RunnerMode; pinned: boolean; now: number },
+  ) {
     this.key = key;
     this.shape = shape;
     this.mode = options.mode ?? 'run';

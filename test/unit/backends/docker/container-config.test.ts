@@ -211,7 +211,7 @@ describe('session mode', () => {
     );
 
   test('the runner serves a session, and exits unless one is opened within the given time', () => {
-    assert.deepEqual(session().Entrypoint, [RUNNER]);
+    assert.deepEqual(session().Entrypoint, [RUNNER_PATH]);
     assert.deepEqual(session().Cmd, ['--session', '--open-within', '60']);
   });
 
