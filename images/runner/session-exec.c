@@ -5,6 +5,7 @@
  * daemon's double fork) live on until the session ends.
  */
 #include "session.h"
+#include "program.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,11 +27,6 @@
 #define MAX_EXEC_ENV 1024
 #define ARGV_PREVIEW 2048
 
-struct ring {
-	char *buf;
-	size_t cap, len, start; /* the last `cap` bytes, circular */
-};
-
 struct stream {
 	int fd;
 	char id; /* 'O' or 'E' */
@@ -46,7 +42,9 @@ struct exec {
 	char name[129];
 	char *argv_json;
 	int background, tty;
-	pid_t pid;
+	pid_t pid;    /* what the runner waits for: the leader, or its init under gVisor */
+	pid_t group;  /* the leader's pid (and process group) as the runner sees it */
+	int status_fd; /* under gVisor: where the init reports the leader's wait status; else -1 */
 	int running;  /* the leader has not been reaped */
 	int draining; /* reaped: what is left in the pipes is being read */
 	int finished; /* reported; kept until acknowledged */
@@ -63,48 +61,6 @@ struct exec {
 
 static struct exec execs[MAX_EXECS_CAP + MAX_RETAINED];
 #define N_EXECS ((int)(sizeof execs / sizeof *execs))
-
-/* --- helpers shared in spirit with the one-shot mode (sandpit-runner.c) --- */
-
-/* The memory cgroup's OOM-kill counter (cgroup v1 or v2), or -1 when unreadable. */
-static long long oom_kills(void)
-{
-	static const char *files[] = {"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"};
-	for (size_t i = 0; i < 2; i++) {
-		FILE *f = fopen(files[i], "re");
-		if (!f)
-			continue;
-		char k[64];
-		long long v;
-		while (fscanf(f, "%63s %lld", k, &v) == 2) {
-			if (strcmp(k, "oom_kill") == 0) {
-				fclose(f);
-				return v;
-			}
-		}
-		fclose(f);
-	}
-	return -1;
-}
-
-static void ring_push(struct ring *r, const char *p, size_t n)
-{
-	if (r->cap == 0 || n == 0)
-		return;
-	if (n >= r->cap) {
-		memcpy(r->buf, p + n - r->cap, r->cap);
-		r->start = 0;
-		r->len = r->cap;
-		return;
-	}
-	size_t end = (r->start + r->len) % r->cap;
-	size_t first = n < r->cap - end ? n : r->cap - end;
-	memcpy(r->buf + end, p, first);
-	memcpy(r->buf, p + first, n - first);
-	size_t over = r->len + n > r->cap ? r->len + n - r->cap : 0;
-	r->len = r->len + n - over;
-	r->start = (r->start + over) % r->cap;
-}
 
 static void send_ring(struct exec *e, struct stream *s, struct ring *r)
 {
@@ -146,7 +102,7 @@ static int count_running(void)
 int exec_is_group(pid_t pgid)
 {
 	for (int i = 0; i < N_EXECS; i++)
-		if (execs[i].used && (execs[i].running || execs[i].draining) && execs[i].pid == pgid)
+		if (execs[i].used && (execs[i].running || execs[i].draining) && execs[i].group == pgid)
 			return 1;
 	return 0;
 }
@@ -161,6 +117,8 @@ static void free_exec(struct exec *e)
 	}
 	if (e->in_fd >= 0 && e->in_fd != e->s[0].fd)
 		close(e->in_fd);
+	if (e->status_fd >= 0)
+		close(e->status_fd);
 	free(e->in_buf);
 	free(e->argv_json);
 	memset(e, 0, sizeof *e);
@@ -368,8 +326,8 @@ static void child(struct spec *sp, char **envp, int cwd_fd, int in_fd, int out_f
 	} else {
 		setpgid(0, 0);
 	}
-	struct rlimit core = {0, 0};
-	setrlimit(RLIMIT_CORE, &core);
+	if (program_limits(session_file_size, session_open_files) != 0)
+		_exit(126);
 	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (adj >= 0) {
 		if (write(adj, "1000", 4) < 0) {
@@ -384,6 +342,95 @@ static void child(struct spec *sp, char **envp, int cwd_fd, int in_fd, int out_f
 	execvpe(sp->argv[0], sp->argv, envp);
 	dprintf(2, "sandpit-runner: cannot run %s: %s\n", sp->argv[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* What the exec's process is started with. */
+struct launch {
+	struct spec *sp;
+	char **envp;
+	int cwd_fd, stdio[3];
+	const char *pts;
+	int go_fd; /* isolated: the program waits for this pipe's end before it starts */
+	pid_t group; /* out: the leader's pid as the runner sees it */
+};
+
+static void run_isolated(void *arg)
+{
+	struct launch *l = arg;
+	char c;
+	while (read(l->go_fd, &c, 1) < 0 && errno == EINTR) {
+	}
+	close(l->go_fd);
+	child(l->sp, l->envp, l->cwd_fd, l->stdio[0], l->stdio[1], l->stdio[2], l->pts);
+}
+
+/* pid's parent, from /proc/pid/stat; -1 when it is gone. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], stat[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, stat, sizeof stat - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	stat[n] = 0;
+	char *rp = strrchr(stat, ')');
+	char state;
+	int ppid;
+	return rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+/* The one child of an isolated exec's init: its program, still waiting to start, so nothing else yet. */
+static pid_t child_of(pid_t init)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	pid_t found = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && !found) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (!*end && pid > 0 && parent_of((pid_t)pid) == init)
+			found = (pid_t)pid;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Starts the exec's process. Under gVisor it runs below its own init (program.h); the runner
+ * learns its pid before it starts, so that its deadline can kill its group, and only its group.
+ */
+static struct spawned launch(struct launch *l, char *why, size_t why_len)
+{
+	if (!under_gvisor()) {
+		pid_t pid = fork();
+		if (pid == 0)
+			child(l->sp, l->envp, l->cwd_fd, l->stdio[0], l->stdio[1], l->stdio[2], l->pts);
+		l->group = pid;
+		return (struct spawned){pid, -1};
+	}
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) != 0)
+		return (struct spawned){-1, -1};
+	l->go_fd = go[0];
+	struct spawned s = spawn_isolated(run_isolated, l, session_scrub, 1, why, why_len);
+	close(go[0]);
+	if (s.pid > 0)
+		l->group = child_of(s.pid);
+	close(go[1]);
+	if (s.pid > 0 && l->group <= 0) {
+		snprintf(why, why_len, "cannot find the exec's process below its init");
+		kill(s.pid, SIGKILL);
+		waitpid(s.pid, NULL, 0);
+		close(s.status_fd);
+		return (struct spawned){-1, -1};
+	}
+	return s;
 }
 
 static char *argv_json(struct spec *sp)
@@ -525,9 +572,10 @@ void exec_start(uint32_t id, const char *body, size_t len)
 	}
 	long long oom_before = oom_kills();
 	sp.argv[sp.argc] = NULL;
-	pid_t pid = fork();
-	if (pid == 0)
-		child(&sp, envp, cwd_fd, fds[0], fds[1], fds[2], sp.tty ? pts : NULL);
+	struct launch l = {&sp, envp, cwd_fd, {fds[0], fds[1], fds[2]}, sp.tty ? pts : NULL, -1, 0};
+	char why[256] = "";
+	struct spawned s = launch(&l, why, sizeof why);
+	pid_t pid = s.pid;
 	int fork_err = errno;
 	close(cwd_fd);
 	for (int i = 0; i < 3; i++)
@@ -537,17 +585,22 @@ void exec_start(uint32_t id, const char *body, size_t len)
 		free(envp[i]); /* the exec's own copies come first; the rest are borrowed */
 	free(envp);
 	if (pid < 0) {
-		send_error(id, "BUSY", NULL, "cannot start a process: %s (the pids limit?)", strerror(fork_err));
+		if (why[0])
+			send_error(id, "INTERNAL", NULL, "%s", why);
+		else
+			send_error(id, "BUSY", NULL, "cannot start a process: %s (the pids limit?)", strerror(fork_err));
 		for (int i = 3; i < 6; i++)
 			if (fds[i] >= 0 && (i != 4 || fds[4] != fds[3]))
 				close(fds[i]);
 		return free_spec(&sp);
 	}
-	if (!sp.tty)
+	if (!sp.tty && s.status_fd < 0)
 		setpgid(pid, pid);
 	memset(e, 0, sizeof *e);
 	e->used = 1;
 	e->id = id;
+	e->group = l.group;
+	e->status_fd = s.status_fd;
 	memcpy(e->name, sp.name ? sp.name : "", sp.name_len);
 	e->argv_json = argv_json(&sp);
 	e->background = sp.background;
@@ -576,7 +629,7 @@ void exec_start(uint32_t id, const char *body, size_t len)
 	}
 	free_spec(&sp);
 	struct jbuf b = {0};
-	jb_fmt(&b, "{\"pid\":%d}", (int)pid);
+	jb_fmt(&b, "{\"pid\":%d}", (int)e->group);
 	send_json('B', id, &b);
 }
 
@@ -703,8 +756,8 @@ void exec_resize(uint32_t id, const char *body, size_t len)
 
 static void kill_group(struct exec *e)
 {
-	kill(-e->pid, SIGKILL);
-	kill(e->pid, SIGKILL); /* in case it has not made its group yet */
+	kill(-e->group, SIGKILL);
+	kill(e->group, SIGKILL); /* in case it has not made its group yet */
 }
 
 void exec_kill(uint32_t id)
@@ -781,6 +834,20 @@ void exec_pump(void)
 			drain(&execs[i]);
 }
 
+/* The leader exited: its group goes too (leftovers would hold the pipes open), then its output is drained. */
+static void leader_ended(struct exec *e, int status)
+{
+	e->running = 0;
+	e->draining = 1;
+	e->status = status;
+	kill(-e->group, SIGKILL);
+	if (e->status_fd >= 0) {
+		close(e->status_fd);
+		e->status_fd = -1;
+	}
+	drain(e);
+}
+
 void exec_on_sigchld(void)
 {
 	int st;
@@ -789,11 +856,7 @@ void exec_on_sigchld(void)
 		for (int i = 0; i < N_EXECS; i++) {
 			struct exec *e = &execs[i];
 			if (e->used && e->running && e->pid == p) {
-				e->running = 0;
-				e->draining = 1;
-				e->status = st;
-				kill(-e->pid, SIGKILL);
-				drain(e);
+				leader_ended(e, program_status((struct spawned){e->pid, e->status_fd}, st));
 				break;
 			}
 		}
@@ -804,7 +867,7 @@ int exec_pollfds(struct pollfd *pfds, int max, void **owners)
 {
 	int n = 0;
 	int room = !outq_full();
-	for (int i = 0; i < N_EXECS && n + 3 <= max; i++) {
+	for (int i = 0; i < N_EXECS && n + 4 <= max; i++) {
 		struct exec *e = &execs[i];
 		if (!e->used || !e->running)
 			continue;
@@ -824,6 +887,10 @@ int exec_pollfds(struct pollfd *pfds, int max, void **owners)
 			pfds[n] = (struct pollfd){e->in_fd, POLLOUT, 0};
 			owners[n++] = e;
 		}
+		if (e->status_fd >= 0) {
+			pfds[n] = (struct pollfd){e->status_fd, POLLIN, 0};
+			owners[n++] = e;
+		}
 	}
 	return n;
 }
@@ -833,6 +900,17 @@ void exec_on_poll(void *owner, int fd, short revents)
 	struct exec *e = owner;
 	if (!e->used || !e->running)
 		return;
+	if (fd == e->status_fd) {
+		uint32_t word;
+		ssize_t r = read(fd, &word, sizeof word);
+		if (r == (ssize_t)sizeof word)
+			return leader_ended(e, (int)word);
+		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+			close(e->status_fd); /* its init died: its own exit, reaped, is the status */
+			e->status_fd = -1;
+		}
+		return;
+	}
 	if ((revents & (POLLOUT | POLLERR)) && fd == e->in_fd)
 		write_stdin(e);
 	for (int k = 0; k < 2; k++)
@@ -886,7 +964,7 @@ void exec_describe(struct jbuf *b)
 			continue;
 		jb_fmt(b, "%s{\"id\":%u,\"name\":", first ? "" : ",", e->id);
 		jb_str(b, e->name, strlen(e->name));
-		jb_fmt(b, ",\"pid\":%d,\"running\":%s,\"background\":%s,\"tty\":%s,\"startedAgoMs\":%lld,\"argv\":", (int)e->pid,
+		jb_fmt(b, ",\"pid\":%d,\"running\":%s,\"background\":%s,\"tty\":%s,\"startedAgoMs\":%lld,\"argv\":", (int)e->group,
 		       e->finished ? "false" : "true", e->background ? "true" : "false", e->tty ? "true" : "false",
 		       now - e->started);
 		jb_lit(b, e->argv_json ? e->argv_json : "[]");
@@ -937,6 +1015,7 @@ void processes_reply(uint32_t id)
 	int n = 0;
 	struct dirent *de;
 	pid_t self = getpid();
+	int isolated = under_gvisor();
 	while ((de = readdir(d)) && n < 1024) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
@@ -954,6 +1033,8 @@ void processes_reply(uint32_t id)
 		/* Outside a container (tests) only our own orphans; inside, every process but ours. */
 		if (state == 'Z' || state == 'X' || exec_is_group(pgid) || (self != 1 && ppid != self))
 			continue;
+		if (isolated && ppid == self)
+			continue; /* an exec's init, ours */
 		snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
 		int len = read_small(path, cmd, sizeof cmd);
 		if (len < 0)

@@ -17,6 +17,7 @@
  *   'S' open      k key[16] (required)  T u64 TTL ms (from now)  I u64 idle ms  x u32 max execs
  *                 e NAME=VALUE (each exec's environment)  w workspace directory (absolute)
  *                 m metadata (opaque, at most 256 KiB; resync hands it back)
+ *                 l u64 largest file u32 open files: each exec's RLIMIT_FSIZE and RLIMIT_NOFILE
  *   'X' exec      a argv element (repeatable)  e NAME=VALUE  c cwd (workspace-relative)
  *                 t u32 deadline ms  o u32 head u32 tail: output bytes per stream
  *                 i stdin bytes | s (stdin streamed with 'D'/'Z')  y u16 cols u16 rows (a tty)
@@ -75,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -89,6 +91,8 @@ int n_session_env;
 int max_execs = 16;
 int ws_fd = -1;
 char ws_path[4096] = "/workspace";
+unsigned long long session_file_size;
+unsigned session_open_files;
 
 static unsigned char key[KEY_LEN];
 static int opened;
@@ -365,6 +369,27 @@ void send_error(uint32_t id, const char *code, const char *field, const char *fm
 	send_json('F', id, &b);
 }
 
+/* Wipes whole pages cheaply: the middle is dropped (it reads back as zeros), the edges zeroed. */
+static void wipe(char *p, size_t n)
+{
+	if (!p || !n)
+		return;
+	uintptr_t page = 4096, a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+	if (b > a && madvise((void *)a, b - a, MADV_DONTNEED) == 0) {
+		explicit_bzero(p, a - (uintptr_t)p);
+		explicit_bzero((void *)b, (uintptr_t)p + n - b);
+		return;
+	}
+	explicit_bzero(p, n);
+}
+
+void session_scrub(void)
+{
+	explicit_bzero(key, sizeof key);
+	wipe(in.buf, INBUF_CAP);
+	wipe(outq.buf, outq.cap);
+}
+
 /* --- the session --- */
 
 static void end_session(int code, const char *reason)
@@ -465,6 +490,12 @@ static void do_open(uint32_t id, const char *body, size_t len)
 				fatal("out of memory");
 			memcpy(meta, r.p, r.len);
 			meta_len = r.len;
+			break;
+		case 'l':
+			if (r.len != 12)
+				return send_error(id, "INVALID_REQUEST", "limits", "bad limits record");
+			session_file_size = be64((const unsigned char *)r.p);
+			session_open_files = be32((const unsigned char *)r.p + 8);
 			break;
 		case 'k':
 			break;

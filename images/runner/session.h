@@ -88,6 +88,10 @@ extern char **session_env; /* NAME=VALUE, NULL-terminated */
 extern int n_session_env;
 extern int max_execs;
 extern int ws_fd; /* O_PATH of the workspace */
+extern unsigned long long session_file_size; /* each exec's RLIMIT_FSIZE (0: as it is) */
+extern unsigned session_open_files;          /* each exec's RLIMIT_NOFILE (0: as it is) */
+/* Wipes the channel key from this copy of the runner's memory (an isolated exec's init). */
+void session_scrub(void);
 extern char ws_path[4096];
 
 /* --- execs (session-exec.c) --- */

@@ -61,6 +61,9 @@ export interface OpenParams {
   workdir: string;
   /** Opaque to the runner; a resync hands it back (what a restarted gateway adopts by). */
   meta: string;
+  /** Each exec's RLIMIT_FSIZE and RLIMIT_NOFILE (a pod has no ulimits of its own). */
+  fileSizeBytes: number;
+  openFiles: number;
 }
 
 export interface ExecParams {
@@ -489,6 +492,7 @@ export class SessionClient {
       field.u32('x', p.maxExecs),
       field.bytes('w', p.workdir),
       field.bytes('m', p.meta),
+      field.u64u32('l', p.fileSizeBytes, p.openFiles),
       ...p.env.map((e) => field.bytes('e', `${e.name}=${e.value}`)),
     ];
     return this.request('S', fields, OpenedSchema).promise.then((r) => r.version);

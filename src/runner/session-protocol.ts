@@ -86,6 +86,7 @@ export const field = {
   ],
   u32: (tag: string, n: number): Field => [tag, u32(n)],
   u64: (tag: string, n: number): Field => [tag, u64(n)],
+  u64u32: (tag: string, a: number, b: number): Field => [tag, Buffer.concat([u64(a), u32(b)])],
   flag: (tag: string): Field => [tag, Buffer.alloc(0)],
   u16pair: (tag: string, a: number, b: number): Field => {
     const d = Buffer.alloc(4);

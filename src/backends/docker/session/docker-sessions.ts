@@ -186,6 +186,8 @@ export class DockerSessions implements SessionBackend {
         env: [...spec.env, ...spec.secrets],
         workdir: spec.workdir,
         meta: JSON.stringify({ v: 1, ...meta, spec } satisfies SessionMeta),
+        fileSizeBytes: spec.limits.fileSizeBytes,
+        openFiles: spec.limits.openFiles,
       }),
       OPEN_TIMEOUT_MS,
       "the session's runner did not answer its open request",
