@@ -350,7 +350,7 @@ struct launch {
 	char **envp;
 	int cwd_fd, stdio[3];
 	const char *pts;
-	int go_fd; /* isolated: the program waits for this pipe's end before it starts */
+	int go_fd, go_w; /* isolated: the program waits for this pipe's end before it starts */
 	pid_t group; /* out: the leader's pid as the runner sees it */
 };
 
@@ -358,6 +358,7 @@ static void run_isolated(void *arg)
 {
 	struct launch *l = arg;
 	char c;
+	close(l->go_w);
 	while (read(l->go_fd, &c, 1) < 0 && errno == EINTR) {
 	}
 	close(l->go_fd);
@@ -418,6 +419,7 @@ static struct spawned launch(struct launch *l, char *why, size_t why_len)
 	if (pipe2(go, O_CLOEXEC) != 0)
 		return (struct spawned){-1, -1};
 	l->go_fd = go[0];
+	l->go_w = go[1];
 	struct spawned s = spawn_isolated(run_isolated, l, session_scrub, 1, why, why_len);
 	close(go[0]);
 	if (s.pid > 0)
@@ -572,7 +574,7 @@ void exec_start(uint32_t id, const char *body, size_t len)
 	}
 	long long oom_before = oom_kills();
 	sp.argv[sp.argc] = NULL;
-	struct launch l = {&sp, envp, cwd_fd, {fds[0], fds[1], fds[2]}, sp.tty ? pts : NULL, -1, 0};
+	struct launch l = {&sp, envp, cwd_fd, {fds[0], fds[1], fds[2]}, sp.tty ? pts : NULL, -1, -1, 0};
 	char why[256] = "";
 	struct spawned s = launch(&l, why, sizeof why);
 	pid_t pid = s.pid;

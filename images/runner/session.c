@@ -38,10 +38,12 @@
  *   'N' watch     p path -> 'A', then 'w' {path, kind} per change   'V' unwatch watch id
  *   'P' processes -> 'A' {processes: [{pid, pgid, command}]}: those that outlived their exec
  *   'J' lifetime  T u64 TTL ms (from open)  I u64 idle ms   'H' ping   'Q' close (exit 0)
- * Resync (not a request): zeros[RESYNC_PAD] "SANDPIT-RESYNC-1" nonce[16] key[16]. The zeros
- *   complete a request the last gateway left half-written (its trailer then fails), the marker
- *   ends the hunt. The runner aborts uploads, reads and watches (their owner is gone), keys
- *   everything from then on with the new key, answers 'Y' {nonce, opened, ageMs, ttlMs, idleMs,
+ * Resync (not a request): zeros[RESYNC_PAD] "SANDPIT-RESYNC-1" nonce[16]. The zeros complete a
+ *   request the last gateway left half-written (its trailer then fails), the marker ends the hunt.
+ *   The key stays the open's: a new gateway has it from where the first one kept it (the Docker
+ *   backend: a container label), because under gVisor an exec can read the runner's stdin, so no
+ *   key may travel there once an exec exists; a resync an exec forges only disturbs its own
+ *   session. The runner aborts uploads, reads and watches (their owner is gone), answers 'Y' {nonce, opened, ageMs, ttlMs, idleMs,
  *   idleForMs, meta, execs: [...]} first, then re-sends the output kept (the last RETAINED_TAIL
  *   bytes of each stream, as 'T') and the exit report of every exec whose report was not
  *   acknowledged (MAX_RETAINED at most, oldest dropped first). An exec still running then sends
@@ -56,9 +58,12 @@
  *   {path, type, size, mode, mtimeMs}  'd' file data  'l' [entries]  'w' {path, kind}
  *   'Y' resync  'Z' the session ends {reason} (id 0)
  *
- * The exit reports do not rest on the program being unable to reach the runner's descriptors
- * (under gVisor it can open /proc/1/fd): it can write into the stdout pipe, but without the key
- * its bytes are skipped; it can write into the stdin pipe, which only disturbs its own session.
+ * The exit reports do not rest on the program being unable to reach the runner's descriptors:
+ * under runc it cannot (the runner is not dumpable, and PID 1), but under gVisor it can open
+ * /proc/1/fd. There each exec runs below its own init in its own user and PID namespaces
+ * (program.c), so it cannot signal or trace the runner; it can still write into the stdout pipe,
+ * but without the key its bytes are skipped, and read or write the stdin pipe, which only
+ * disturbs its own session: the key never travels there after the open, before any exec.
  *
  * Lifetime: the TTL counts from the open, the idle time from the last request or exec exit and
  * not while an exec runs; when either ends, the runner kills every process, writes 'Z' and
@@ -254,18 +259,10 @@ static int flush_outq(void)
 	return 0;
 }
 
-/* After a resync: every queued record carries the new key; a half-written head record stays as it is. */
-static void rekey_outq(size_t *insert_at)
+/* Where a message can go before everything queued: after the head record if it is half-written. */
+static size_t queue_front(void)
 {
-	size_t off = 0;
-	if (outq.partial > 0 && outq.len > 0)
-		off = record_size(outq.buf + outq.start);
-	*insert_at = off;
-	while (off < outq.len) {
-		char *rec = outq.buf + outq.start + off;
-		memcpy(rec, key, KEY_LEN);
-		off += record_size(rec);
-	}
+	return outq.partial > 0 && outq.len > 0 ? record_size(outq.buf + outq.start) : 0;
 }
 
 /* --- JSON text --- */
@@ -541,13 +538,11 @@ static void hex(char *out, const unsigned char *p, size_t n)
 		sprintf(out + 2 * i, "%02x", p[i]);
 }
 
-static void do_resync(const unsigned char *nonce, const unsigned char *new_key)
+static void do_resync(const unsigned char *nonce)
 {
-	memcpy(key, new_key, KEY_LEN);
 	file_abort_transfers();
 	watch_clear();
-	size_t insert_at;
-	rekey_outq(&insert_at);
+	size_t insert_at = queue_front();
 	char nonce_hex[2 * KEY_LEN + 1];
 	hex(nonce_hex, nonce, KEY_LEN);
 	long long now = now_ms();
@@ -659,13 +654,13 @@ static void process_input(void)
 				break;
 			}
 			size_t at = (size_t)(m - in.buf);
-			if (in.len - at < mlen + 2 * KEY_LEN) {
+			if (in.len - at < mlen + KEY_LEN) {
 				off = at;
 				break;
 			}
 			in.hunting = 0;
-			do_resync((unsigned char *)in.buf + at + mlen, (unsigned char *)in.buf + at + mlen + KEY_LEN);
-			off = at + mlen + 2 * KEY_LEN;
+			do_resync((unsigned char *)in.buf + at + mlen);
+			off = at + mlen + KEY_LEN;
 			continue;
 		}
 		if (in.len - off < 9)

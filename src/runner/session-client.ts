@@ -499,7 +499,7 @@ export class SessionClient {
   }
 
   /**
-   * Re-attaches to a runner another gateway opened: the resync sequence (with this client's key),
+   * Re-attaches to a runner another gateway opened: the resync sequence (the key stays the one the open gave the runner),
    * then the runner's account of itself. Request ids go on above those of the execs it knows.
    */
   async resync(): Promise<ResyncInfo> {
@@ -507,7 +507,7 @@ export class SessionClient {
     const answered = new Promise<ResyncInfo>(
       (resolve) => (this.resyncWaiter = { nonce: nonce.toString('hex'), resolve }),
     );
-    await this.writer.write(encodeResync(nonce, this.key));
+    await this.writer.write(encodeResync(nonce));
     const gone = this.ended.then((e) => Promise.reject(new Error(e.message)));
     const info = await Promise.race([answered, gone]);
     this.resyncWaiter = undefined;

@@ -124,8 +124,8 @@ export function encodeRequest(type: RequestType, id: number, body: Buffer | read
  * half-written (whose trailer then fails, so the runner discards it and hunts), the marker, a
  * nonce to know the answer by, and the key for everything the runner sends from then on.
  */
-export function encodeResync(nonce: Buffer, key: Buffer): Buffer {
-  return Buffer.concat([Buffer.alloc(RESYNC_PAD), RESYNC_MARKER, nonce, key]);
+export function encodeResync(nonce: Buffer): Buffer {
+  return Buffer.concat([Buffer.alloc(RESYNC_PAD), RESYNC_MARKER, nonce]);
 }
 
 export interface SessionRecord {

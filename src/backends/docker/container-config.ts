@@ -47,6 +47,8 @@ export interface SessionLabels {
   instance?: string | undefined;
   /** The runner exits if no session is opened within this time (an unclaimed pool container). */
   openWithinSeconds: number;
+  /** The runner's channel key (LABELS.channelKey). */
+  key: Buffer;
 }
 
 type Limits = Pick<
@@ -127,6 +129,7 @@ export function buildContainerConfig(
 function sessionLabels(s: SessionLabels): Record<string, string> {
   return {
     [LABELS.mode]: 'session',
+    [LABELS.channelKey]: s.key.toString('hex'),
     ...(s.sessionId ? { [LABELS.session]: s.sessionId } : {}),
     ...(s.principal ? { [LABELS.principal]: s.principal } : {}),
     ...(s.instance ? { [LABELS.instance]: s.instance } : {}),

@@ -13,6 +13,7 @@ import { pollUntil, withTimeout } from '../../../shared/time.js';
 import { AttachedRunner } from '../attached-runner.js';
 import { buildContainerConfig, type ContainerShape, type RunnerMode } from '../container-config.js';
 import { SessionContainer } from '../session/session-container.js';
+import { newKey } from '../../../runner/session-protocol.js';
 import type { PoolOptions } from './pool-options.js';
 import { poolKey, shapeOf } from './pool-key.js';
 import { WarmPool, type PoolMember } from './warm-pool.js';
@@ -157,7 +158,7 @@ export class PoolManager {
       ...common,
       mode: 'session',
       // Unclaimed past its idle life, the runner exits by itself.
-      session: { instance: this.deps.instance, openWithinSeconds: maxIdleSeconds + 60 },
+      session: { instance: this.deps.instance, openWithinSeconds: maxIdleSeconds + 60, key: newKey() },
     });
   }
 

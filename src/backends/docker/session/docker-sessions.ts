@@ -145,6 +145,7 @@ export class DockerSessions implements SessionBackend {
         principal: options.principal,
         instance: this.deps.instanceId,
         openWithinSeconds: COLD_OPEN_WITHIN_SECONDS,
+        key: newKey(),
       },
     });
   }
@@ -177,7 +178,7 @@ export class DockerSessions implements SessionBackend {
         'BACKEND_ERROR',
         container.diagnosis('the session container stopped before it was ready'),
       );
-    const client = container.connect(newKey());
+    const client = container.connect();
     await withTimeout(
       client.open({
         ttlMs: spec.ttlSeconds * 1000,
@@ -245,8 +246,8 @@ export class DockerSessions implements SessionBackend {
     }
     let container: SessionContainer | undefined;
     try {
-      container = await SessionContainer.adopt(this.deps.docker, c.Id);
-      const client = container.connect(newKey());
+      container = await SessionContainer.adopt(this.deps.docker, c);
+      const client = container.connect();
       const info = await withTimeout(
         client.resync(),
         RESYNC_TIMEOUT_MS,

@@ -5,12 +5,13 @@
  */
 import type Docker from 'dockerode';
 import { SessionClient } from '../../../runner/session-client.js';
-import { MIN_SESSION_PROTOCOL_VERSION } from '../../../runner/session-protocol.js';
+import { KEY_BYTES, MIN_SESSION_PROTOCOL_VERSION } from '../../../runner/session-protocol.js';
 import { AppError } from '../../../shared/errors.js';
 import { within } from '../../../shared/time.js';
 import type { SandboxEnd } from '../../sessions.js';
 import type { SessionHost } from '../../session-sandbox.js';
 import { AttachedContainer } from '../attached-container.js';
+import { LABELS } from '../labels.js';
 import { sessionEnd } from './session-end.js';
 
 /** The ready frame: 'R', u32be length 4, u32be version. */
@@ -21,6 +22,8 @@ const EXIT_WAIT_MS = 3000;
 export class SessionContainer implements SessionHost {
   private readonly attached: AttachedContainer;
   private readonly image: string;
+  /** The runner's channel key, from the container's label. */
+  private readonly key: Buffer;
   private head: Buffer[] = [];
   private headBytes = 0;
   /** Leading bytes that are the ready frame: none when adopted (the runner sent it long ago). */
@@ -29,9 +32,20 @@ export class SessionContainer implements SessionHost {
   private readyResolve!: (version: number | undefined) => void;
   private readonly version = new Promise<number | undefined>((r) => (this.readyResolve = r));
 
-  private constructor(attached: AttachedContainer, image: string) {
+  private constructor(
+    attached: AttachedContainer,
+    image: string,
+    labels: Record<string, string> | undefined,
+  ) {
     this.attached = attached;
     this.image = image;
+    const key = Buffer.from(labels?.[LABELS.channelKey] ?? '', 'hex');
+    if (key.length !== KEY_BYTES)
+      throw new AppError(
+        'BACKEND_ERROR',
+        `session container ${attached.container.id} has no channel key label`,
+      );
+    this.key = key;
     void attached.ended.then(() => {
       this.readyResolve(undefined);
       this.client?.transportClosed('the container stopped');
@@ -42,16 +56,16 @@ export class SessionContainer implements SessionHost {
   static async start(docker: Docker, config: Docker.ContainerCreateOptions): Promise<SessionContainer> {
     const early = new EarlyBytes();
     const attached = await AttachedContainer.start(docker, config, early.sink);
-    const self = new SessionContainer(attached, config.Image ?? '?');
+    const self = new SessionContainer(attached, config.Image ?? '?', config.Labels);
     early.hand((b) => self.onStdout(b));
     return self;
   }
 
   /** Attaches to a running session container another gateway made: no ready frame comes, a resync must. */
-  static async adopt(docker: Docker, id: string): Promise<SessionContainer> {
+  static async adopt(docker: Docker, found: Docker.ContainerInfo): Promise<SessionContainer> {
     const early = new EarlyBytes();
-    const attached = await AttachedContainer.attachTo(docker.getContainer(id), early.sink);
-    const self = new SessionContainer(attached, '?');
+    const attached = await AttachedContainer.attachTo(docker.getContainer(found.Id), early.sink);
+    const self = new SessionContainer(attached, found.Image, found.Labels);
     self.readyBytes = 0;
     self.readyResolve(MIN_SESSION_PROTOCOL_VERSION);
     early.hand((b) => self.onStdout(b));
@@ -108,8 +122,8 @@ export class SessionContainer implements SessionHost {
   }
 
   /** The client of this container's runner, whose records start with `key`. */
-  connect(key: Buffer): SessionClient {
-    const client = new SessionClient({ write: (data) => this.attached.write(data) }, key);
+  connect(): SessionClient {
+    const client = new SessionClient({ write: (data) => this.attached.write(data) }, this.key);
     const rest = Buffer.concat(this.head).subarray(this.readyBytes);
     this.head = [];
     this.client = client;

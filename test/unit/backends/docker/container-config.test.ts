@@ -14,6 +14,7 @@ import { RUNNER_PATH } from '../../../../src/runner/protocol.js';
 import { poolKey } from '../../../../src/backends/docker/pool/pool-key.js';
 
 const MiB = 1024 ** 2;
+const KEY = Buffer.alloc(16, 0xab);
 
 const shape: ContainerShape = {
   image: 'sandpit/python:3.11',
@@ -205,7 +206,13 @@ describe('session mode', () => {
         runId: undefined,
         expiresAt: undefined,
         mode: 'session',
-        session: { sessionId: 's1', principal: 'ci', instance: '/srv/sandpit', openWithinSeconds: 60 },
+        session: {
+          sessionId: 's1',
+          principal: 'ci',
+          instance: '/srv/sandpit',
+          openWithinSeconds: 60,
+          key: KEY,
+        },
         ...o,
       },
     );
@@ -223,7 +230,7 @@ describe('session mode', () => {
     assert.equal(build().StdinOnce, true, 'runs keep StdinOnce');
   });
 
-  test('labels: mode, session, principal and instance (kind session), no expiry', () => {
+  test('labels: mode, session, principal, instance and the channel key (kind session), no expiry', () => {
     assert.deepEqual(session().Labels, {
       'sandpit.dev/managed-by': 'sandpit',
       'sandpit.dev/kind': 'session',
@@ -233,8 +240,9 @@ describe('session mode', () => {
       'sandpit.dev/session': 's1',
       'sandpit.dev/principal': 'ci',
       'sandpit.dev/instance': '/srv/sandpit',
+      'sandpit.dev/channel-key': KEY.toString('hex'),
     });
-    const ephemeral = session({ session: { openWithinSeconds: 60 } }).Labels!;
+    const ephemeral = session({ session: { openWithinSeconds: 60, key: KEY } }).Labels!;
     assert.equal(ephemeral['sandpit.dev/instance'], undefined, 'no instance: nobody adopts it');
   });
 
