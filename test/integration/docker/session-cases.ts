@@ -198,9 +198,10 @@ export function sessionCases(runtime?: 'runsc'): void {
         assert.deepEqual(r.fields, ['path'], `${path}: ${r.message}`);
       }
       const tmp = await runExec(sandbox, spec, {
-        shell: 'ls -A /tmp; cat /workspace/passwd-link | head -c 0',
+        // find, not ls: Debian's runsc (20221219) answers statx with EINVAL.
+        shell: 'find /tmp -mindepth 1; echo "exit $?"',
       });
-      assert.equal(tmp.stdout.text, '', 'nothing was planted outside the workspace');
+      assert.equal(tmp.stdout.text, 'exit 0\n', 'nothing was planted outside the workspace');
       for (const path of ['root-link', 'tmp-link', 'up-link']) {
         const r = await refusal(sandbox.list({ path, recursive: true }));
         assert.deepEqual(r.fields, ['path'], `${path}: ${r.message}`);
@@ -298,11 +299,11 @@ export function sessionCases(runtime?: 'runsc'): void {
       const second = await create({ template: 'bash' });
       const r = await runExec(second.sandbox, second.spec, {
         shell:
-          'ls -A /workspace /tmp; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
+          'find /workspace /tmp -mindepth 1; echo "find $?"; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
       });
       assert.equal(
         r.stdout.text,
-        '/tmp:\n\n/workspace:\n0\n0\n',
+        'find 0\n0\n0\n',
         'no file, env or process of the first session',
       );
       assert.deepEqual(await second.sandbox.processes(), []);
