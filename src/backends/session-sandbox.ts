@@ -16,6 +16,7 @@ import {
   type WireEntry,
 } from '../runner/session-protocol.js';
 import { onAbort } from '../shared/abort.js';
+import { artifactTar } from './artifacts.js';
 import { within } from '../shared/time.js';
 import type {
   ExecExecution,
@@ -205,6 +206,10 @@ export class RunnerSession implements SessionSandbox {
 
   async mkdir(mkdir: { path: string }): Promise<FileEntry> {
     return toFileEntry(await this.client.mkdir(mkdir.path));
+  }
+
+  artifacts(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer> {
+    return artifactTar(this, artifacts);
   }
 
   watch(path: string, onChange: (change: FileChange) => void): Promise<() => void> {

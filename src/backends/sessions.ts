@@ -130,6 +130,11 @@ export interface SessionSandbox {
   list(list: { path: string; recursive: boolean }): Promise<FileEntry[]>;
   remove(remove: { path: string; recursive: boolean }): Promise<void>;
   mkdir(mkdir: { path: string }): Promise<FileEntry>;
+  /**
+   * One path ('' : the whole workspace) as a tar stream of its files and directories; TOO_LARGE
+   * (field path) before any byte when they hold more than maxBytes.
+   */
+  artifacts(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer>;
   /** Calls `onChange` when a file under `path` changes; the returned function stops it. */
   watch(path: string, onChange: (change: FileChange) => void): Promise<() => void>;
   /** Processes that outlived their exec (setsid, double fork), alive until the session ends. */

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { extract } from 'tar-stream';
 import { after, before, describe, test } from 'node:test';
 import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
 import type { SessionSandbox } from '../../../src/backends/sessions.js';
@@ -33,6 +34,34 @@ async function refusal(p: Promise<unknown>): Promise<{ code: string; fields: str
     return { code: e.code, fields: e.violations.map((v) => v.field), message: e.message };
   }
   assert.fail('expected a refusal');
+}
+
+interface TarEntry {
+  name: string;
+  type: string;
+  mode: number;
+  data: string;
+}
+
+/** The entries of a tar stream, read with tar-stream, sorted by name. */
+async function untar(stream: AsyncIterable<Buffer>): Promise<TarEntry[]> {
+  const out: TarEntry[] = [];
+  const extractor = extract();
+  const reading = (async () => {
+    for await (const entry of extractor) {
+      const data = await readAll(entry as AsyncIterable<Buffer>);
+      out.push({
+        name: entry.header.name,
+        type: entry.header.type ?? '?',
+        mode: entry.header.mode ?? 0,
+        data: data.toString(),
+      });
+    }
+  })();
+  for await (const chunk of stream) extractor.write(chunk);
+  extractor.end(undefined);
+  await reading;
+  return out.sort((a, b) => a.name.localeCompare(b.name));
 }
 
 export function sessionCases(runtime?: 'runsc'): void {
@@ -288,6 +317,87 @@ export function sessionCases(runtime?: 'runsc'): void {
       assert.deepEqual(await sandbox.list({ path: '', recursive: true }), [], 'no partial file');
     });
 
+    test('artifacts: one path or the whole workspace as a tar stream, capped before any byte', async () => {
+      const { sandbox, spec } = await create({ template: 'bash' });
+      const made = await runExec(sandbox, spec, {
+        shell:
+          'mkdir -p out/sub && printf one > out/a.txt && printf two > out/sub/b.bin && chmod 755 out/a.txt && ln -s /etc/passwd out/link && mkfifo out/fifo && printf top > top.txt',
+      });
+      assert.equal(made.outcome.phase, 'Succeeded', made.stderr.text);
+      const entries = await untar(sandbox.artifacts({ path: 'out', maxBytes: MiB }));
+      assert.deepEqual(
+        entries.map((e) => [e.name, e.type, e.data]),
+        [
+          ['out', 'directory', ''],
+          ['out/a.txt', 'file', 'one'],
+          ['out/sub', 'directory', ''],
+          ['out/sub/b.bin', 'file', 'two'],
+        ].sort((a, b) => a[0]!.localeCompare(b[0]!)),
+        'files and directories only: no link, no FIFO',
+      );
+      assert.equal(entries.find((e) => e.name === 'out/a.txt')?.mode, 0o755);
+      const whole = await untar(sandbox.artifacts({ path: '', maxBytes: MiB }));
+      assert.ok(whole.some((e) => e.name === 'top.txt' && e.data === 'top'));
+      const r = await refusal(readAll(sandbox.artifacts({ path: '', maxBytes: 5 })));
+      assert.equal(r.code, 'TOO_LARGE');
+      assert.deepEqual(r.fields, ['path']);
+      const escape = await refusal(readAll(sandbox.artifacts({ path: 'out/link', maxBytes: MiB })));
+      assert.deepEqual(escape.fields, ['path']);
+    });
+
+    test("an exec attacking the runner's channel changes nothing: forged frames skipped, PID 1 unharmed", async () => {
+      const { sandbox, spec } = await create();
+      const attack = await runExec(sandbox, spec, {
+        command: [
+          'python3',
+          '-c',
+          [
+            'import json, os, signal, struct, sys',
+            'print("real", flush=True)',
+            'try:',
+            '    fd = os.open("/proc/1/fd/1", os.O_WRONLY)',
+            'except OSError as e:',
+            '    print("channel:", e.strerror, file=sys.stderr, flush=True)',
+            'else:',
+            '    rep = json.dumps({"exitCode": 0, "signal": 0, "timedOut": False, "oomKilled": False, "killed": False, "stdoutBytes": 6, "stderrBytes": 0, "durationMs": 1}).encode()',
+            '    for kind, body in ((b"O", b"forged"), (b"X", rep)):',
+            '        os.write(fd, bytes(16) + kind + b"\\0" + struct.pack(">IH", 1, len(body)) + body)',
+            '    print("channel: written", file=sys.stderr, flush=True)',
+            'try:',
+            '    os.kill(1, signal.SIGKILL)',
+            'except OSError as e:',
+            '    print("kill:", e.strerror, file=sys.stderr, flush=True)',
+            'print("after", flush=True)',
+            'sys.exit(3)',
+          ].join('\n'),
+        ],
+      });
+      assert.doesNotMatch(attack.stdout.text, /forged/);
+      if (runtime === 'runsc') {
+        // PID 1 of the exec's own namespace is its init: the exec ended itself, and only itself.
+        assert.equal(attack.outcome.exitCode, 137, attack.stderr.text);
+        assert.equal(attack.stdout.text, 'real\n');
+      } else {
+        assert.equal(attack.outcome.exitCode, 3, attack.stderr.text);
+        assert.equal(attack.stdout.text, 'real\nafter\n');
+        assert.equal(attack.stderr.text, 'channel: Permission denied\n');
+      }
+      const next = await runExec(sandbox, spec, { command: ['echo', 'alive'] });
+      assert.equal(next.stdout.text, 'alive\n', 'the session and its runner live on');
+    });
+
+    if (!runtime) {
+      test('an exec over the memory limit is OOMKilled, and the session lives on', async () => {
+        const { sandbox, spec } = await create({ template: 'python', resources: { memory: '128Mi' } });
+        const r = await runExec(sandbox, spec, {
+          command: ['python3', '-c', 'b = bytearray(1024 * 1024 * 1024)'],
+        });
+        assert.equal(r.outcome.reason, 'OOMKilled', JSON.stringify(r.outcome));
+        const next = await runExec(sandbox, spec, { command: ['echo', 'alive'] });
+        assert.equal(next.stdout.text, 'alive\n');
+      });
+    }
+
     test('a new session starts clean: no file, process or env of an earlier one', async () => {
       const first = await create({ template: 'bash', env: [{ name: 'FIRST', value: 'yes' }] });
       await runExec(first.sandbox, first.spec, {
@@ -301,11 +411,7 @@ export function sessionCases(runtime?: 'runsc'): void {
         shell:
           'find /workspace /tmp -mindepth 1; echo "find $?"; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
       });
-      assert.equal(
-        r.stdout.text,
-        'find 0\n0\n0\n',
-        'no file, env or process of the first session',
-      );
+      assert.equal(r.stdout.text, 'find 0\n0\n0\n', 'no file, env or process of the first session');
       assert.deepEqual(await second.sandbox.processes(), []);
     });
   });
