@@ -91,7 +91,9 @@ async function createLatency(docker: Docker): Promise<void> {
   for (let i = -1; i < CREATE_ROUNDS; i++) {
     const c = await once(cold, false);
     const w = await once(warm, true);
-    if (i >= 0) (samples.cold.push(c), samples.warm.push(w));
+    if (i < 0) continue; // warm-up
+    samples.cold.push(c);
+    samples.warm.push(w);
   }
   report(
     'session create (until its runner answered the open)',
