@@ -299,6 +299,7 @@ describe('labels', () => {
       expires: 'sandpit.dev/expires-at',
       mode: 'sandpit.dev/mode',
       session: 'sandpit.dev/session',
+      channelKey: 'sandpit.dev/channel-key',
       principal: 'sandpit.dev/principal',
       instance: 'sandpit.dev/instance',
     });
