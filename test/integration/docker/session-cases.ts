@@ -12,7 +12,7 @@ import type { DockerBackend } from '../../../src/backends/docker/docker-backend.
 import type { SessionSandbox } from '../../../src/backends/sessions.js';
 import type { EffectiveSessionSpec } from '../../../src/policy/session.js';
 import { AppError } from '../../../src/shared/errors.js';
-import { makeBackend } from '../../support/docker.js';
+import { makeBackend, POOLS_ON } from '../../support/docker.js';
 import {
   eventually,
   execSpec,
@@ -407,6 +407,10 @@ export function sessionCases(runtime?: 'runsc'): void {
       await first.sandbox.close('Deleted');
       assert.deepEqual(await sessionContainers(backend.docker, first.id), [], 'the closed session is gone');
       const second = await create({ template: 'bash' });
+      if (POOLS_ON && !runtime) {
+        const [c] = await sessionContainers(backend.docker, second.id);
+        assert.equal(c?.Labels['sandpit.dev/kind'], 'pool', 'the second session came from a session pool');
+      }
       const r = await runExec(second.sandbox, second.spec, {
         shell:
           'find /workspace /tmp -mindepth 1; echo "find $?"; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
