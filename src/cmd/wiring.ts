@@ -125,7 +125,7 @@ export interface BackendWiring {
 /** The backend `sandbox.backend` names (docker or kubernetes), and the service over it. */
 export async function wireBackend(
   ctx: Context,
-  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean } = {},
+  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean; instanceId?: string } = {},
 ): Promise<BackendWiring> {
   return ctx.config.sandbox.backend === 'kubernetes'
     ? wireKubernetes(ctx, options)
