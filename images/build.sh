@@ -14,7 +14,8 @@ set -euo pipefail
 IMAGES_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SELF=$IMAGES_DIR/build.sh
 SETUP=$IMAGES_DIR/setup-rootfs.sh
-RUNNER_SRC=$IMAGES_DIR/runner/sandpit-runner.c
+RUNNER_DIR=$IMAGES_DIR/runner
+RUNNER_SRC=$RUNNER_DIR/sandpit-runner.c
 SCRIPT=images/build.sh
 # shellcheck source=images/lib.sh
 source "$IMAGES_DIR/lib.sh"
@@ -57,7 +58,7 @@ Builds the sandbox images from Debian 12 packages (no registry needed) and tags 
   bash    sandpit/bash:5                            c     sandpit/c:12
   rust    sandpit/rust:1
 With no TEMPLATE, builds all of them. An image whose build-hash label matches its inputs
-(this script, setup-rootfs.sh, the template's package list, runner/sandpit-runner.c) is
+(this script, setup-rootfs.sh, the template's package list, the runner's sources) is
 skipped. Needs a running engine: scripts/docker-engine.sh up.
 
 options:
@@ -115,7 +116,7 @@ build_hash() {
   {
     rootfs_key "$1"
     file_sha "$SELF"
-    file_sha "$RUNNER_SRC"
+    runner_sha
     template_tags "$1"
     template_cmd "$1"
   } | sha
@@ -265,20 +266,30 @@ build_rootfs() {
 
 # --- stage 3: the runner and the final layer ---------------------------------------------
 
+# Every source file of the runner (runner/*.c, runner/*.h), names and contents, as one hash.
+runner_sha() {
+  [[ -f $RUNNER_SRC ]] || { echo absent; return 0; }
+  local f
+  for f in "$RUNNER_DIR"/*.c "$RUNNER_DIR"/*.h; do
+    [[ -f $f ]] || continue
+    echo "${f##*/} $(file_sha "$f")"
+  done | sha
+}
+
 # Prints the path of the compiled runner, or nothing when its source does not exist yet.
 build_runner() {
   [[ -f $RUNNER_SRC ]] || return 0
   local key dir
-  key=$(file_sha "$RUNNER_SRC")
+  key=$(runner_sha)
   dir=$CACHE_DIR/runner/$key
   if [[ ! -x $dir/sandpit-runner ]]; then
     if ! command -v gcc >/dev/null 2>&1 || ! dpkg -s libc6-dev >/dev/null 2>&1; then
       apt_install gcc libc6-dev
     fi
-    log "runner: gcc -static -O2 runner/sandpit-runner.c"
+    log "runner: gcc -static -O2 runner/*.c"
     rm -rf "$dir" && mkdir -p "$dir"
-    gcc -static -O2 -o "$dir/sandpit-runner.tmp" "$RUNNER_SRC" >&2 ||
-      die "compiling $RUNNER_SRC failed"
+    gcc -static -O2 -o "$dir/sandpit-runner.tmp" "$RUNNER_DIR"/*.c >&2 ||
+      die "compiling $RUNNER_DIR/*.c failed"
     mv "$dir/sandpit-runner.tmp" "$dir/sandpit-runner"
   fi
   echo "$dir/sandpit-runner"

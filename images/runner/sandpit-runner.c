@@ -11,7 +11,7 @@
  *     child's signals.
  *   - gVisor (runsc) reproduces neither: there a same-uid process may open /proc/1/fd/1 and kill
  *     PID 1. So under gVisor the child runs in its own user and PID namespaces, below a small init
- *     (spawn_isolated): it cannot name the runner's process, so it can neither signal nor trace
+ *     (spawn_isolated, program.c): it cannot name the runner's process, so it can neither signal nor trace
  *     it. The Sentry implements those namespaces itself: they add no host-kernel surface.
  *   - What the child can still do under gVisor is write into the runner's stdout through
  *     /proc/1/fd/1. So every frame after the job starts with the job's 16-byte key and goes out in
@@ -40,6 +40,8 @@
  * While the job runs, the end of stdin means that its owner is gone: the runner kills the child
  * and exits, so an orphaned container stops by itself.
  *
+ * `--session`: the session mode, a long-lived runner serving many requests (session.c).
+ *
  * `--job FILE --plain`: read the job from FILE and pass the child's output on to our stdout and
  * stderr (Kubernetes pods, where the pod log is the output), each stream capped like a framed one:
  * its head live, then a line saying how much was left out, then its tail. Exit with the child's
@@ -47,13 +49,13 @@
  * /dev/termination-log when it exists.
  */
 #define _GNU_SOURCE
+#include "program.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <net/if.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -63,10 +65,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,23 +84,12 @@
 #define RECORD_HEAD (KEY_LEN + 3)
 #define RECORD_DATA (RECORD_MAX - RECORD_HEAD)
 
-struct ring {
-	char *buf;
-	size_t cap, len, start; /* circular buffer of the last `cap` bytes */
-};
-
 struct stream {
 	int fd;
 	char id;                /* 'O' or 'E' */
 	unsigned long long total;
 	size_t head_left;       /* bytes still forwarded live */
 	struct ring tail;
-};
-
-/* The process the runner waits for: the child itself, or its init under gVisor. */
-struct spawned {
-	pid_t pid;
-	int status_fd; /* under gVisor: where the init reports the child's wait status; else -1 */
 };
 
 static char *job_args[MAX_ARGS + 1];
@@ -121,6 +110,7 @@ static char *job;
 static size_t job_len;
 
 static void die_frame(const char *fmt, ...);
+int session_main(int argc, char **argv); /* session.c */
 
 static void write_all(int fd, const void *p, size_t n)
 {
@@ -430,46 +420,6 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The memory cgroup's OOM-kill counter (cgroup v1 or v2), or -1 when unreadable. */
-static long long oom_kills(void)
-{
-	static const char *files[] = {"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"};
-	for (size_t i = 0; i < 2; i++) {
-		FILE *f = fopen(files[i], "r");
-		if (!f)
-			continue;
-		char key[64];
-		long long v;
-		while (fscanf(f, "%63s %lld", key, &v) == 2) {
-			if (strcmp(key, "oom_kill") == 0) {
-				fclose(f);
-				return v;
-			}
-		}
-		fclose(f);
-	}
-	return -1;
-}
-
-static void ring_push(struct ring *r, const char *p, size_t n)
-{
-	if (r->cap == 0)
-		return;
-	if (n >= r->cap) {
-		memcpy(r->buf, p + n - r->cap, r->cap);
-		r->start = 0;
-		r->len = r->cap;
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		r->buf[(r->start + r->len) % r->cap] = p[i];
-		if (r->len < r->cap)
-			r->len++;
-		else
-			r->start = (r->start + 1) % r->cap;
-	}
-}
-
 static void forward(struct stream *s, const char *p, size_t n)
 {
 	s->total += n;
@@ -518,18 +468,8 @@ static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setpgid(0, 0);
-	struct rlimit core = {0, 0};
-	setrlimit(RLIMIT_CORE, &core);
-	if (file_size) {
-		struct rlimit fsize = {(rlim_t)file_size, (rlim_t)file_size};
-		if (setrlimit(RLIMIT_FSIZE, &fsize) != 0)
-			_exit(126);
-	}
-	if (open_files) {
-		struct rlimit nofile = {open_files, open_files};
-		if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
-			_exit(126);
-	}
+	if (program_limits(file_size, open_files) != 0)
+		_exit(126);
 	/* Move the memfd out of the way first so the dup2s below cannot clobber it. */
 	if (code_fd >= 0) {
 		int tmp = fcntl(code_fd, F_DUPFD, 10);
@@ -567,134 +507,35 @@ static void refuse_open_network(void)
 	if_freenameindex(ifs);
 }
 
-/* gVisor's Sentry announces itself with this file; no Linux kernel has it. */
-static int under_gvisor(void)
+/* The isolated program's init is a copy of the runner: the key and the job must not stay in it. */
+static void scrub_job(void)
 {
-	return access("/proc/sentry-meminfo", F_OK) == 0;
-}
-
-static int write_text(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : errno; /* no setgroups file: an older kernel, nothing to deny */
-	int err = write(fd, text, strlen(text)) < 0 ? errno : 0;
-	close(fd);
-	return err;
-}
-
-/* Maps our one uid and gid to themselves in the new user namespace: the child keeps uid 1000. */
-static int map_ids(uid_t uid, gid_t gid)
-{
-	char map[64];
-	snprintf(map, sizeof map, "%u %u 1\n", uid, uid);
-	int err = write_text("/proc/self/uid_map", map);
-	if (!err)
-		err = write_text("/proc/self/setgroups", "deny");
-	snprintf(map, sizeof map, "%u %u 1\n", gid, gid);
-	if (!err)
-		err = write_text("/proc/self/gid_map", map);
-	return err;
-}
-
-static void drop_capabilities(void)
-{
-	for (int cap = 0; cap <= 63; cap++)
-		prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct data[2];
-	memset(data, 0, sizeof data);
-	syscall(SYS_capset, &hdr, data);
-}
-
-/*
- * The init of the child's namespaces, PID 1 there: it starts the child, reaps whatever gets
- * orphaned, and reports the child's wait status on `status_fd` (a status the child could write
- * itself, since it chooses its own exit anyway). When it exits, the namespace and every process
- * left in it die with it. Nothing of the runner's state stays in its memory.
- */
-static void inner_init(uid_t uid, gid_t gid, int status_fd, int fds[4])
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* The id maps are root's while we are not dumpable; nothing but the runner runs yet. */
-	prctl(PR_SET_DUMPABLE, 1);
-	int err = map_ids(uid, gid);
-	prctl(PR_SET_DUMPABLE, 0);
 	explicit_bzero(channel_key, sizeof channel_key);
 	explicit_bzero(job, job_len);
-	uint32_t word = (uint32_t)err;
-	write_all(status_fd, &word, sizeof word);
-	if (err)
-		_exit(125);
-	pid_t child = fork();
-	if (child < 0)
-		_exit(125);
-	if (child == 0) {
-		drop_capabilities();
-		exec_child(fds[0], fds[1], fds[2], fds[3]);
-	}
-	for (int fd = 0; fd < 1024; fd++)
-		if (fd != status_fd)
-			close(fd);
-	for (;;) {
-		int st;
-		pid_t p = waitpid(-1, &st, 0);
-		if (p == child) {
-			word = (uint32_t)st;
-			write_all(status_fd, &word, sizeof word);
-			_exit(0);
-		}
-		if (p < 0 && errno != EINTR)
-			_exit(125);
-	}
 }
 
-/* The child in its own user and PID namespaces, below inner_init (see the top of this file). */
-static struct spawned spawn_isolated(int fds[4])
+static void run_program(void *arg)
 {
-	int st[2];
-	if (pipe2(st, O_CLOEXEC) != 0)
-		die_frame("pipe: %s", strerror(errno));
-	uid_t uid = getuid();
-	gid_t gid = getgid();
-	pid_t init = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
-	if (init < 0)
-		die_frame("cannot give the program its own namespaces under gVisor (clone: %s); sandpit's "
-			  "seccomp profile for runsc allows them",
-			  strerror(errno));
-	if (init == 0) {
-		close(st[0]);
-		inner_init(uid, gid, st[1], fds);
-	}
-	close(st[1]);
-	uint32_t err;
-	if (read_full(st[0], &err, sizeof err) != 0)
-		die_frame("the program's namespaces could not be set up");
-	if (err)
-		die_frame("cannot map the program's uid in its namespace under gVisor: %s", strerror((int)err));
-	return (struct spawned){init, st[0]};
+	int *fds = arg;
+	exec_child(fds[0], fds[1], fds[2], fds[3]);
 }
 
 static struct spawned spawn(int fds[4])
 {
 	/* Protocol 2's frames carry no key, so isolating its child would protect nothing. */
-	if (keyed && under_gvisor())
-		return spawn_isolated(fds);
+	if (keyed && under_gvisor()) {
+		char why[256];
+		struct spawned s = spawn_isolated(run_program, fds, scrub_job, 0, why, sizeof why);
+		if (s.pid < 0)
+			die_frame("%s", why);
+		return s;
+	}
 	pid_t child = fork();
 	if (child < 0)
 		die_frame("fork: %s", strerror(errno));
 	if (child == 0)
 		exec_child(fds[0], fds[1], fds[2], fds[3]);
 	return (struct spawned){child, -1};
-}
-
-/* The child's wait status: reported by its init under gVisor (or the init's own, if it was killed). */
-static int child_status(struct spawned s, int status)
-{
-	uint32_t word;
-	if (s.status_fd >= 0 && read(s.status_fd, &word, sizeof word) == (ssize_t)sizeof word)
-		return (int)word;
-	return status;
 }
 
 static void set_base_env(void)
@@ -746,7 +587,7 @@ static void reap(struct run *r, int sfd)
 	pid_t p;
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
 		if (p == r->child.pid && !r->exited) {
-			r->status = child_status(r->child, st);
+			r->status = program_status(r->child, st);
 			r->exited = 1;
 			kill_all(r->child.pid); /* leftovers would hold the pipes open */
 		}
@@ -841,13 +682,16 @@ static int report(struct run *r, long long oom_before)
 int main(int argc, char **argv)
 {
 	const char *job_file = NULL;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--session") == 0)
+			return session_main(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--plain") == 0)
 			plain = 1;
 		else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc)
 			job_file = argv[++i];
 		else {
-			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain]\n");
+			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain] | --session [--open-within SECONDS]\n");
 			return 2;
 		}
 	}

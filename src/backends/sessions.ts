@@ -23,17 +23,44 @@ export interface SessionBackend {
   createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox>;
   /**
    * The live session sandboxes this instance made before it restarted, re-attached (Docker: by
-   * the instance id on their labels). Sandboxes whose runner no longer answers are removed.
+   * the instance id on their labels). Sandboxes whose runner no longer answers, or that ended
+   * while no gateway was there, are removed and reported as lost (to be audited).
    */
-  adoptSessions(): Promise<AdoptedSession[]>;
+  adoptSessions(): Promise<Adoption>;
+}
+
+export interface Adoption {
+  adopted: AdoptedSession[];
+  lost: LostSession[];
 }
 
 export interface AdoptedSession {
   sessionId: string;
   principal: string;
+  /** As the session was created, with the TTL it has now (a PATCH may have extended it). */
   spec: EffectiveSessionSpec;
   createdAt: number;
   sandbox: SessionSandbox;
+  /**
+   * Execs the runner still runs, or finished while no gateway was attached (their reports kept
+   * until taken): each result resolves from the runner's buffer, with the tail of its output.
+   */
+  execs: RecoveredExec[];
+}
+
+export interface RecoveredExec extends ExecExecution {
+  argv: string[];
+  background: boolean;
+  startedAt: number;
+}
+
+/** A session sandbox found ended, or whose runner no longer answered: removed. */
+export interface LostSession {
+  /** Undefined when nothing on the sandbox names it (a pool container's never does before a claim). */
+  sessionId: string | undefined;
+  principal: string | undefined;
+  reason: SessionReason;
+  message: string;
 }
 
 /** How a sandbox ended by itself (not by close()). */
@@ -48,6 +75,13 @@ export interface ExecOptions {
   onOutput: (chunk: OutputChunk) => void;
   /** Aborting kills the exec (its process group). */
   signal?: AbortSignal | undefined;
+  /**
+   * Keep stdin open after the request's `stdin` for writeStdin() until endStdin() (a WebSocket).
+   * Otherwise the program reads the request's stdin, then end of file, as a run does.
+   */
+  streamStdin?: boolean | undefined;
+  /** A tty exec's window size at the start (default 80×24); resize() changes it later. */
+  terminal?: { cols: number; rows: number } | undefined;
 }
 
 export interface ExecOutcome {
@@ -96,10 +130,17 @@ export interface SessionSandbox {
   list(list: { path: string; recursive: boolean }): Promise<FileEntry[]>;
   remove(remove: { path: string; recursive: boolean }): Promise<void>;
   mkdir(mkdir: { path: string }): Promise<FileEntry>;
+  /**
+   * One path ('' : the whole workspace) as a tar stream of its files and directories; TOO_LARGE
+   * (field path) before any byte when they hold more than maxBytes.
+   */
+  artifacts(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer>;
   /** Calls `onChange` when a file under `path` changes; the returned function stops it. */
   watch(path: string, onChange: (change: FileChange) => void): Promise<() => void>;
   /** Processes that outlived their exec (setsid, double fork), alive until the session ends. */
   processes(): Promise<{ pid: number; command: string }[]>;
+  /** A new whole lifetime, counted from creation (PATCH); the runner enforces it from now on. */
+  setTtl(ttlSeconds: number): Promise<void>;
   /** Resolves when the sandbox ends by itself (runner gone, container died, its TTL inside). */
   readonly ended: Promise<SandboxEnd>;
   /** Kills every exec and removes the sandbox; resolves once it is gone. Idempotent. */

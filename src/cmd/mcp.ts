@@ -59,7 +59,8 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     await serveStdio(server, { signal: stop.signal });
   } finally {
     stop.dispose();
-    await service.shutdown();
+    // Nobody could reach this server's sessions again: they end with it.
+    await service.shutdown({ endSessions: true });
     ctx.logger.info('MCP server stopped');
   }
   return 0;

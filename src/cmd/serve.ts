@@ -9,6 +9,7 @@ import { AppError } from '../shared/errors.js';
 import { formatSize } from '../shared/quantity.js';
 import { parse, printHelp } from './args.js';
 import { aborted, packageVersion, shutdownSignal, toPort } from './process.js';
+import { instanceIdOf } from '../config/instance.js';
 import { loadContext, wireBackend } from './wiring.js';
 
 export const SERVE_USAGE = `
@@ -63,7 +64,16 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const allowedHosts = config.server.allowedHosts ?? (isLoopback(host) ? LOOPBACK_HOSTS : undefined);
   if (!allowedHosts) logger.warn({ host }, 'server.allowedHosts is not set: the Host header is not checked');
 
-  const { service, metrics } = await wireBackend(ctx, { defaultMetrics: true, tolerateEngineDown: true });
+  const { service, metrics } = await wireBackend(ctx, {
+    defaultMetrics: true,
+    tolerateEngineDown: true,
+    // A restart of this server (the same instance id) adopts its live sessions.
+    instanceId: instanceIdOf(ctx.config, process.env),
+  });
+  // The sessions an earlier run of this server left (same instance id) are its own again.
+  await service.sessions.adopt().catch((e: unknown) => {
+    ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'adopting earlier sessions failed');
+  });
   const version = packageVersion();
   const { maxSessions, maxSessionsPerPrincipal, sessionIdleSeconds, unusedSessionSeconds } = config.server;
   const mcp = createMcpHttp(

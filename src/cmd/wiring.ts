@@ -15,6 +15,10 @@ import type { AuditMetrics } from '../observability/metrics.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
+import { evaluateSession } from '../policy/session.js';
+import { SessionRequestSchema } from '../api/session.js';
+import { sessionShape } from '../backends/docker/session/docker-sessions.js';
+import type { ContainerShape } from '../backends/docker/container-config.js';
 import type { Policy } from '../policy/policy.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { kubeconfigSource } from './process.js';
@@ -58,11 +62,17 @@ export interface Wiring {
  * The Docker backend and the service over it, with leftovers of crashed callers reaped first and
  * the configured pools pre-warmed. One-shot commands pass `pools: false`.
  * `tolerateEngineDown`: a server starts anyway when the engine does not answer, so that its health
- * tools can say how to start it.
+ * tools can say how to start it. `instanceId`: the gateway instance its sessions belong to
+ * (config/instance.ts), so that a restart adopts them; without one they end with the process.
  */
 export async function wireDocker(
   ctx: Context,
-  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean; pools?: boolean } = {},
+  options: {
+    defaultMetrics?: boolean;
+    tolerateEngineDown?: boolean;
+    pools?: boolean;
+    instanceId?: string;
+  } = {},
 ): Promise<Wiring> {
   const { config, logger } = ctx;
   if (config.sandbox.backend !== 'docker') {
@@ -73,7 +83,7 @@ export async function wireDocker(
   }
   const metrics = createMetrics(options);
   const policy = policyFromConfig(config);
-  const { prewarm, ...pool } = config.pool;
+  const { prewarm, prewarmSessions, ...pool } = config.pool;
   const backend = new DockerBackend({
     socketPath: config.docker.socketPath,
     pool: {
@@ -83,6 +93,7 @@ export async function wireDocker(
     },
     metrics,
     logger,
+    instanceId: options.instanceId,
   });
   let reaped: string[] = [];
   try {
@@ -97,7 +108,10 @@ export async function wireDocker(
   if (reaped.length) logger.info({ containers: reaped }, 'removed containers left behind by crashed runs');
   // A server also removes what other, crashed, sandpit processes leave behind while it runs.
   if (options.pools !== false) backend.startReaping(REAP_INTERVAL_MS);
-  backend.pool?.start(prewarm.map((template) => defaultShape(template, policy)));
+  backend.pool?.start(
+    prewarm.map((template) => defaultShape(template, policy)),
+    prewarmSessions.map((template) => defaultSessionShape(template, policy)),
+  );
   const service = await createService(ctx, { backend, policy, metrics });
   return { service, backend, metrics };
 }
@@ -111,7 +125,7 @@ export interface BackendWiring {
 /** The backend `sandbox.backend` names (docker or kubernetes), and the service over it. */
 export async function wireBackend(
   ctx: Context,
-  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean } = {},
+  options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean; instanceId?: string } = {},
 ): Promise<BackendWiring> {
   return ctx.config.sandbox.backend === 'kubernetes'
     ? wireKubernetes(ctx, options)
@@ -188,6 +202,18 @@ export async function openAudit(
   return audit;
 }
 
+/** The container shape a template's sessions get by default: what a pre-warmed session pool holds. */
+function defaultSessionShape(template: string, policy: Policy): ContainerShape {
+  const evaluation = evaluateSession(SessionRequestSchema.parse({ template }), policy);
+  if (!evaluation.ok) {
+    throw new AppError(
+      'CONFIG_INVALID',
+      `pool.prewarmSessions: cannot pre-warm "${template}": ${evaluation.violations.map((v) => v.message).join('; ')}`,
+    );
+  }
+  return sessionShape(evaluation.spec);
+}
+
 /** The container shape a template's runs get by default: what a pre-warmed pool should hold. */
 function defaultShape(template: string, policy: Policy): EffectiveSpec {
   const evaluation = evaluate(RunRequestSchema.parse({ template, code: '' }), policy);
@@ -201,9 +227,15 @@ function defaultShape(template: string, policy: Policy): EffectiveSpec {
 }
 
 /** The limits both backends' services share: concurrency slots and the history of finished runs. */
-function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history'> {
+function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history' | 'sessions'> {
   return {
     slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
     history: { maxBytes: config.server.runHistoryBytes },
+    sessions: {
+      max: config.sessions.max,
+      maxPerPrincipal: config.sessions.maxPerPrincipal,
+      logExecs: config.sessions.logExecs,
+      logBytes: config.sessions.logBytes,
+    },
   };
 }

@@ -17,6 +17,14 @@ export function policyFromConfig(config: Config): Policy {
       timeoutSeconds: s.timeoutSeconds,
       outputBytes: s.maxOutputBytes,
       requestBytes: s.maxRequestBytes,
+      downloadBytes: s.maxDownloadBytes,
+    },
+    sessions: {
+      ttlSeconds: config.sessions.ttlSeconds,
+      maxTtlSeconds: config.sessions.maxTtlSeconds,
+      idleTimeoutSeconds: config.sessions.idleTimeoutSeconds,
+      maxIdleTimeoutSeconds: config.sessions.maxIdleTimeoutSeconds,
+      maxExecs: config.sessions.maxExecs,
     },
   });
 }

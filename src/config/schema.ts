@@ -83,6 +83,9 @@ export const TokenSchema = z
         'Images this token may use, within the allowlist: with templates, more images for them; alone, the only ones',
       ),
     maxConcurrentRuns: int(1, 10_000).optional(),
+    maxSessions: int(1, 100_000)
+      .optional()
+      .describe('Live sessions this token may hold (sessions.maxPerPrincipal when absent)'),
   })
   .strict()
   .refine((t) => (t.token === undefined) !== (t.tokenSha256 === undefined), {
@@ -170,6 +173,14 @@ export const ConfigSchema = z
           .describe(
             "Memory for finished runs' results, so get_run answers after a run ends; a delivered result keeps 4 KiB per stream",
           ),
+        instanceId: z
+          .string()
+          .min(1)
+          .max(1024)
+          .optional()
+          .describe(
+            'Which gateway this is, for its sessions: one started again with the same id adopts them (default: its state directory)',
+          ),
       })
       .strict()
       .prefault({}),
@@ -195,11 +206,44 @@ export const ConfigSchema = z
         timeoutSeconds: int(1, 86_400).default(30),
         maxOutputBytes: size().default(1024 ** 2),
         maxRequestBytes: size().default(4 * 1024 ** 2),
+        maxDownloadBytes: size()
+          .default(64 * 1024 ** 2)
+          .describe(
+            'Largest file a session download returns (a sparse file may be far larger than the disk)',
+          ),
         disableNetwork: bool().default(true),
         runtime: RUNTIME.optional(),
         allowedRuntimes: list().optional(),
         maxConcurrentRuns: int(1, 10_000).default(8),
         maxQueuedRuns: int(0, 100_000).default(32),
+      })
+      .strict()
+      .prefault({}),
+    sessions: z
+      .object({
+        max: int(1, 100_000).default(16).describe('Sessions alive at once on this server'),
+        maxPerPrincipal: int(1, 100_000)
+          .default(16)
+          .describe(
+            "One token's live sessions (without tokens: the local caller's); a token's maxSessions narrows it",
+          ),
+        ttlSeconds: int(1, 31_536_000)
+          .default(3600)
+          .describe('Whole lifetime of a session that asks for none'),
+        maxTtlSeconds: int(1, 31_536_000)
+          .default(86_400)
+          .describe('The longest lifetime a session may ask for'),
+        idleTimeoutSeconds: int(1, 31_536_000)
+          .default(600)
+          .describe('A session without an exec or file operation this long ends'),
+        maxIdleTimeoutSeconds: int(1, 31_536_000).default(86_400),
+        maxExecs: int(1, 1024).default(16).describe('Execs that run at once in one session'),
+        logExecs: int(1, 100_000)
+          .default(100)
+          .describe('Execs a session keeps in its log (GET /sessions/:id/logs)'),
+        logBytes: size()
+          .default(1024 ** 2)
+          .describe("Bytes of output a session's log keeps, oldest execs dropped first"),
       })
       .strict()
       .prefault({}),
@@ -219,6 +263,7 @@ export const ConfigSchema = z
         maxStarting: int(1, 64).default(4),
         checkIntervalSeconds: int(1, 3600).default(10),
         prewarm: list().default([]),
+        prewarmSessions: list().default([]).describe('Templates whose session pools fill at start-up'),
       })
       .strict()
       .prefault({}),

@@ -16,6 +16,7 @@ export interface TokenSpec {
   templates?: readonly string[] | undefined;
   images?: readonly string[] | undefined;
   maxConcurrentRuns?: number | undefined;
+  maxSessions?: number | undefined;
 }
 
 export interface AuthConfig {
@@ -91,6 +92,7 @@ function principalOf(t: TokenSpec, id: string): Principal {
       ...(t.images ? { images: t.images } : {}),
     },
     ...(t.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: t.maxConcurrentRuns } : {}),
+    ...(t.maxSessions !== undefined ? { maxSessions: t.maxSessions } : {}),
   };
 }
 

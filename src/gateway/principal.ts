@@ -12,6 +12,8 @@ export interface Principal {
   name: string;
   scope: Scope;
   maxConcurrentRuns?: number;
+  /** Live sessions it may hold (the server's per-principal cap when absent). */
+  maxSessions?: number;
 }
 
 /** The caller of a local transport (CLI, stdio MCP, HTTP without tokens): bounded by policy only. */

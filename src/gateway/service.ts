@@ -12,6 +12,7 @@ import type { GatewayDeps } from './deps.js';
 import type { Principal } from './principal.js';
 import type { HistoryOptions } from './run-store.js';
 import { RunUseCases } from './runs.js';
+import { SessionUseCases, type SessionCaps } from './sessions.js';
 import { Slots, type SlotOptions } from './slots.js';
 import { templatesFor, type TemplateInfo } from './templates.js';
 
@@ -31,18 +32,30 @@ export interface ServiceOptions {
   slots: SlotOptions;
   /** How much of finished runs' results stays in memory (RunStore). */
   history?: Partial<HistoryOptions>;
+  /** Caps on live sessions and what their logs keep. */
+  sessions?: Partial<SessionCaps>;
+}
+
+export interface ShutdownOptions {
+  /**
+   * End every live session (a stdio server: nobody could reach them again). Otherwise they stay,
+   * detached, for the next start of this server to adopt.
+   */
+  endSessions?: boolean;
 }
 
 export class SandpitService {
   private readonly deps: GatewayDeps;
   readonly runs: RunUseCases;
+  readonly sessions: SessionUseCases;
   private backendHealth: { at: number; health: Promise<BackendHealth> } | undefined;
 
   constructor(options: ServiceOptions) {
-    const { history, ...deps } = options;
+    const { history, sessions, ...deps } = options;
     const audit = deps.audit ?? createAuditTrail({ logger: deps.logger, metrics: deps.metrics.audit });
     this.deps = { ...deps, audit, slots: new Slots(deps.slots) };
     this.runs = new RunUseCases(this.deps, history);
+    this.sessions = new SessionUseCases(this.deps, sessions);
   }
 
   get policy(): Policy {
@@ -58,18 +71,24 @@ export class SandpitService {
    * The backend's health, asked at most once a second however many callers ask (an unauthenticated
    * /health flood must not become an engine flood), with the run counts of now.
    */
-  async health(): Promise<BackendHealth & { running: number; queued: number }> {
+  async health(): Promise<BackendHealth & { running: number; queued: number; sessions: number }> {
     const now = Date.now();
     if (!this.backendHealth || now - this.backendHealth.at >= HEALTH_TTL_MS) {
       this.backendHealth = { at: now, health: this.deps.backend.health() };
     }
     const health = await this.backendHealth.health;
-    return { ...health, ...this.deps.slots.stats };
+    return { ...health, ...this.deps.slots.stats, sessions: this.sessions.count };
   }
 
-  /** Cancels every live run, waits for the backend to clean up, and writes the last audit records. */
-  async shutdown(): Promise<void> {
-    await this.runs.cancelAll('the server is shutting down');
+  /**
+   * Cancels every live run (and ends the sessions, when asked), waits for the backend to clean up,
+   * and writes the last audit records.
+   */
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+    await Promise.all([
+      this.runs.cancelAll('the server is shutting down'),
+      options.endSessions ? this.sessions.endAll('the server shut down') : undefined,
+    ]);
     await this.deps.backend.close();
     await this.deps.audit.close();
   }

@@ -1,13 +1,21 @@
 /**
  * Audit records, built (pure): what ran, by digest and a short preview, never env values or file
- * contents. One record per run here; exec and session records (src/api/audit.ts) use the same
- * command and byte helpers, so every record of the trail is made one way.
+ * contents. One builder per kind of record (run, exec, session event), over the same command and
+ * byte helpers, so every record of the trail is made one way.
  */
 import { createHash } from 'node:crypto';
-import { PREVIEW_CHARS, type AuditCommand, type RunAuditRecord } from '../api/audit.js';
+import {
+  PREVIEW_CHARS,
+  type AuditCommand,
+  type ExecAuditRecord,
+  type RunAuditRecord,
+  type SessionAuditRecord,
+} from '../api/audit.js';
 import { limitsView } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
+import type { SessionReason, SessionState } from '../api/session.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
+import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
 
 /** The few facts of how a run ended that its audit record carries (a RunResult has them all). */
 export type AuditOutcome = Pick<
@@ -86,18 +94,100 @@ export function buildRunAudit({ spec, outcome, principal, backend, time }: RunAu
     time: time.toISOString(),
     event: 'run',
     runId: outcome.runId,
-    principal,
-    backend,
-    ...(spec.template !== undefined ? { template: spec.template } : {}),
-    image: spec.image,
-    ...(spec.runtime !== undefined ? { runtime: spec.runtime } : {}),
+    ...sandboxFacts(spec, principal, backend),
     command: auditCommand(input),
     limits: limitsView(spec.limits),
-    network: spec.network,
     exitCode: outcome.exitCode,
     durationMs: outcome.durationMs,
     bytesIn: bytesIn(input),
     bytesOut: outcome.stdoutBytes + outcome.stderrBytes,
     outcome: { phase: outcome.phase, ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}) },
+  };
+}
+
+/** What every record says of the sandbox: who, where, which template and image. */
+function sandboxFacts(
+  subject: { template: string | undefined; image: string; runtime: string | undefined; network: string },
+  principal: string,
+  backend: string,
+) {
+  return {
+    principal,
+    backend,
+    ...(subject.template !== undefined ? { template: subject.template } : {}),
+    image: subject.image,
+    ...(subject.runtime !== undefined ? { runtime: subject.runtime } : {}),
+    network: subject.network,
+  };
+}
+
+/** A session's limits as its records and its model show them. */
+export function sessionLimitsView(spec: EffectiveSessionSpec) {
+  return {
+    ...limitsView(spec.limits),
+    ttlSeconds: spec.ttlSeconds,
+    idleTimeoutSeconds: spec.idleTimeoutSeconds,
+    maxExecs: spec.maxExecs,
+  };
+}
+
+export interface ExecAuditInput {
+  session: { sessionId: string; spec: EffectiveSessionSpec };
+  exec: EffectiveExec;
+  execId: string;
+  outcome: Pick<RunResult, 'phase' | 'reason' | 'exitCode' | 'durationMs' | 'stdoutBytes' | 'stderrBytes'>;
+  principal: string;
+  backend: string;
+  time: Date;
+}
+
+export function buildExecAudit(input: ExecAuditInput): ExecAuditRecord {
+  const { session, exec, outcome } = input;
+  const audited: AuditedInput = { argv: exec.argv, stdin: exec.stdin };
+  return {
+    time: input.time.toISOString(),
+    event: 'exec',
+    sessionId: session.sessionId,
+    execId: input.execId,
+    ...sandboxFacts(session.spec, input.principal, input.backend),
+    command: auditCommand(audited),
+    limits: limitsView({ ...session.spec.limits, timeoutSeconds: exec.timeoutSeconds }),
+    exitCode: outcome.exitCode,
+    durationMs: outcome.durationMs,
+    bytesIn: bytesIn(audited),
+    bytesOut: outcome.stdoutBytes + outcome.stderrBytes,
+    outcome: { phase: outcome.phase, ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}) },
+  };
+}
+
+export interface SessionAuditInput {
+  sessionId: string;
+  spec: EffectiveSessionSpec;
+  state: SessionState;
+  reason: SessionReason;
+  principal: string;
+  backend: string;
+  time: Date;
+  /** Set once the session has ended. */
+  usage?: { durationMs: number; bytesIn: number; bytesOut: number } | undefined;
+}
+
+const SESSION_EVENT: Record<SessionState, SessionAuditRecord['event']> = {
+  Creating: 'session.created',
+  Ready: 'session.created',
+  Expired: 'session.expired',
+  Deleted: 'session.deleted',
+  Failed: 'session.failed',
+};
+
+export function buildSessionAudit(input: SessionAuditInput): SessionAuditRecord {
+  return {
+    time: input.time.toISOString(),
+    event: SESSION_EVENT[input.state],
+    sessionId: input.sessionId,
+    ...sandboxFacts(input.spec, input.principal, input.backend),
+    limits: sessionLimitsView(input.spec),
+    ...(input.usage ?? {}),
+    outcome: { phase: input.state, reason: input.reason },
   };
 }

@@ -16,6 +16,8 @@ export interface Ceilings {
   outputBytes: number;
   /** Bytes of code, files, stdin, argv and env together. */
   requestBytes: number;
+  /** Largest file a session download returns. */
+  downloadBytes: number;
   files: number;
   envVars: number;
 }
@@ -56,6 +58,7 @@ export const DEFAULT_CEILINGS: Ceilings = {
   timeoutSeconds: 30,
   outputBytes: 1024 ** 2,
   requestBytes: 4 * 1024 ** 2,
+  downloadBytes: 64 * 1024 ** 2,
   files: 256,
   envVars: 128,
 };

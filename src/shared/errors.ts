@@ -10,6 +10,7 @@ export const ErrorCodes = {
   FORBIDDEN: { http: 403, exit: 77, retryable: false },
   NOT_FOUND: { http: 404, exit: 66, retryable: false },
   TOO_LARGE: { http: 413, exit: 64, retryable: false },
+  UNSUPPORTED_MEDIA_TYPE: { http: 415, exit: 64, retryable: false },
   BUSY: { http: 429, exit: 75, retryable: true },
   CANCELLED: { http: 409, exit: 130, retryable: false },
   CONFIG_INVALID: { http: 500, exit: 78, retryable: false },
@@ -18,6 +19,8 @@ export const ErrorCodes = {
   RUNTIME_NOT_FOUND: { http: 503, exit: 69, retryable: false },
   IMAGE_OUTDATED: { http: 503, exit: 69, retryable: false },
   BACKEND_ERROR: { http: 502, exit: 70, retryable: true },
+  // The backend does not offer it (sessions on a backend without them).
+  UNSUPPORTED: { http: 501, exit: 69, retryable: false },
   // EX_IOERR: the audit file cannot be written, so nothing runs until it can.
   AUDIT_UNAVAILABLE: { http: 503, exit: 74, retryable: true },
   INTERNAL: { http: 500, exit: 70, retryable: false },

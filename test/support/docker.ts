@@ -8,7 +8,9 @@ import { RunRequestSchema, type RunRequestInput, type RunResult } from '../../sr
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
+import { sessionShape } from '../../src/backends/docker/session/docker-sessions.js';
 import { BUILTIN_TEMPLATES } from '../../src/policy/templates.js';
+import { sessionSpec } from './sessions.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { createPolicy, type Policy, type PolicyOptions } from '../../src/policy/policy.js';
 
@@ -59,7 +61,11 @@ export async function makeBackend(docker?: Docker): Promise<DockerBackend> {
     docker: engine,
     pool: { ...DEFAULT_POOL_OPTIONS, minIdle: 1, maxSize: 4 },
   });
-  backend.pool?.start(BUILTIN_TEMPLATES.map((t) => spec({ template: t.name, code: '' })));
+  backend.pool?.start(
+    BUILTIN_TEMPLATES.map((t) => spec({ template: t.name, code: '' })),
+    // Session pools (StdinOnce false, the runner in session mode) for the sessions the tier makes most.
+    ['python', 'bash'].map((template) => sessionShape(sessionSpec({ template }))),
+  );
   if (!(await backend.pool?.filled(60_000))) throw new Error('the warm pools did not fill within 60 s');
   return backend;
 }

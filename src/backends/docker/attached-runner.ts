@@ -3,7 +3,6 @@
  * output is lost. It takes exactly one job; its result arrives in-band, so the container's own
  * exit and removal stay off the caller's critical path.
  */
-import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { CANCELLED_FACTS, failedFacts, type RunFacts } from '../../api/outcome.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
@@ -11,16 +10,10 @@ import type { OutputChunk } from '../../runner/capture.js';
 import { encodeJob, newChannelKey, outputWindow } from '../../runner/protocol.js';
 import { checkRunnerVersion, RunnerReader, type RunnerOutcome } from '../../runner/reader.js';
 import { onAbort } from '../../shared/abort.js';
-import { backoffDelay } from '../../shared/backoff.js';
-import { within } from '../../shared/time.js';
-import { DockerDemuxer } from './demux.js';
-import { engineError } from './engine-errors.js';
+import { AttachedContainer } from './attached-container.js';
 
 /** How long after the runner's own deadline the engine kills the container from outside. */
 export const OUTER_DEADLINE_GRACE_MS = 1000;
-const DIAGNOSTICS_BYTES = 4096;
-/** How long `remove()` waits for a removal the engine already has in progress. */
-const REMOVAL_WAIT_MS = 10_000;
 
 export interface JobResult {
   outcome: RunnerOutcome;
@@ -28,68 +21,35 @@ export interface JobResult {
 }
 
 export class AttachedRunner {
-  readonly container: Docker.Container;
-  readonly reader = new RunnerReader();
-  private stream: Duplex | undefined;
-  private diagnostics = '';
-  private endedResolve!: () => void;
-  /** Resolves when the attach stream closes (the runner exited or the container was killed). */
-  readonly ended = new Promise<void>((r) => (this.endedResolve = r));
-  private removal: Promise<void> | undefined;
-  private isEnded = false;
-
+  readonly reader: RunnerReader;
+  private readonly attached: AttachedContainer;
   private readonly image: string;
 
-  private constructor(container: Docker.Container, image: string) {
-    this.container = container;
+  private constructor(attached: AttachedContainer, reader: RunnerReader, image: string) {
+    this.attached = attached;
+    this.reader = reader;
     this.image = image;
-    void this.ended.then(() => (this.isEnded = true));
+  }
+
+  get container(): Docker.Container {
+    return this.attached.container;
+  }
+
+  /** Resolves when the attach stream closes (the runner exited or the container was killed). */
+  get ended(): Promise<void> {
+    return this.attached.ended;
   }
 
   /** False once the attach stream closed: the runner can no longer take a job. */
   get alive(): boolean {
-    return !this.isEnded && this.removal === undefined;
+    return this.attached.alive;
   }
 
   /** Creates, attaches and starts the container. Throws typed engine errors; leaves nothing behind on failure. */
   static async start(docker: Docker, config: Docker.ContainerCreateOptions): Promise<AttachedRunner> {
-    const context = { image: config.Image, runtime: config.HostConfig?.Runtime };
-    let container: Docker.Container;
-    try {
-      container = await docker.createContainer(config);
-    } catch (e) {
-      throw engineError(e, context);
-    }
-    const runner = new AttachedRunner(container, config.Image ?? '?');
-    try {
-      await runner.attach();
-      await container.start();
-    } catch (e) {
-      await runner.remove();
-      throw engineError(e, context);
-    }
-    return runner;
-  }
-
-  private async attach(): Promise<void> {
-    const stream = (await this.container.attach({
-      stream: true,
-      stdin: true,
-      stdout: true,
-      stderr: true,
-      hijack: true,
-    })) as unknown as Duplex;
-    this.stream = stream;
-    const demux = new DockerDemuxer(
-      (b) => this.reader.push(b),
-      (b) => {
-        if (this.diagnostics.length < DIAGNOSTICS_BYTES) this.diagnostics += b.toString('utf8');
-      },
-    );
-    stream.on('data', (chunk: Buffer) => demux.push(chunk));
-    stream.on('end', () => this.endedResolve());
-    stream.on('close', () => this.endedResolve());
-    stream.on('error', () => this.endedResolve());
+    const reader = new RunnerReader();
+    const attached = await AttachedContainer.start(docker, config, (b) => reader.push(b));
+    return new AttachedRunner(attached, reader, config.Image ?? '?');
   }
 
   /**
@@ -123,7 +83,7 @@ export class AttachedRunner {
     );
     const detach = onAbort(signal, () => kill('cancel'));
     try {
-      this.stream?.write(encodeJob(spec, { key }));
+      this.attached.write(encodeJob(spec, { key })).catch(() => {});
       await Promise.race([this.reader.done, this.ended]);
     } finally {
       clearTimeout(timer);
@@ -154,46 +114,19 @@ export class AttachedRunner {
         cancelled: false,
         ...(deadline || oomKilled
           ? {}
-          : { failure: this.diagnosis('the sandbox ended without reporting a result') }),
+          : { failure: this.attached.diagnosis('the sandbox ended without reporting a result') }),
       };
     } catch (e) {
       return { exitCode: null, timedOut: deadline, oomKilled: false, cancelled: false, failure: String(e) };
     }
   }
 
-  private diagnosis(message: string): string {
-    const d = this.diagnostics.trim();
-    return d ? `${message}: ${d}` : message;
-  }
-
-  async kill(): Promise<void> {
-    await this.container.kill().catch(() => {});
+  kill(): Promise<void> {
+    return this.attached.kill();
   }
 
   /** Removes the container (killing it if needed). Idempotent; never throws. */
   remove(): Promise<void> {
-    this.removal ??= (async () => {
-      this.stream?.destroy();
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await this.container.remove({ force: true, v: true });
-          return;
-        } catch (e) {
-          const status = (e as { statusCode?: number }).statusCode;
-          if (status === 404) return;
-          // 409: the engine is already removing it. Resolve only once it is really gone.
-          if (status === 409) return void (await within(this.removed(), REMOVAL_WAIT_MS));
-          // Anything else (e.g. a busy mount) is retried briefly; the reaper gets what is left.
-          if (attempt >= 3) throw e;
-          await new Promise((r) => setTimeout(r, backoffDelay(attempt, { initialMs: 200, maxMs: 1000 })));
-        }
-      }
-    })().catch(() => {});
-    return this.removal;
-  }
-
-  /** Resolves once the engine has removed the container (at once when it is already gone). */
-  private async removed(): Promise<void> {
-    await (this.container.wait({ condition: 'removed' }) as Promise<unknown>).catch(() => undefined);
+    return this.attached.remove();
   }
 }

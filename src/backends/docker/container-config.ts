@@ -26,13 +26,29 @@ const SECCOMP = {
 /** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
 export const RUNSC_PIDS_OVERHEAD = 384;
 
+export type RunnerMode = 'run' | 'session';
+
 export interface ContainerOptions {
   name: string;
   runId?: string;
-  kind: 'run' | 'pool';
+  kind: 'run' | 'pool' | 'session';
   owner: string;
   /** Epoch ms after which the reaper may remove the container regardless of its owner. */
   expiresAt?: number;
+  /** `session`: the runner serves a stream of requests (`--session`) on a stdin that outlives attaches. */
+  mode?: RunnerMode;
+  session?: SessionLabels;
+}
+
+export interface SessionLabels {
+  sessionId?: string | undefined;
+  principal?: string | undefined;
+  /** The gateway instance that adopts the session after a restart (none: it ends with its owner). */
+  instance?: string | undefined;
+  /** The runner exits if no session is opened within this time (an unclaimed pool container). */
+  openWithinSeconds: number;
+  /** The runner's channel key (LABELS.channelKey). */
+  key: Buffer;
 }
 
 type Limits = Pick<
@@ -51,11 +67,12 @@ export function buildContainerConfig(
 ): Docker.ContainerCreateOptions {
   const { limits } = shape;
   const runsc = shape.runtime === 'runsc';
+  const session = options.mode === 'session' ? options.session : undefined;
   return {
     name: options.name,
     Image: shape.image,
     Entrypoint: [RUNNER_PATH],
-    Cmd: [],
+    Cmd: session ? ['--session', '--open-within', String(session.openWithinSeconds)] : [],
     User: SANDBOX_USER,
     WorkingDir: shape.workdir,
     Env: [],
@@ -66,10 +83,13 @@ export function buildContainerConfig(
       ...(options.runId ? { [LABELS.run]: options.runId } : {}),
       ...(shape.template ? { [LABELS.template]: shape.template } : {}),
       ...(options.expiresAt ? { [LABELS.expires]: String(options.expiresAt) } : {}),
+      ...(session ? sessionLabels(session) : {}),
     },
     AttachStdin: true,
     OpenStdin: true,
-    StdinOnce: true,
+    // A run's stdin closes with its one attach. A session's must outlive the gateway's attach (the
+    // engine would close it when that gateway dies), so that a restarted gateway can re-attach.
+    StdinOnce: !session,
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
@@ -103,5 +123,15 @@ export function buildContainerConfig(
       LogConfig: { Type: 'none', Config: {} },
       ...(shape.runtime ? { Runtime: shape.runtime } : {}),
     },
+  };
+}
+
+function sessionLabels(s: SessionLabels): Record<string, string> {
+  return {
+    [LABELS.mode]: 'session',
+    [LABELS.channelKey]: s.key.toString('hex'),
+    ...(s.sessionId ? { [LABELS.session]: s.sessionId } : {}),
+    ...(s.principal ? { [LABELS.principal]: s.principal } : {}),
+    ...(s.instance ? { [LABELS.instance]: s.instance } : {}),
   };
 }

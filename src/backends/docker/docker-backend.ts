@@ -1,7 +1,7 @@
 /**
  * The single-machine backend: every run gets a fresh, hardened container that is never reused
- * (DESIGN.md §6). Containers are removed on every path; leftovers of a crashed caller are reaped
- * at start-up.
+ * (DESIGN.md §6), and every session one that lives as long as it does (session/). Containers are
+ * removed on every path; leftovers of a crashed caller are reaped at start-up and periodically.
  */
 import Docker from 'dockerode';
 import { classify } from '../../api/outcome.js';
@@ -12,6 +12,7 @@ import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { Executions, type ExecutionContext } from '../executions.js';
+import type { LostSession } from '../sessions.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
 import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
@@ -19,7 +20,8 @@ import { ENGINE_HINT, engineError } from './engine-errors.js';
 import { currentOwner } from './owner.js';
 import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
-import { reapLeftovers } from './reaper.js';
+import { reapLeftovers, type ReapOptions } from './reaper.js';
+import { DockerSessions } from './session/docker-sessions.js';
 
 export interface DockerBackendOptions {
   socketPath?: string;
@@ -30,6 +32,14 @@ export interface DockerBackendOptions {
   pool?: PoolOptions;
   metrics?: Metrics;
   logger?: Logger;
+  /**
+   * The gateway instance its sessions belong to (`server.instanceId`): a gateway started again
+   * with the same id adopts them. Without one, sessions end when the backend closes (a stdio
+   * gateway's), or with their owner's death.
+   */
+  instanceId?: string | undefined;
+  /** Told of every session container the reaper removed (its runner had ended), to be audited. */
+  onSessionLost?: ((lost: LostSession) => void) | undefined;
 }
 
 /** Extra life a container's expiry label gets beyond its deadline, for slow starts and removal. */
@@ -47,37 +57,68 @@ export class DockerBackend implements SandboxBackend {
   private readonly cleanups = new Set<Promise<void>>();
   private reaping: NodeJS.Timeout | undefined;
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
+  /** Long-lived sessions, one container each. */
+  readonly sessions: DockerSessions;
+  private readonly instanceId: string | undefined;
+  private readonly onSessionLost: ((lost: LostSession) => void) | undefined;
 
   constructor(options: DockerBackendOptions = {}) {
     this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
     this.images = options.images ?? BUILTIN_TEMPLATES.map((t) => t.image);
     this.metrics = options.metrics;
     this.logger = options.logger;
+    this.instanceId = options.instanceId;
+    this.onSessionLost = options.onSessionLost;
     this.pool = options.pool?.enabled
       ? new PoolManager({
           docker: this.docker,
           owner: this.owner,
+          instance: options.instanceId,
           options: options.pool,
           metrics: options.metrics,
           logger: options.logger,
         })
       : undefined;
+    this.sessions = new DockerSessions({
+      docker: this.docker,
+      owner: this.owner,
+      instanceId: options.instanceId,
+      pool: this.pool,
+      logger: options.logger,
+    });
   }
 
-  /** Removes what crashed callers left behind (their owner is gone or their expiry passed). */
+  /**
+   * Removes what crashed callers left behind (their owner is gone or their expiry passed). Call
+   * once at start-up, before adopting this instance's sessions (which the reaper leaves to
+   * adoption). Returns the containers' names.
+   */
   async reap(): Promise<string[]> {
+    return this.reapWith({});
+  }
+
+  private async reapWith(options: Pick<ReapOptions, 'includeOwn'>): Promise<string[]> {
     try {
-      return await reapLeftovers(this.docker);
+      const { removed, sessions } = await reapLeftovers(this.docker, {
+        ...options,
+        instanceId: this.instanceId,
+        live: this.sessions.liveContainers(),
+      });
+      for (const lost of sessions) this.onSessionLost?.(lost);
+      return removed;
     } catch (e) {
       throw engineError(e, {});
     }
   }
 
-  /** Reaps every `intervalMs` from now on, until close(); a failed pass is retried at the next. */
+  /**
+   * Reaps every `intervalMs` from now on, until close(), this instance's stopped sessions
+   * included (its running ones are never touched); a failed pass is retried at the next.
+   */
   startReaping(intervalMs: number): void {
     if (this.reaping) return;
     this.reaping = setInterval(() => {
-      this.reap().then(
+      this.reapWith({ includeOwn: true }).then(
         (removed) => {
           if (removed.length)
             this.logger?.info({ containers: removed }, 'removed containers of crashed sandpit processes');
@@ -195,9 +236,15 @@ export class DockerBackend implements SandboxBackend {
     };
   }
 
+  /**
+   * Stops taking runs and waits for those under way. Sessions of an instance are let go, still
+   * running, for the next gateway of that instance; without an instance they end now.
+   */
   async close(): Promise<void> {
     clearInterval(this.reaping);
     this.executions.close();
+    if (this.instanceId) this.sessions.detachAll();
+    else await this.sessions.closeAll();
     await this.pool?.close();
     await this.executions.settled();
     await Promise.all(this.cleanups);

@@ -1,7 +1,8 @@
 /**
- * The gateway's HTTP app (express 5): Host-header validation, `GET /health` without auth, bearer auth
- * on `/mcp` and `/metrics`, a JSON body limit derived from policy, and JSON errors only.
- * The MCP routes are given in `mcp` (src/gateway/mcp owns the SDK).
+ * The gateway's HTTP app (express 5): Host-header validation, `GET /health` and `GET /openapi.json`
+ * without auth, bearer auth on `/mcp`, `/metrics` and the REST API (`/sessions`, `/runs`), a JSON
+ * body limit derived from policy, and JSON errors only. The MCP routes are given in `mcp`
+ * (src/gateway/mcp owns the SDK).
  */
 import express, {
   type Express,
@@ -20,7 +21,11 @@ import { errorHandler, notFound } from './errors.js';
 import { healthRoute } from './health.js';
 import { hostValidation, LOOPBACK_HOSTS } from './host-validation.js';
 import { metricsRoute } from './metrics.js';
+import { openApiDocument } from './openapi.js';
 import { principalRateLimit } from './rate-limit.js';
+import { requireJson } from './request.js';
+import { runRoutes } from './rest-runs.js';
+import { sessionRoutes } from './rest-sessions.js';
 
 /** The port the MCP transport plugs into: its three routes, and its own shutdown. */
 export interface McpHttp {
@@ -59,7 +64,7 @@ export function bodyLimitFor(maxRequestBytes: number): number {
 export function createHttpApp(deps: HttpAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(requestLog(deps.logger));
+  app.use(requestLog(deps.logger, deps.metrics));
   // A local probe (kubelet, curl on the host) names a loopback host; /health shows no run data.
   const health = healthRoute(deps.service, deps.version);
   if (deps.allowedHosts)
@@ -79,16 +84,30 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   );
   app.get('/mcp', auth, limit, deps.mcp.get);
   app.delete('/mcp', auth, limit, deps.mcp.delete);
+  const openapi = openApiDocument(deps.service.policy, deps.version);
+  app.get('/openapi.json', (_req, res) => void res.json(openapi));
+  const json = requireJson(deps.bodyLimitBytes);
+  app.use(['/sessions', '/runs'], auth, limit);
+  app.use(sessionRoutes(deps.service, json), runRoutes(deps.service, json));
   app.use(notFound);
   app.use(errorHandler(deps.logger, deps.limitNote));
   return app;
 }
 
-/** One debug line per request: method, path, status, time; never headers or bodies. */
-function requestLog(logger: Logger) {
+/**
+ * One debug line per request: method, path, status, time; never headers or bodies. Counted by
+ * route pattern (`/sessions/:id`), never by path, so the labels stay bounded.
+ */
+function requestLog(logger: Logger, metrics: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = performance.now();
-    res.on('finish', () =>
+    res.on('finish', () => {
+      const route = (req.route as { path?: string } | undefined)?.path;
+      metrics.httpRequests.inc({
+        method: req.method,
+        route: typeof route === 'string' ? route : 'unmatched',
+        status: String(res.statusCode),
+      });
       logger.debug(
         {
           method: req.method,
@@ -97,8 +116,8 @@ function requestLog(logger: Logger) {
           ms: Math.round(performance.now() - started),
         },
         'http request',
-      ),
-    );
+      );
+    });
     next();
   };
 }

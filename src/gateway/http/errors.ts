@@ -94,7 +94,7 @@ export function notFound(req: Request, res: Response): void {
     req,
     res,
     new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`, {
-      hint: 'the endpoints are /mcp, /health and /metrics',
+      hint: 'the endpoints are /mcp, /sessions, /runs, /health, /metrics and /openapi.json (the REST API)',
     }),
   );
 }

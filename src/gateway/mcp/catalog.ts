@@ -16,6 +16,7 @@ import type { Policy } from '../../policy/policy.js';
 import type { ToolDeps, ToolExtra } from './context.js';
 import { instrument } from './instrument.js';
 import { buildToolSchemas, type ToolInput, type ToolSchemas } from './schemas.js';
+import { buildSessionSchemas, type SessionSchemas } from './session-schemas.js';
 
 export const JSON_SCHEMA_DIALECT = 'http://json-schema.org/draft-07/schema#';
 
@@ -71,10 +72,12 @@ function portable(node: unknown): unknown {
 
 export function buildCatalog(
   policy: Policy,
-  specsFor: (schemas: ToolSchemas) => readonly ToolSpec[],
+  specsFor: (schemas: ToolSchemas, sessions: SessionSchemas) => readonly ToolSpec[],
   options: CatalogOptions = {},
 ): ToolCatalog {
-  const specs = specsFor(buildToolSchemas(policy)).filter((s) => options.seedTools !== false || !s.seed);
+  const specs = specsFor(buildToolSchemas(policy), buildSessionSchemas(policy)).filter(
+    (s) => options.seedTools !== false || !s.seed,
+  );
   const list = specs.map((s): Tool => ({
     name: s.name,
     title: s.title,

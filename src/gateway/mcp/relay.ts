@@ -36,6 +36,13 @@ export class OutputRelay {
     void this.emit('sandpit', { event: 'run_started', runId }, `run ${runId} started`).then(this.open);
   }
 
+  /** The first notification of a session exec: its ids. */
+  execStarted(sessionId: string, execId: string): void {
+    void this.emit('sandpit', { event: 'exec_started', sessionId, execId }, `exec ${execId} started`).then(
+      this.open,
+    );
+  }
+
   add(chunk: LiveChunk): void {
     if (chunk.text === '') return;
     const last = this.pending[this.pending.length - 1];

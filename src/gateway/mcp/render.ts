@@ -1,12 +1,13 @@
 /** Readable text for results: what a model reads when it ignores structured content. */
 import type { RunResult } from '../../api/run.js';
+import type { ExecResult, Session } from '../../api/session.js';
 
-export function renderRun(r: RunResult): string {
+export function renderRun(r: RunResult | ExecResult): string {
   const head = [
     r.phase,
     r.exitCode !== null ? `exit code ${r.exitCode}` : undefined,
     `${Math.round(r.durationMs)} ms`,
-    r.runId,
+    'runId' in r ? r.runId : r.execId,
     r.template ?? r.image,
   ].filter(Boolean);
   const lines = [head.join(' · ')];
@@ -20,4 +21,12 @@ export function renderRun(r: RunResult): string {
 function section(name: string, text: string, bytes: number): string {
   if (bytes === 0 && text === '') return '';
   return `--- ${name} (${bytes} bytes) ---\n${text.endsWith('\n') ? text.slice(0, -1) : text}`;
+}
+
+export function renderSession(s: Session): string {
+  const head = [s.id, s.state, s.reason, s.template ?? s.image].filter(Boolean).join(' · ');
+  const lines = [head];
+  if (s.message && s.state !== 'Ready') lines.push(s.message);
+  if (s.state === 'Ready') lines.push(`expires ${s.expiresAt}; idle until ${s.idleExpiresAt}`);
+  return lines.join('\n');
 }

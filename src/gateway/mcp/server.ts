@@ -3,12 +3,14 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import { buildCatalog, registerCatalog, type CatalogOptions, type ToolCatalog } from './catalog.js';
 import type { ToolDeps } from './context.js';
+import { registerSessionResources } from './session-resources.js';
 import { allTools } from './tools/index.js';
 
 const INSTRUCTIONS =
   'Runs untrusted code in locked-down, network-less containers. Use run_code for a snippet in a language ' +
   '(list_templates shows them and their limits), run_command for an argv. Output streams as log notifications ' +
-  '(logger stdout/stderr) while a run executes; the final result carries exit code and capped output.';
+  '(logger stdout/stderr) while a run executes; the final result carries exit code and capped output. ' +
+  'For work across calls, sandbox_create a session, then sandbox_exec and the file tools in it; sandbox_delete it when done.';
 
 /** The tools a gateway offers under its policy: built once, shared by every server it creates. */
 export function buildToolCatalog(deps: Pick<ToolDeps, 'service'>, options: CatalogOptions = {}): ToolCatalog {
@@ -26,6 +28,8 @@ export function createMcpServer(deps: ToolDeps, catalog: ToolCatalog = buildTool
     level = request.params.level;
     return {};
   });
-  registerCatalog(server, catalog, { ...deps, clientLogLevel: () => level });
+  const withLevel = { ...deps, clientLogLevel: () => level };
+  registerCatalog(server, catalog, withLevel);
+  registerSessionResources(server, withLevel);
   return server;
 }

@@ -8,7 +8,13 @@ export async function serveStdio(
   options: { signal: AbortSignal; stdin?: Readable; stdout?: Writable },
 ): Promise<void> {
   const stdin = options.stdin ?? process.stdin;
-  const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+  const before = server.server.onclose;
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = () => {
+      before?.();
+      resolve();
+    };
+  });
   const close = (): void => void server.close();
   await server.connect(new StdioServerTransport(stdin, options.stdout ?? process.stdout));
   stdin.once('end', close);

@@ -20,6 +20,7 @@ test('policyFromConfig maps every sandbox ceiling', () => {
       SANDPIT_SANDBOX_TMP_SIZE: '16m',
       SANDPIT_SANDBOX_MAX_OUTPUT_BYTES: '32k',
       SANDPIT_SANDBOX_MAX_REQUEST_BYTES: '2m',
+      SANDPIT_SANDBOX_MAX_DOWNLOAD_BYTES: '16m',
     },
   });
   const p = policyFromConfig(config);
@@ -32,6 +33,7 @@ test('policyFromConfig maps every sandbox ceiling', () => {
     timeoutSeconds: 45,
     outputBytes: 32 * 1024,
     requestBytes: 2 * MiB,
+    downloadBytes: 16 * MiB,
     // not configurable: the policy defaults
     files: DEFAULT_CEILINGS.files,
     envVars: DEFAULT_CEILINGS.envVars,

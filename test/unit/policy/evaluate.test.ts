@@ -724,6 +724,7 @@ test('DEFAULT_CEILINGS are what the documentation says', () => {
     timeoutSeconds: 30,
     outputBytes: MiB,
     requestBytes: 4 * MiB,
+    downloadBytes: 64 * MiB,
     files: 256,
     envVars: 128,
   });

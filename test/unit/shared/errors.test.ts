@@ -17,6 +17,7 @@ describe('ErrorCodes', () => {
     FORBIDDEN: [403, 77, false],
     NOT_FOUND: [404, 66, false],
     TOO_LARGE: [413, 64, false],
+    UNSUPPORTED_MEDIA_TYPE: [415, 64, false],
     BUSY: [429, 75, true],
     CANCELLED: [409, 130, false],
     CONFIG_INVALID: [500, 78, false],
@@ -25,6 +26,7 @@ describe('ErrorCodes', () => {
     RUNTIME_NOT_FOUND: [503, 69, false],
     IMAGE_OUTDATED: [503, 69, false],
     BACKEND_ERROR: [502, 70, true],
+    UNSUPPORTED: [501, 69, false],
     AUDIT_UNAVAILABLE: [503, 74, true],
     INTERNAL: [500, 70, false],
   };

@@ -1,13 +1,15 @@
 /**
- * Which pool may serve a run: containers are interchangeable only when image, runtime and every
- * limit baked into the container match exactly, so a run never gets looser or tighter limits than
- * it asked for.
+ * Which pool may serve a run or a session: containers are interchangeable only when the runner's
+ * mode, the image, the runtime and every limit baked into the container match exactly, so a run
+ * never gets looser or tighter limits than it asked for, and never a session's container (whose
+ * stdin outlives its attach).
  */
-import type { ContainerShape } from '../container-config.js';
+import type { ContainerShape, RunnerMode } from '../container-config.js';
 
-export function poolKey(shape: ContainerShape): string {
+export function poolKey(shape: ContainerShape, mode: RunnerMode = 'run'): string {
   const l = shape.limits;
   return JSON.stringify([
+    mode,
     shape.template ?? '',
     shape.image,
     shape.runtime ?? '',

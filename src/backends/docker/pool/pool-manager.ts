@@ -11,10 +11,12 @@ import type { Metrics } from '../../../observability/metrics.js';
 import { backoffDelay } from '../../../shared/backoff.js';
 import { pollUntil, withTimeout } from '../../../shared/time.js';
 import { AttachedRunner } from '../attached-runner.js';
-import { buildContainerConfig, type ContainerShape } from '../container-config.js';
+import { buildContainerConfig, type ContainerShape, type RunnerMode } from '../container-config.js';
+import { SessionContainer } from '../session/session-container.js';
+import { newKey } from '../../../runner/session-protocol.js';
 import type { PoolOptions } from './pool-options.js';
 import { poolKey, shapeOf } from './pool-key.js';
-import { WarmPool } from './warm-pool.js';
+import { WarmPool, type PoolMember } from './warm-pool.js';
 
 const READY_TIMEOUT_MS = 30_000;
 /** Extra life a pool container's expiry label gets, for slow starts and removal. */
@@ -31,6 +33,8 @@ export interface PoolStats {
 export interface PoolManagerDeps {
   docker: Docker;
   owner: string;
+  /** The gateway instance a session pool's containers are labelled with (for adoption after a restart). */
+  instance?: string | undefined;
   options: PoolOptions;
   metrics?: Metrics | undefined;
   logger?: Logger | undefined;
@@ -54,15 +58,17 @@ export class PoolManager {
 
   /**
    * Starts the pools: the periodic check that ages out and replaces idle containers, and the
-   * pools for `prewarm`'s shapes, filling at once (others are made on first demand).
+   * pools for `prewarm`'s shapes (runs) and `sessions`' (sessions), filling at once; others are
+   * made on first demand.
    */
-  start(prewarm: ContainerShape[] = []): void {
+  start(prewarm: ContainerShape[] = [], sessions: ContainerShape[] = []): void {
     if (this.closed) return;
     if (!this.timer) {
       this.timer = setInterval(() => void this.check(), this.deps.options.checkIntervalSeconds * 1000);
       this.timer.unref();
     }
-    for (const shape of prewarm) this.poolFor(shape, true);
+    for (const shape of prewarm) this.poolFor(shape, 'run', true);
+    for (const shape of sessions) this.poolFor(shape, 'session', true);
     this.pump();
   }
 
@@ -72,8 +78,17 @@ export class PoolManager {
    * the same cores as the claimed run, so the caller calls `replenish()` once its reply is out.
    */
   claim(shape: ContainerShape): AttachedRunner | undefined {
+    return this.take(shape, 'run') as AttachedRunner | undefined;
+  }
+
+  /** A ready session-mode container of exactly this shape (its runner waits for the open), or undefined. */
+  claimSession(shape: ContainerShape): SessionContainer | undefined {
+    return this.take(shape, 'session') as SessionContainer | undefined;
+  }
+
+  private take(shape: ContainerShape, mode: RunnerMode): PoolMember | undefined {
     if (this.closed) return undefined;
-    const pool = this.poolFor(shape);
+    const pool = this.poolFor(shape, mode);
     const runner = pool.take(Date.now());
     this.deps.metrics?.poolClaims.inc({ template: pool.label, result: runner ? 'hit' : 'miss' });
     if (!runner || pool.idleCount === 0) this.pump();
@@ -117,14 +132,34 @@ export class PoolManager {
     this.report();
   }
 
-  private poolFor(shape: ContainerShape, pinned = false): WarmPool {
-    const key = poolKey(shape);
+  private poolFor(shape: ContainerShape, mode: RunnerMode, pinned = false): WarmPool {
+    const key = poolKey(shape, mode);
     let pool = this.pools.get(key);
     if (!pool) {
-      pool = new WarmPool(key, shapeOf(shape), { pinned, now: Date.now() });
+      pool = new WarmPool(key, shapeOf(shape), { mode, pinned, now: Date.now() });
       this.pools.set(key, pool);
     }
     return pool;
+  }
+
+  /** A session pool's container must outlive its open-within only if nobody claims it. */
+  private configFor(pool: WarmPool, started: number): Docker.ContainerCreateOptions {
+    const { maxIdleSeconds, maxRunSeconds } = this.deps.options;
+    const common = {
+      name: `sandpit-pool-${pool.label}-${randomBytes(4).toString('hex')}`,
+      kind: 'pool' as const,
+      owner: this.deps.owner,
+      // Garbage for any reaper after its idle life and its longest run, whoever its owner is. A
+      // claimed session outlives it: the reaper never expires a running session container.
+      expiresAt: started + (maxIdleSeconds + maxRunSeconds) * 1000 + EXPIRY_SLACK_MS,
+    };
+    if (pool.mode === 'run') return buildContainerConfig(pool.shape, common);
+    return buildContainerConfig(pool.shape, {
+      ...common,
+      mode: 'session',
+      // Unclaimed past its idle life, the runner exits by itself.
+      session: { instance: this.deps.instance, openWithinSeconds: maxIdleSeconds + 60, key: newKey() },
+    });
   }
 
   /** Starts containers for the neediest pools while the global caps allow. */
@@ -151,18 +186,14 @@ export class PoolManager {
     pool.starting++;
     this.starting++;
     const started = Date.now();
-    const { maxIdleSeconds, maxRunSeconds } = this.deps.options;
-    const config = buildContainerConfig(pool.shape, {
-      name: `sandpit-pool-${pool.label}-${randomBytes(4).toString('hex')}`,
-      kind: 'pool',
-      owner: this.deps.owner,
-      // Garbage for any reaper after its idle life and its longest run, whoever its owner is.
-      expiresAt: started + (maxIdleSeconds + maxRunSeconds) * 1000 + EXPIRY_SLACK_MS,
-    });
+    const config = this.configFor(pool, started);
     const work = (async () => {
-      let runner: AttachedRunner | undefined;
+      let runner: PoolMember | undefined;
       try {
-        runner = await AttachedRunner.start(this.deps.docker, config);
+        runner =
+          pool.mode === 'session'
+            ? await SessionContainer.start(this.deps.docker, config)
+            : await AttachedRunner.start(this.deps.docker, config);
         const ready = await withTimeout(
           runner.ready(),
           READY_TIMEOUT_MS,
@@ -199,7 +230,7 @@ export class PoolManager {
   }
 
   /** A container that dies while idle (killed by hand, crashed) is removed and replaced. */
-  private watch(pool: WarmPool, runner: AttachedRunner): void {
+  private watch(pool: WarmPool, runner: PoolMember): void {
     void runner.ended.then(() => {
       if (pool.drop(runner)) {
         this.deps.logger?.warn({ template: pool.label }, 'an idle pool container died; replacing it');

@@ -1,37 +1,54 @@
 /**
- * One pool: ready containers of one shape, each waiting on its attached stdin for its one job.
- * A claimed container leaves the pool for good; it is never given a second job.
+ * One pool: ready containers of one shape and runner mode, each waiting on its attached stdin for
+ * its one job (or its one session). A claimed container leaves the pool for good; it is never
+ * given a second one.
  */
-import type { AttachedRunner } from '../attached-runner.js';
-import type { ContainerShape } from '../container-config.js';
+import type Docker from 'dockerode';
+import type { ContainerShape, RunnerMode } from '../container-config.js';
 
 const DEMAND_WINDOW_MS = 2000;
 
-interface Idle {
-  runner: AttachedRunner;
+/** What a pool holds: a started container whose runner reports ready. */
+export interface PoolMember {
+  readonly container: Docker.Container;
+  readonly alive: boolean;
+  readonly ended: Promise<void>;
+  ready(): Promise<boolean>;
+  remove(): Promise<void>;
+}
+
+interface Idle<T> {
+  runner: T;
   since: number;
 }
 
-export class WarmPool {
+export class WarmPool<T extends PoolMember = PoolMember> {
   readonly key: string;
   readonly shape: ContainerShape;
+  readonly mode: RunnerMode;
   /** Pre-warmed from config: kept however long it goes unused. */
   readonly pinned: boolean;
   starting = 0;
   /** When a run last asked this pool for a container (or when it was made). */
   lastDemand: number;
-  private idle: Idle[] = [];
+  private idle: Idle<T>[] = [];
   private claims: number[] = [];
 
-  constructor(key: string, shape: ContainerShape, options: { pinned: boolean; now: number }) {
+  constructor(
+    key: string,
+    shape: ContainerShape,
+    options: { mode?: RunnerMode; pinned: boolean; now: number },
+  ) {
     this.key = key;
     this.shape = shape;
+    this.mode = options.mode ?? 'run';
     this.pinned = options.pinned;
     this.lastDemand = options.now;
   }
 
+  /** The metrics label: the template (custom when none), `-session` for a session pool. */
   get label(): string {
-    return this.shape.template ?? 'custom';
+    return `${this.shape.template ?? 'custom'}${this.mode === 'session' ? '-session' : ''}`;
   }
 
   get idleCount(): number {
@@ -43,35 +60,35 @@ export class WarmPool {
   }
 
   /** Takes the oldest ready container, or none. Every call counts as demand. */
-  take(now: number): AttachedRunner | undefined {
+  take(now: number): T | undefined {
     this.claims.push(now);
     this.lastDemand = now;
     return this.idle.shift()?.runner;
   }
 
-  add(runner: AttachedRunner, now: number): void {
+  add(runner: T, now: number): void {
     this.idle.push({ runner, since: now });
   }
 
   /** Drops a container that died or failed a check; true if it was idle here. */
-  drop(runner: AttachedRunner): boolean {
+  drop(runner: T): boolean {
     const before = this.idle.length;
     this.idle = this.idle.filter((i) => i.runner !== runner);
     return this.idle.length < before;
   }
 
   /** Idle containers older than `maxAgeMs`, removed from the pool. */
-  expire(now: number, maxAgeMs: number): AttachedRunner[] {
+  expire(now: number, maxAgeMs: number): T[] {
     const old = this.idle.filter((i) => now - i.since > maxAgeMs).map((i) => i.runner);
     this.idle = this.idle.filter((i) => now - i.since <= maxAgeMs);
     return old;
   }
 
-  idleRunners(): AttachedRunner[] {
+  idleRunners(): T[] {
     return this.idle.map((i) => i.runner);
   }
 
-  drain(): AttachedRunner[] {
+  drain(): T[] {
     const all = this.idle.map((i) => i.runner);
     this.idle = [];
     return all;

@@ -11,8 +11,10 @@ import {
 import { LABELS, MANAGED_BY, MANAGED_FILTER } from '../../../../src/backends/docker/labels.js';
 import { buildSeccompProfile } from '../../../../src/policy/seccomp.js';
 import { RUNNER_PATH } from '../../../../src/runner/protocol.js';
+import { poolKey } from '../../../../src/backends/docker/pool/pool-key.js';
 
 const MiB = 1024 ** 2;
+const KEY = Buffer.alloc(16, 0xab);
 
 const shape: ContainerShape = {
   image: 'sandpit/python:3.11',
@@ -194,6 +196,69 @@ describe('process and I/O', () => {
   });
 });
 
+describe('session mode', () => {
+  const session = (o: Partial<ContainerOptions> = {}) =>
+    build(
+      {},
+      {
+        name: 'sandpit-session-s1',
+        kind: 'session',
+        runId: undefined,
+        expiresAt: undefined,
+        mode: 'session',
+        session: {
+          sessionId: 's1',
+          principal: 'ci',
+          instance: '/srv/sandpit',
+          openWithinSeconds: 60,
+          key: KEY,
+        },
+        ...o,
+      },
+    );
+
+  test('the runner serves a session, and exits unless one is opened within the given time', () => {
+    assert.deepEqual(session().Entrypoint, [RUNNER_PATH]);
+    assert.deepEqual(session().Cmd, ['--session', '--open-within', '60']);
+  });
+
+  test("stdin outlives the gateway's attach (StdinOnce false), so a restarted gateway can re-attach", () => {
+    const c = session();
+    assert.equal(c.OpenStdin, true);
+    assert.equal(c.AttachStdin, true);
+    assert.equal(c.StdinOnce, false);
+    assert.equal(build().StdinOnce, true, 'runs keep StdinOnce');
+  });
+
+  test('labels: mode, session, principal, instance and the channel key (kind session), no expiry', () => {
+    assert.deepEqual(session().Labels, {
+      'sandpit.dev/managed-by': 'sandpit',
+      'sandpit.dev/kind': 'session',
+      'sandpit.dev/owner': 'host:123:456',
+      'sandpit.dev/template': 'python',
+      'sandpit.dev/mode': 'session',
+      'sandpit.dev/session': 's1',
+      'sandpit.dev/principal': 'ci',
+      'sandpit.dev/instance': '/srv/sandpit',
+      'sandpit.dev/channel-key': KEY.toString('hex'),
+    });
+    const ephemeral = session({ session: { openWithinSeconds: 60, key: KEY } }).Labels!;
+    assert.equal(ephemeral['sandpit.dev/instance'], undefined, 'no instance: nobody adopts it');
+  });
+
+  test('the same hardening as a run', () => {
+    const { Labels: _a, Cmd: _b, StdinOnce: _c, name: _d, ...sessionRest } = session();
+    const { Labels: _e, Cmd: _f, StdinOnce: _g, name: _h, ...runRest } = build();
+    assert.deepEqual(sessionRest, runRest);
+  });
+
+  test('the pool key tells a session pool from a run pool of the same shape', () => {
+    assert.notEqual(poolKey(shape, 'session'), poolKey(shape, 'run'));
+    assert.equal(poolKey(shape), poolKey(shape, 'run'));
+    assert.equal(poolKey(shape, 'session'), poolKey({ ...shape }, 'session'));
+  });
+});
+
 describe('runtime', () => {
   test('set only when given', () => {
     assert.equal('Runtime' in host(), false);
@@ -232,6 +297,11 @@ describe('labels', () => {
       kind: 'sandpit.dev/kind',
       owner: 'sandpit.dev/owner',
       expires: 'sandpit.dev/expires-at',
+      mode: 'sandpit.dev/mode',
+      session: 'sandpit.dev/session',
+      channelKey: 'sandpit.dev/channel-key',
+      principal: 'sandpit.dev/principal',
+      instance: 'sandpit.dev/instance',
     });
     assert.equal(MANAGED_BY, 'sandpit');
     assert.equal(MANAGED_FILTER, 'sandpit.dev/managed-by=sandpit');

@@ -1,0 +1,214 @@
+/* Starting the sandboxed program, in both modes of the runner: see program.h. */
+#include "program.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int under_gvisor(void)
+{
+	return access("/proc/sentry-meminfo", F_OK) == 0;
+}
+
+long long oom_kills(void)
+{
+	static const char *files[] = {"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"};
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f = fopen(files[i], "re");
+		if (!f)
+			continue;
+		char key[64];
+		long long v;
+		while (fscanf(f, "%63s %lld", key, &v) == 2) {
+			if (strcmp(key, "oom_kill") == 0) {
+				fclose(f);
+				return v;
+			}
+		}
+		fclose(f);
+	}
+	return -1;
+}
+
+int program_limits(unsigned long long file_size, unsigned open_files)
+{
+	struct rlimit core = {0, 0};
+	setrlimit(RLIMIT_CORE, &core);
+	if (file_size) {
+		struct rlimit fsize = {(rlim_t)file_size, (rlim_t)file_size};
+		if (setrlimit(RLIMIT_FSIZE, &fsize) != 0)
+			return -1;
+	}
+	if (open_files) {
+		struct rlimit nofile = {open_files, open_files};
+		if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void put_word(int fd, uint32_t word)
+{
+	while (write(fd, &word, sizeof word) < 0 && errno == EINTR) {
+	}
+}
+
+static int get_word(int fd, uint32_t *word)
+{
+	ssize_t n;
+	while ((n = read(fd, word, sizeof *word)) < 0 && errno == EINTR) {
+	}
+	return n == (ssize_t)sizeof *word ? 0 : -1;
+}
+
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : errno; /* no setgroups file: an older kernel, nothing to deny */
+	int err = write(fd, text, strlen(text)) < 0 ? errno : 0;
+	close(fd);
+	return err;
+}
+
+/* Maps our one uid and gid to themselves in the new user namespace: the program keeps uid 1000. */
+static int map_ids(uid_t uid, gid_t gid)
+{
+	char map[64];
+	snprintf(map, sizeof map, "%u %u 1\n", uid, uid);
+	int err = write_text("/proc/self/uid_map", map);
+	if (!err)
+		err = write_text("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof map, "%u %u 1\n", gid, gid);
+	if (!err)
+		err = write_text("/proc/self/gid_map", map);
+	return err;
+}
+
+static void drop_capabilities(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	syscall(SYS_capset, &hdr, data);
+}
+
+/* PID 1 of the program's namespaces (see program.h). */
+static void inner_init(uid_t uid, gid_t gid, int status_fd, void (*program)(void *), void *arg, void (*scrub)(void),
+		       int linger)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (scrub)
+		scrub();
+	/* The id maps are root's while we are not dumpable; nothing but the runner runs yet. */
+	prctl(PR_SET_DUMPABLE, 1);
+	int err = map_ids(uid, gid);
+	prctl(PR_SET_DUMPABLE, 0);
+	pid_t child = err ? -1 : fork();
+	if (!err && child < 0)
+		err = errno;
+	if (child == 0) {
+		drop_capabilities();
+		program(arg);
+		_exit(126);
+	}
+	for (int fd = 0; fd < 1024; fd++)
+		if (fd != status_fd)
+			close(fd);
+	put_word(status_fd, (uint32_t)err);
+	if (err)
+		_exit(125);
+	int reported = 0;
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, 0);
+		if (p == child && !reported) {
+			put_word(status_fd, (uint32_t)st);
+			reported = 1;
+			if (!linger)
+				_exit(0);
+		}
+		if (p < 0 && errno == ECHILD)
+			_exit(0);
+		if (p < 0 && errno != EINTR)
+			_exit(125);
+	}
+}
+
+struct spawned spawn_isolated(void (*program)(void *), void *arg, void (*scrub)(void), int linger, char *why,
+			      size_t why_len)
+{
+	struct spawned none = {-1, -1};
+	int st[2];
+	if (pipe2(st, O_CLOEXEC) != 0) {
+		snprintf(why, why_len, "pipe: %s", strerror(errno));
+		return none;
+	}
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	pid_t init = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
+	if (init < 0) {
+		snprintf(why, why_len,
+			 "cannot give the program its own namespaces under gVisor (clone: %s); sandpit's seccomp profile "
+			 "for runsc allows them",
+			 strerror(errno));
+		close(st[0]);
+		close(st[1]);
+		return none;
+	}
+	if (init == 0) {
+		close(st[0]);
+		inner_init(uid, gid, st[1], program, arg, scrub, linger);
+	}
+	close(st[1]);
+	uint32_t err;
+	if (get_word(st[0], &err) != 0 || err) {
+		snprintf(why, why_len, "cannot set up the program's namespaces under gVisor: %s",
+			 err ? strerror((int)err) : "its init died");
+		close(st[0]);
+		kill(init, SIGKILL);
+		waitpid(init, NULL, 0);
+		return none;
+	}
+	return (struct spawned){init, st[0]};
+}
+
+int program_status(struct spawned s, int status)
+{
+	uint32_t word;
+	if (s.status_fd >= 0 && get_word(s.status_fd, &word) == 0)
+		return (int)word;
+	return status;
+}
+
+void ring_push(struct ring *r, const char *p, size_t n)
+{
+	if (r->cap == 0 || n == 0)
+		return;
+	if (n >= r->cap) {
+		memcpy(r->buf, p + n - r->cap, r->cap);
+		r->start = 0;
+		r->len = r->cap;
+		return;
+	}
+	size_t end = (r->start + r->len) % r->cap;
+	size_t first = n < r->cap - end ? n : r->cap - end;
+	memcpy(r->buf + end, p, first);
+	memcpy(r->buf, p + first, n - first);
+	size_t over = r->len + n > r->cap ? r->len + n - r->cap : 0;
+	r->len = r->len + n - over;
+	r->start = (r->start + over) % r->cap;
+}

@@ -1,0 +1,308 @@
+/**
+ * Sessions on Docker (DESIGN.md §6): one hardened container per session, from a session pool or
+ * cold, whose runner serves the session's requests on its attached stdin. The session's record
+ * (id, owner, spec) travels to the runner in its open request, so that a restarted gateway with
+ * the same instance id can adopt it from the runner itself, warm-pool containers included (their
+ * labels are fixed before anyone claims them).
+ */
+import type Docker from 'dockerode';
+import * as z from 'zod';
+import type { Logger } from '../../../observability/logger.js';
+import type { EffectiveSessionSpec } from '../../../policy/session.js';
+import { newKey } from '../../../runner/session-protocol.js';
+import { cancelled } from '../../../shared/abort.js';
+import { AppError } from '../../../shared/errors.js';
+import { withTimeout } from '../../../shared/time.js';
+import { RunnerSession } from '../../session-sandbox.js';
+import type {
+  AdoptedSession,
+  Adoption,
+  LostSession,
+  SessionBackend,
+  SessionOptions,
+  SessionSandbox,
+} from '../../sessions.js';
+import { buildContainerConfig, type ContainerShape } from '../container-config.js';
+import { LABELS, MANAGED_FILTER } from '../labels.js';
+import type { PoolManager } from '../pool/pool-manager.js';
+import { SessionContainer } from './session-container.js';
+import { sessionEnd } from './session-end.js';
+
+const READY_TIMEOUT_MS = 30_000;
+const OPEN_TIMEOUT_MS = 10_000;
+/** How long a runner found at start-up has to answer the resync before it counts as gone. */
+const RESYNC_TIMEOUT_MS = 10_000;
+/** A cold container's runner exits if nobody opens its session in this time (a crash mid-create). */
+const COLD_OPEN_WITHIN_SECONDS = 60;
+export const SESSION_NAME_PREFIX = 'sandpit-session-';
+
+/** Session ids become container names: the characters Docker allows in one. */
+const SESSION_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+
+const EnvPairSchema = z.object({ name: z.string(), value: z.string() });
+/** What the gateway hands the runner to keep: the session as created, for whoever adopts it. */
+const SessionMetaSchema = z.object({
+  v: z.literal(1),
+  sessionId: z.string().regex(SESSION_ID),
+  principal: z.string(),
+  createdAt: z.number(),
+  spec: z.object({
+    template: z.string().optional(),
+    image: z.string(),
+    runtime: z.string().optional(),
+    workdir: z.string(),
+    network: z.literal('none'),
+    limits: z.object({
+      cpuMilli: z.number(),
+      memoryBytes: z.number(),
+      pids: z.number(),
+      workspaceBytes: z.number(),
+      tmpBytes: z.number(),
+      timeoutSeconds: z.number(),
+      outputBytes: z.number(),
+      fileSizeBytes: z.number(),
+      openFiles: z.number(),
+    }),
+    env: z.array(EnvPairSchema),
+    secrets: z.array(EnvPairSchema),
+    ttlSeconds: z.number(),
+    idleTimeoutSeconds: z.number(),
+    maxExecs: z.number(),
+  }),
+});
+type SessionMeta = z.infer<typeof SessionMetaSchema>;
+
+export interface DockerSessionsDeps {
+  docker: Docker;
+  owner: string;
+  /** Sessions made with an instance id are adopted by the next gateway with it; without, they end with their owner. */
+  instanceId: string | undefined;
+  pool: PoolManager | undefined;
+  logger?: Logger | undefined;
+}
+
+export function sessionShape(spec: EffectiveSessionSpec): ContainerShape {
+  return {
+    template: spec.template,
+    image: spec.image,
+    runtime: spec.runtime,
+    workdir: spec.workdir,
+    limits: spec.limits,
+  };
+}
+
+export class DockerSessions implements SessionBackend {
+  private readonly deps: DockerSessionsDeps;
+  /** The sessions this process holds, with their containers' ids. */
+  private readonly live = new Map<string, { session: RunnerSession; containerId: string }>();
+
+  constructor(deps: DockerSessionsDeps) {
+    this.deps = deps;
+  }
+
+  /** Ids of the containers behind the sessions this process holds (the reaper leaves them alone). */
+  liveContainers(): Set<string> {
+    return new Set([...this.live.values()].map((s) => s.containerId));
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  async createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox> {
+    const { sessionId, principal, signal } = options;
+    if (!SESSION_ID.test(sessionId))
+      throw new AppError(
+        'INVALID_REQUEST',
+        `session id ${JSON.stringify(sessionId)} is not a valid container name`,
+      );
+    if (signal?.aborted) throw cancelled(signal);
+    const shape = sessionShape(spec);
+    const warm = this.claimWarm(shape, sessionId);
+    const container =
+      warm ?? (await SessionContainer.start(this.deps.docker, this.coldConfig(shape, options)));
+    try {
+      const opening = this.open(container, spec, { sessionId, principal, createdAt: Date.now() });
+      const session = await (signal ? raceAbort(opening, signal) : opening);
+      this.track(session, container);
+      return session;
+    } catch (e) {
+      await container.remove();
+      throw e;
+    } finally {
+      if (warm) setImmediate(() => this.deps.pool?.replenish());
+    }
+  }
+
+  private coldConfig(shape: ContainerShape, options: SessionOptions): Docker.ContainerCreateOptions {
+    return buildContainerConfig(shape, {
+      name: `${SESSION_NAME_PREFIX}${options.sessionId}`,
+      kind: 'session',
+      owner: this.deps.owner,
+      mode: 'session',
+      session: {
+        sessionId: options.sessionId,
+        principal: options.principal,
+        instance: this.deps.instanceId,
+        openWithinSeconds: COLD_OPEN_WITHIN_SECONDS,
+        key: newKey(),
+      },
+    });
+  }
+
+  /** A ready session-pool container of this shape, renamed after the session it now serves. */
+  private claimWarm(shape: ContainerShape, sessionId: string): SessionContainer | undefined {
+    for (;;) {
+      const container = this.deps.pool?.claimSession(shape);
+      if (!container) return undefined;
+      if (container.alive) {
+        container.container.rename({ name: `${SESSION_NAME_PREFIX}${sessionId}` }).catch(() => {});
+        return container;
+      }
+      void container.remove();
+    }
+  }
+
+  private async open(
+    container: SessionContainer,
+    spec: EffectiveSessionSpec,
+    meta: Omit<SessionMeta, 'v' | 'spec'>,
+  ): Promise<RunnerSession> {
+    const ready = await withTimeout(
+      container.ready(),
+      READY_TIMEOUT_MS,
+      'the session container did not report ready',
+    );
+    if (!ready)
+      throw new AppError(
+        'BACKEND_ERROR',
+        container.diagnosis('the session container stopped before it was ready'),
+      );
+    const client = container.connect();
+    await withTimeout(
+      client.open({
+        ttlMs: spec.ttlSeconds * 1000,
+        idleMs: spec.idleTimeoutSeconds * 1000,
+        maxExecs: spec.maxExecs,
+        env: [...spec.env, ...spec.secrets],
+        workdir: spec.workdir,
+        meta: JSON.stringify({ v: 1, ...meta, spec } satisfies SessionMeta),
+        fileSizeBytes: spec.limits.fileSizeBytes,
+        openFiles: spec.limits.openFiles,
+      }),
+      OPEN_TIMEOUT_MS,
+      "the session's runner did not answer its open request",
+    );
+    return new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec });
+  }
+
+  private track(session: RunnerSession, container: SessionContainer): void {
+    this.live.set(session.sessionId, { session, containerId: container.container.id });
+    void session.done.then(() => {
+      if (this.live.get(session.sessionId)?.session === session) this.live.delete(session.sessionId);
+    });
+  }
+
+  async adoptSessions(): Promise<Adoption> {
+    const { docker, instanceId } = this.deps;
+    if (!instanceId) return { adopted: [], lost: [] };
+    const found = await docker.listContainers({
+      all: true,
+      filters: { label: [MANAGED_FILTER, `${LABELS.mode}=session`, `${LABELS.instance}=${instanceId}`] },
+    });
+    const results = await Promise.all(
+      found.filter((c) => !this.liveContainers().has(c.Id)).map((c) => this.adoptOne(c)),
+    );
+    const adoption: Adoption = { adopted: [], lost: [] };
+    for (const r of results) {
+      if (r && 'sandbox' in r) adoption.adopted.push(r);
+      else if (r) adoption.lost.push(r);
+    }
+    return adoption;
+  }
+
+  /** One container of this instance: re-attached, or removed (and reported lost when it was a session). */
+  private async adoptOne(c: Docker.ContainerInfo): Promise<AdoptedSession | LostSession | undefined> {
+    const named = namedSession(c);
+    const lost = async (
+      container: SessionContainer | undefined,
+      reason: LostSession['reason'],
+      message: string,
+    ) => {
+      await (container?.remove() ??
+        this.deps.docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => {}));
+      return named.sessionId ? { ...named, reason, message } : undefined;
+    };
+    if (c.State !== 'running') {
+      const info = await this.deps.docker
+        .getContainer(c.Id)
+        .inspect()
+        .catch(() => undefined);
+      const end = info && sessionEnd({ exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled });
+      return lost(undefined, end?.reason ?? 'RunnerGone', end?.message ?? 'the session container is gone');
+    }
+    let container: SessionContainer | undefined;
+    try {
+      container = await SessionContainer.adopt(this.deps.docker, c);
+      const client = container.connect();
+      const info = await withTimeout(
+        client.resync(),
+        RESYNC_TIMEOUT_MS,
+        "the session's runner did not answer",
+      );
+      if (!info.opened) return await lost(container, 'RunnerGone', 'a pool container nobody claimed');
+      const meta = SessionMetaSchema.parse(JSON.parse(info.meta ?? ''));
+      const spec: EffectiveSessionSpec = {
+        ...meta.spec,
+        template: meta.spec.template,
+        runtime: meta.spec.runtime,
+        ttlSeconds: Math.round((info.ttlMs ?? 0) / 1000),
+      };
+      const session = new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec });
+      this.track(session, container);
+      const execs = session.recover(info.execs ?? []);
+      this.deps.logger?.info({ sessionId: meta.sessionId, execs: execs.length }, 'adopted a session');
+      return {
+        sessionId: meta.sessionId,
+        principal: meta.principal,
+        spec,
+        createdAt: meta.createdAt,
+        sandbox: session,
+        execs,
+      };
+    } catch (e) {
+      const message =
+        e instanceof z.ZodError ? "the runner's session record is malformed" : (e as Error).message;
+      return lost(container, e instanceof z.ZodError ? 'ProtocolError' : 'RunnerGone', message);
+    }
+  }
+
+  /** Ends every session this process holds (a stdio gateway's, when it exits). */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.live.values()].map((s) => s.session.close('Deleted')));
+  }
+
+  /** Lets go of every session, leaving them running for the next gateway of this instance. */
+  detachAll(): void {
+    for (const s of this.live.values()) s.session.detach();
+    this.live.clear();
+  }
+}
+
+/** The session a container names: its labels (cold), or its name (a claimed pool container). */
+export function namedSession(c: Docker.ContainerInfo): Pick<LostSession, 'sessionId' | 'principal'> {
+  const name = c.Names[0]?.replace(/^\//, '') ?? '';
+  const fromName = name.startsWith(SESSION_NAME_PREFIX) ? name.slice(SESSION_NAME_PREFIX.length) : undefined;
+  return { sessionId: c.Labels[LABELS.session] ?? fromName, principal: c.Labels[LABELS.principal] };
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancelled(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

@@ -1,0 +1,314 @@
+/**
+ * A session sandbox over its runner's client (src/runner/session-client.ts): what every backend
+ * whose sandboxes run sandpit-runner in session mode shares. The backend supplies the host: how
+ * the sandbox is removed, detached, and how it ended once it is gone.
+ */
+import { classify, type RunFacts } from '../api/outcome.js';
+import type { FileEntry, SessionReason } from '../api/session.js';
+import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
+import { StreamCapture, type StreamName } from '../runner/capture.js';
+import { outputWindow } from '../runner/protocol.js';
+import type { ClientEnd, ExecHandle, SessionClient } from '../runner/session-client.js';
+import {
+  RETAINED_OUTPUT_BYTES,
+  type RecoveredExecInfo,
+  type SessionExit,
+  type WireEntry,
+} from '../runner/session-protocol.js';
+import { onAbort } from '../shared/abort.js';
+import { artifactTar } from './artifacts.js';
+import { within } from '../shared/time.js';
+import type {
+  ExecExecution,
+  ExecOptions,
+  ExecOutcome,
+  FileChange,
+  FileRead,
+  FileWrite,
+  RecoveredExec,
+  SandboxEnd,
+  SessionSandbox,
+} from './sessions.js';
+
+/** How long after an exec's own deadline the gateway stops waiting for the runner's report. */
+export const OUTER_DEADLINE_GRACE_MS = 2000;
+/** The most entries one listing returns. */
+export const MAX_LIST_ENTRIES = 50_000;
+
+export interface SessionHost {
+  /** Resolves once the sandbox's runner can no longer be reached (its container stopped). */
+  readonly gone: Promise<void>;
+  /** How the sandbox ended, once it is gone: what the engine says (OOM, the runner's status). */
+  endOf(): Promise<SandboxEnd>;
+  /** Removes the sandbox; idempotent, never throws. */
+  remove(): Promise<void>;
+  /** Leaves the sandbox running, attached to nothing (a restarted gateway adopts it). */
+  detach(): void;
+}
+
+export interface RunnerSessionOptions {
+  sessionId: string;
+  client: SessionClient;
+  host: SessionHost;
+  spec: EffectiveSessionSpec;
+}
+
+export function toFileEntry(e: WireEntry): FileEntry {
+  return {
+    path: e.path,
+    type: e.type,
+    size: e.size,
+    mode: e.mode.toString(8).padStart(4, '0'),
+    mtime: new Date(e.mtimeMs).toISOString(),
+  };
+}
+
+/** The runner's own end of the session, in the session model's reasons. */
+function runnerEnd(end: ClientEnd): SandboxEnd | undefined {
+  if (end.reason === 'ProtocolError') return { reason: 'ProtocolError', message: end.message };
+  if (end.reason !== 'RunnerEnded') return undefined;
+  const reasons: Record<string, SessionReason> = {
+    TTLExpired: 'TTLExpired',
+    IdleExpired: 'IdleExpired',
+    Closed: 'Deleted',
+    Stopped: 'ContainerFailed',
+  };
+  return { reason: reasons[end.runnerReason] ?? 'RunnerGone', message: end.message };
+}
+
+/**
+ * Output of one exec: head live (capped), tail from the runner at the end, exact counts. A
+ * recovered exec's head went to a gateway that is gone: what it has is the runner's kept output
+ * (the last RETAINED_OUTPUT_BYTES of each stream), as its tail.
+ */
+class ExecCapture {
+  private readonly streams: Record<StreamName, StreamCapture>;
+  private readonly onOutput: ExecOptions['onOutput'];
+  private readonly recovered: boolean;
+
+  constructor(outputBytes: number, onOutput: ExecOptions['onOutput'], recovered = false) {
+    const window = recovered ? { headBytes: 0, tailBytes: RETAINED_OUTPUT_BYTES } : outputWindow(outputBytes);
+    this.streams = { stdout: new StreamCapture(window), stderr: new StreamCapture(window) };
+    this.onOutput = onOutput;
+    this.recovered = recovered;
+  }
+
+  output(stream: StreamName, data: Buffer): void {
+    if (this.recovered) return this.onOutput({ stream, data: Buffer.from(data) });
+    const shown = this.streams[stream].add(data);
+    if (shown.length > 0) this.onOutput({ stream, data: Buffer.from(shown) });
+  }
+
+  tail(stream: StreamName, data: Buffer): void {
+    this.streams[stream].addTail(data);
+  }
+
+  finish(report: SessionExit | undefined): Pick<ExecOutcome, 'stdout' | 'stderr'> {
+    return {
+      stdout: this.streams.stdout.finish(report?.stdoutBytes),
+      stderr: this.streams.stderr.finish(report?.stderrBytes),
+    };
+  }
+}
+
+export class RunnerSession implements SessionSandbox {
+  readonly sessionId: string;
+  readonly ended: Promise<SandboxEnd>;
+  private readonly client: SessionClient;
+  private readonly host: SessionHost;
+  private spec: EffectiveSessionSpec;
+  private closing: Promise<void> | undefined;
+  private detached = false;
+  private doneResolve!: () => void;
+  /** Resolves once this process is done with the sandbox: it ended, was closed, or was let go. */
+  readonly done = new Promise<void>((r) => (this.doneResolve = r));
+
+  constructor(options: RunnerSessionOptions) {
+    this.sessionId = options.sessionId;
+    this.client = options.client;
+    this.host = options.host;
+    this.spec = options.spec;
+    this.ended = new Promise<SandboxEnd>((resolve) => {
+      const end = Promise.race([this.client.ended, this.host.gone.then(() => undefined)]);
+      void end.then(async (clientEnd) => {
+        if (this.closing || this.detached) return; // close() and detach() are not ends by itself
+        const own = clientEnd ? runnerEnd(clientEnd) : undefined;
+        const why = own ?? (await this.host.endOf());
+        await this.host.remove();
+        this.doneResolve();
+        resolve(why);
+      });
+    });
+  }
+
+  exec(exec: EffectiveExec, options: ExecOptions): ExecExecution {
+    const capture = new ExecCapture(exec.outputBytes, options.onOutput);
+    const startedAt = Date.now();
+    const handle = this.client.exec(
+      {
+        name: options.execId,
+        argv: exec.argv,
+        env: exec.env,
+        cwd: exec.cwd,
+        deadlineMs: exec.timeoutSeconds * 1000,
+        window: outputWindow(exec.outputBytes),
+        stdin: exec.stdin,
+        streamStdin: options.streamStdin ?? false,
+        tty: exec.tty ? (options.terminal ?? { cols: 80, rows: 24 }) : undefined,
+        background: exec.background,
+      },
+      capture,
+    );
+    return execution(options.execId, handle, {
+      capture,
+      startedAt,
+      deadlineMs: exec.timeoutSeconds * 1000,
+      signal: options.signal,
+    });
+  }
+
+  /** The execs a resync reported, followed from now on (their output comes from the runner's buffer). */
+  recover(execs: RecoveredExecInfo[], onOutput: ExecOptions['onOutput'] = () => {}): RecoveredExec[] {
+    return execs.map((info) => {
+      const capture = new ExecCapture(this.spec.limits.outputBytes, onOutput, true);
+      const handle = this.client.attach(info.id, capture, info.tty);
+      const startedAt = Date.now() - info.startedAgoMs;
+      const deadlineMs = Math.max(0, this.spec.limits.timeoutSeconds * 1000 - info.startedAgoMs);
+      return {
+        ...execution(info.name, handle, { capture, startedAt, deadlineMs, signal: undefined }),
+        argv: info.argv,
+        background: info.background,
+        startedAt,
+      };
+    });
+  }
+
+  async writeFile(write: FileWrite): Promise<FileEntry> {
+    const entry = await this.client.write(
+      { path: write.path, mode: write.mode, offset: write.offset, append: write.append },
+      write.data,
+    );
+    return toFileEntry(entry);
+  }
+
+  async readFile(read: { path: string; maxBytes: number }): Promise<FileRead> {
+    const { entry, data } = await this.client.read(read.path, read.maxBytes);
+    return { entry: toFileEntry(entry), data };
+  }
+
+  async list(list: { path: string; recursive: boolean }): Promise<FileEntry[]> {
+    return (await this.client.list(list.path, list.recursive, MAX_LIST_ENTRIES)).map(toFileEntry);
+  }
+
+  remove(remove: { path: string; recursive: boolean }): Promise<void> {
+    return this.client.remove(remove.path, remove.recursive);
+  }
+
+  async mkdir(mkdir: { path: string }): Promise<FileEntry> {
+    return toFileEntry(await this.client.mkdir(mkdir.path));
+  }
+
+  artifacts(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer> {
+    return artifactTar(this, artifacts);
+  }
+
+  watch(path: string, onChange: (change: FileChange) => void): Promise<() => void> {
+    return this.client.watch(path, (c) => onChange({ path: c.path, kind: c.kind }));
+  }
+
+  async processes(): Promise<{ pid: number; command: string }[]> {
+    return (await this.client.processes()).map((p) => ({ pid: p.pid, command: p.command }));
+  }
+
+  async setTtl(ttlSeconds: number): Promise<void> {
+    await this.client.setLifetime({ ttlMs: ttlSeconds * 1000, idleMs: this.spec.idleTimeoutSeconds * 1000 });
+    this.spec = { ...this.spec, ttlSeconds };
+  }
+
+  /** Asks the runner whether it still answers (within `ms`). */
+  async answers(ms: number): Promise<boolean> {
+    return (
+      (await within(
+        this.client.ping().then(
+          () => true,
+          () => false,
+        ),
+        ms,
+      )) ?? false
+    );
+  }
+
+  close(_reason: SessionReason): Promise<void> {
+    this.closing ??= (async () => {
+      this.client.end({ reason: 'TransportClosed', message: 'the session was closed' });
+      await this.host.remove();
+      this.doneResolve();
+    })();
+    return this.closing;
+  }
+
+  /** Lets go of the sandbox and leaves it running: a restarted gateway adopts it. */
+  detach(): void {
+    if (this.closing) return;
+    this.detached = true;
+    this.host.detach();
+    this.doneResolve();
+  }
+}
+
+interface ExecContext {
+  capture: ExecCapture;
+  startedAt: number;
+  deadlineMs: number;
+  signal: AbortSignal | undefined;
+}
+
+/** What ended an exec from the gateway's side, if anything did. */
+type KilledBy = 'cancel' | 'deadline' | undefined;
+
+function factsOf(report: SessionExit | undefined, killedBy: KilledBy): RunFacts {
+  if (!report) return { exitCode: null, timedOut: true, oomKilled: false, cancelled: false };
+  const { exitCode, oomKilled } = report;
+  const timedOut = report.timedOut || (report.killed && killedBy === 'deadline');
+  return { exitCode, timedOut, oomKilled, cancelled: report.killed && killedBy === 'cancel' };
+}
+
+/**
+ * One exec's handle and result: the runner's report classified like a run's. The gateway holds a
+ * deadline of its own OUTER_DEADLINE_GRACE_MS after the runner's: it kills the exec then, and
+ * gives up on a report one grace later (the exec then ends TimedOut with no exit code).
+ */
+function execution(execId: string, handle: ExecHandle, ctx: ExecContext): ExecExecution {
+  let killedBy: KilledBy;
+  const kill = (why: 'cancel' | 'deadline'): void => {
+    killedBy ??= why;
+    handle.kill();
+  };
+  const detach = onAbort(ctx.signal, () => kill('cancel'));
+  let outerTimer: NodeJS.Timeout | undefined;
+  const outer = new Promise<undefined>((resolve) => {
+    outerTimer = setTimeout(() => {
+      kill('deadline');
+      outerTimer = setTimeout(() => resolve(undefined), OUTER_DEADLINE_GRACE_MS);
+    }, ctx.deadlineMs + OUTER_DEADLINE_GRACE_MS);
+  });
+  const result = (async (): Promise<ExecOutcome> => {
+    try {
+      const report = await Promise.race([handle.exit, outer]);
+      const { stdout, stderr } = ctx.capture.finish(report);
+      const outcome = classify(factsOf(report, killedBy));
+      return { outcome, stdout, stderr, startedAt: ctx.startedAt, finishedAt: Date.now() };
+    } finally {
+      clearTimeout(outerTimer);
+      detach();
+    }
+  })();
+  return {
+    execId,
+    result,
+    writeStdin: (data) => handle.writeStdin(data),
+    endStdin: () => handle.endStdin(),
+    resize: (cols, rows) => handle.resize(cols, rows),
+    kill: () => kill('cancel'),
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * The REST API of sessions, as the code-sandbox-mcp seed documents it: thin routes over the session
+ * use cases. A file upload is the raw body, never parsed (curl --data-binary sends it as a form),
+ * and streamed to the sandbox; a download and the artifacts tar stream back. An exec answers JSON,
+ * or NDJSON or SSE while it runs when the client asks (Accept); a foreground exec whose client
+ * goes away is killed.
+ */
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { Router, type Request, type Response } from 'express';
+import type { ExecResult } from '../../api/session.js';
+import type { SandpitService } from '../service.js';
+import { param, principalOfRequest, type requireJson } from './request.js';
+
+type Streaming = 'json' | 'ndjson' | 'sse';
+
+function streamingOf(req: Request): Streaming {
+  const type = req.accepts(['application/json', 'application/x-ndjson', 'text/event-stream']);
+  return type === 'application/x-ndjson' ? 'ndjson' : type === 'text/event-stream' ? 'sse' : 'json';
+}
+
+/** An AbortSignal that fires when the client goes away before the answer is complete. */
+function clientGone(res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('the client went away'));
+  });
+  return controller.signal;
+}
+
+export function sessionRoutes(service: SandpitService, json: ReturnType<typeof requireJson>): Router {
+  const router = Router();
+  const sessions = service.sessions;
+
+  router.post('/sessions', json, async (req, res) => {
+    const session = await sessions.create(req.body, principalOfRequest(req), { signal: clientGone(res) });
+    res.status(201).location(`/sessions/${session.id}`).json(session);
+  });
+  router.get('/sessions', (req, res) => {
+    res.json({ sessions: sessions.list(principalOfRequest(req)) });
+  });
+  router.get('/sessions/:id', async (req, res) => {
+    res.json(await sessions.get(param(req, 'id'), principalOfRequest(req)));
+  });
+  router.patch('/sessions/:id', json, async (req, res) => {
+    res.json(await sessions.extend(param(req, 'id'), principalOfRequest(req), req.body));
+  });
+  router.delete('/sessions/:id', async (req, res) => {
+    res.json(await sessions.delete(param(req, 'id'), principalOfRequest(req)));
+  });
+
+  router.get('/sessions/:id/files', async (req, res) => {
+    const path = typeof req.query.path === 'string' ? req.query.path : undefined;
+    const recursive = req.query.recursive === 'true' || req.query.recursive === '1';
+    res.json({
+      entries: await sessions.listFiles(param(req, 'id'), principalOfRequest(req), { path, recursive }),
+    });
+  });
+  router.put('/sessions/:id/files/*path', async (req, res) => {
+    const mode = typeof req.query.mode === 'string' ? Number.parseInt(req.query.mode, 8) : undefined;
+    const entry = await sessions.writeFile(param(req, 'id'), principalOfRequest(req), {
+      path: param(req, 'path'),
+      content: req,
+      mode: Number.isNaN(mode) ? undefined : mode,
+      append: req.query.append === 'true',
+    });
+    res.status(201).json(entry);
+  });
+  router.get('/sessions/:id/files/*path', async (req, res) => {
+    const file = await sessions.readFile(param(req, 'id'), principalOfRequest(req), {
+      path: param(req, 'path'),
+    });
+    res.status(200).type('application/octet-stream').setHeader('Content-Length', String(file.entry.size));
+    await pipeline(Readable.from(file.data), res);
+  });
+  router.delete('/sessions/:id/files/*path', async (req, res) => {
+    await sessions.removeFile(param(req, 'id'), principalOfRequest(req), {
+      path: param(req, 'path'),
+      recursive: req.query.recursive === 'true',
+    });
+    res.status(204).end();
+  });
+  router.get('/sessions/:id/artifacts', async (req, res) => {
+    const path = typeof req.query.path === 'string' ? req.query.path : '';
+    const tar = sessions.artifacts(param(req, 'id'), principalOfRequest(req), path);
+    res.status(200).type('application/x-tar');
+    res.setHeader('Content-Disposition', `attachment; filename="${param(req, 'id')}.tar"`);
+    await pipeline(Readable.from(tar), res);
+  });
+
+  router.post('/sessions/:id/exec', json, async (req, res) => {
+    const streaming = streamingOf(req);
+    const principal = principalOfRequest(req);
+    if (streaming === 'json') {
+      const handle = sessions.exec(param(req, 'id'), principal, req.body, { signal: clientGone(res) });
+      const background = (req.body as { background?: unknown }).background === true;
+      res
+        .status(background ? 202 : 200)
+        .json(
+          background ? sessions.execResult(param(req, 'id'), handle.execId, principal) : await handle.result,
+        );
+      return;
+    }
+    const send = (event: string, data: unknown): void => {
+      if (streaming === 'ndjson') res.write(`${JSON.stringify({ event, ...(data as object) })}\n`);
+      else res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const handle = sessions.exec(param(req, 'id'), principal, req.body, {
+      signal: clientGone(res),
+      onOutput: (chunk) => {
+        if (chunk.text) send('output', { stream: chunk.stream, text: chunk.text });
+      },
+    });
+    res.status(200).type(streaming === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream');
+    send('started', { execId: handle.execId, sessionId: param(req, 'id') });
+    const result: ExecResult = await handle.result;
+    send('result', result);
+    res.end();
+  });
+  router.get('/sessions/:id/exec/:execId', (req, res) => {
+    res.json(sessions.execResult(param(req, 'id'), param(req, 'execId'), principalOfRequest(req)));
+  });
+  router.delete('/sessions/:id/exec/:execId', async (req, res) => {
+    res.json(await sessions.killExec(param(req, 'id'), param(req, 'execId'), principalOfRequest(req)));
+  });
+  router.get('/sessions/:id/logs', (req, res) => {
+    res.json({ execs: sessions.logs(param(req, 'id'), principalOfRequest(req)) });
+  });
+  return router;
+}

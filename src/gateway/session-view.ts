@@ -1,0 +1,37 @@
+/** A session record as the session model shows it (pure): never a secret's value. */
+import type { Session } from '../api/session.js';
+import { sessionLimitsView } from '../observability/audit.js';
+import type { SessionRecord } from './sessions.js';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function sessionView(
+  record: SessionRecord,
+  backend: string,
+  processes?: { pid: number; command: string }[],
+): Session {
+  const { spec } = record;
+  const expiresAt = record.createdAt + spec.ttlSeconds * 1000;
+  const idleAt = Math.min(expiresAt, record.lastActivityAt + spec.idleTimeoutSeconds * 1000);
+  return {
+    id: record.sessionId,
+    state: record.state,
+    reason: record.reason,
+    ...(record.message !== undefined ? { message: record.message } : {}),
+    ...(spec.template !== undefined ? { template: spec.template } : {}),
+    image: spec.image,
+    ...(spec.runtime !== undefined ? { runtime: spec.runtime } : {}),
+    backend,
+    limits: sessionLimitsView(spec),
+    network: spec.network,
+    env: [...spec.env, ...spec.secrets].map((e) => e.name),
+    createdAt: iso(record.createdAt),
+    lastActivityAt: iso(record.lastActivityAt),
+    expiresAt: iso(expiresAt),
+    idleExpiresAt: iso(idleAt),
+    ...(record.endedAt !== undefined ? { endedAt: iso(record.endedAt) } : {}),
+    execs: record.execs.count,
+    runningExecs: record.execs.running,
+    ...(processes ? { processes } : {}),
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Sessions outlive their gateway, within their lifetime: a gateway killed with SIGKILL is
+ * replaced by one of the same instance that adopts its sessions (same ids and files, the exec in
+ * flight reported from the runner's buffer, the next exec working), and a session nobody attaches
+ * to stops by itself at its TTL or idle timeout, its runner enforcing them with no gateway at all.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { after, describe, test } from 'node:test';
+import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { requireDocker } from '../../support/docker.js';
+import {
+  eventually,
+  MiB,
+  readAll,
+  runExec,
+  sessionContainers,
+  sessionId,
+  sessionPolicy,
+  sessionSpec,
+} from '../../support/sessions.js';
+
+const instanceId = `test-instance-${process.pid}`;
+const backends: DockerBackend[] = [];
+after(async () => {
+  await Promise.all(backends.map((b) => b.close()));
+  const docker = await requireDocker();
+  for (const c of await docker.listContainers({
+    all: true,
+    filters: { label: [`sandpit.dev/instance=${instanceId}`] },
+  }))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => {});
+});
+
+async function exitCodeWhenStopped(id: string, ms: number): Promise<number | undefined> {
+  const docker = await requireDocker();
+  let code: number | undefined;
+  await eventually(async () => {
+    const [c] = await sessionContainers(docker, id);
+    if (!c || c.State === 'running') return false;
+    code = (await docker.getContainer(c.Id).inspect()).State.ExitCode;
+    return true;
+  }, ms);
+  return code;
+}
+
+describe('sessions and their gateway', () => {
+  test('a SIGKILLed gateway’s session is adopted by the next of its instance: same id and files, the exec in flight reports', async () => {
+    const id = sessionId('adopt');
+    const owner = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/support/session-owner.ts', instanceId, id],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const [line] = (await once(createInterface({ input: owner.stdout }), 'line')) as [string];
+    assert.deepEqual(JSON.parse(line), { sessionId: id, principal: 'owner' });
+    owner.kill('SIGKILL');
+    await once(owner, 'exit');
+
+    const backend = new DockerBackend({ docker: await requireDocker(), instanceId });
+    backends.push(backend);
+    await backend.reap();
+    const { adopted, lost } = await backend.sessions.adoptSessions();
+    assert.deepEqual(lost, []);
+    const found = adopted.find((a) => a.sessionId === id);
+    assert.ok(found, `adopted ${JSON.stringify(adopted.map((a) => a.sessionId))}`);
+    assert.equal(found.principal, 'owner');
+    const kept = await found.sandbox.readFile({ path: 'kept.txt', maxBytes: MiB });
+    assert.equal((await readAll(kept.data)).toString(), 'still here\n');
+    assert.equal(found.execs.length, 1, 'the exec in flight');
+    const r = await found.execs[0]!.result;
+    assert.equal(r.outcome.exitCode, 7);
+    assert.match(r.stdout.text, /late\n$/, 'its output, from the runner’s buffer');
+    const next = await runExec(found.sandbox, found.spec, { command: ['cat', 'kept.txt'] });
+    assert.equal(next.stdout.text, 'still here\n');
+    await found.sandbox.close('Deleted');
+    assert.deepEqual(await sessionContainers(backend.docker, id), []);
+  });
+
+  for (const [what, request, code] of [
+    ['TTL', { ttlSeconds: 3 }, 3],
+    ['idle timeout', { idleTimeoutSeconds: 2 }, 4],
+  ] as const) {
+    test(`with no gateway at all, a session stops by itself at its ${what}`, async () => {
+      const backend = new DockerBackend({ docker: await requireDocker(), instanceId });
+      const id = sessionId('alone');
+      const spec = sessionSpec({ template: 'bash', ...request }, sessionPolicy());
+      const sandbox = await backend.sessions.createSession(spec, { sessionId: id, principal: 'p' });
+      await runExec(sandbox, spec, { command: ['true'] });
+      await backend.close(); // an instance's sessions are let go, still running
+      const [c] = await sessionContainers(backend.docker, id);
+      assert.equal(c?.State, 'running', 'let go, not ended');
+      assert.equal(await exitCodeWhenStopped(id, 15_000), code, `the runner's exit status for its ${what}`);
+      await backend.docker.getContainer(c.Id).remove({ force: true });
+    });
+  }
+});

@@ -1,0 +1,164 @@
+/**
+ * An in-memory session backend for unit tests of what the gateway decides (caps, ownership,
+ * expiry, logs, audit, MCP shapes): files in a map, an exec answers its argv on stdout. The real
+ * sandboxes are the docker tier's.
+ */
+import type { AuditRecord } from '../../src/api/audit.js';
+import { classify } from '../../src/api/outcome.js';
+import type { FileEntry, SessionReason } from '../../src/api/session.js';
+import type {
+  ExecExecution,
+  SandboxEnd,
+  SessionBackend,
+  SessionSandbox,
+} from '../../src/backends/sessions.js';
+import type { SandboxBackend } from '../../src/backends/types.js';
+import { SandpitService } from '../../src/gateway/service.js';
+import type { SessionCaps } from '../../src/gateway/sessions.js';
+import type { AuditTrail } from '../../src/observability/audit-trail.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { createPolicy, type PolicyOptions } from '../../src/policy/policy.js';
+import { AppError } from '../../src/shared/errors.js';
+
+/** A sandbox that keeps files in a map and answers an exec with its argv on stdout. */
+export class MemorySandbox implements SessionSandbox {
+  readonly files = new Map<string, Buffer>();
+  closedWith: SessionReason | undefined;
+  ttl: number | undefined;
+  private endSandbox!: (end: SandboxEnd) => void;
+  readonly ended = new Promise<SandboxEnd>((r) => (this.endSandbox = r));
+
+  readonly sessionId: string;
+
+  constructor(sessionId: string) {
+    this.sessionId = sessionId;
+  }
+
+  exec(
+    exec: Parameters<SessionSandbox['exec']>[0],
+    options: Parameters<SessionSandbox['exec']>[1],
+  ): ExecExecution {
+    const text = `${exec.argv.join(' ')}\n`;
+    let kill!: () => void;
+    const killed = new Promise<void>((r) => (kill = r));
+    const startedAt = Date.now();
+    const run = exec.argv.includes('sleep') ? killed : Promise.resolve();
+    const result = run.then(() => {
+      options.onOutput({ stream: 'stdout', data: Buffer.from(text) });
+      return {
+        outcome: classify({ exitCode: 0, timedOut: false, oomKilled: false, cancelled: false }),
+        stdout: { text, bytes: Buffer.byteLength(text), truncated: false, binary: false },
+        stderr: { text: '', bytes: 0, truncated: false, binary: false },
+        startedAt,
+        finishedAt: Date.now(),
+      };
+    });
+    return { execId: options.execId, result, writeStdin: async () => {}, endStdin() {}, resize() {}, kill };
+  }
+
+  private entry(path: string): FileEntry {
+    const data = this.files.get(path);
+    if (!data) throw new AppError('NOT_FOUND', `no file ${path}`);
+    return { path, type: 'file', size: data.length, mode: '0644', mtime: new Date(0).toISOString() };
+  }
+
+  async writeFile(write: Parameters<SessionSandbox['writeFile']>[0]): Promise<FileEntry> {
+    const chunks: Buffer[] = [];
+    if (Buffer.isBuffer(write.data)) chunks.push(write.data);
+    else for await (const c of write.data) chunks.push(c);
+    this.files.set(write.path, Buffer.concat(chunks));
+    return this.entry(write.path);
+  }
+  readFile(read: { path: string; maxBytes: number }) {
+    const data = (this.files.get(read.path) ?? Buffer.alloc(0)).subarray(0, read.maxBytes);
+    return Promise.resolve({ entry: this.entry(read.path), data: chunks([data]) });
+  }
+  list() {
+    return Promise.resolve([...this.files.keys()].map((p) => this.entry(p)));
+  }
+  remove(remove: { path: string }) {
+    this.files.delete(remove.path);
+    return Promise.resolve();
+  }
+  mkdir(mkdir: { path: string }): Promise<FileEntry> {
+    return Promise.resolve({
+      path: mkdir.path,
+      type: 'directory',
+      size: 0,
+      mode: '0755',
+      mtime: new Date(0).toISOString(),
+    });
+  }
+  watch() {
+    return Promise.resolve(() => {});
+  }
+  processes() {
+    return Promise.resolve([]);
+  }
+  artifacts(): AsyncIterable<Buffer> {
+    return chunks([Buffer.from('tar')]);
+  }
+  setTtl(ttlSeconds: number) {
+    this.ttl = ttlSeconds;
+    return Promise.resolve();
+  }
+  close(reason: SessionReason) {
+    this.closedWith ??= reason;
+    return Promise.resolve();
+  }
+  /** The container dies by itself. */
+  die(end: SandboxEnd) {
+    this.endSandbox(end);
+  }
+}
+
+export function memorySessions(
+  options: { caps?: Partial<SessionCaps>; policy?: PolicyOptions; sessions?: boolean } = {},
+) {
+  const sandboxes: MemorySandbox[] = [];
+  const sessions: SessionBackend = {
+    async createSession(_spec, { sessionId }) {
+      const s = new MemorySandbox(sessionId);
+      sandboxes.push(s);
+      await new Promise((r) => setImmediate(r));
+      return s;
+    },
+    adoptSessions: () => Promise.resolve({ adopted: [], lost: [] }),
+  };
+  const backend: SandboxBackend = {
+    name: 'docker',
+    start: () => {
+      throw new Error('no runs here');
+    },
+    health: () => Promise.resolve({ ok: true, backend: 'docker', detail: 'test' }),
+    close: () => Promise.resolve(),
+    ...(options.sessions === false ? {} : { sessions }),
+  };
+  const records: AuditRecord[] = [];
+  const audit: AuditTrail = {
+    assertAvailable() {},
+    record: (r: AuditRecord) => void records.push(r),
+    open: async () => {},
+    flush: async () => {},
+    close: async () => {},
+    file: undefined,
+  };
+  const metrics = createMetrics();
+  const service = new SandpitService({
+    backend,
+    policy: createPolicy(options.policy),
+    logger: silentLogger(),
+    metrics,
+    audit,
+    slots: { maxConcurrent: 4, maxQueued: 0 },
+    sessions: options.caps,
+  });
+  return { service, sandboxes, records, metrics };
+}
+
+/** An async iterable over the given chunks. */
+async function* chunks(list: Buffer[]): AsyncIterable<Buffer> {
+  await Promise.resolve();
+  yield* list;
+}

@@ -1,0 +1,32 @@
+/**
+ * A gateway stand-in for the adoption tests, run as its own process so that a test can SIGKILL
+ * it: it creates one session on the Docker backend under the instance id it is given, writes a
+ * file, starts a background exec that outlives it, prints {sessionId, principal} as one JSON line
+ * and waits to be killed.   usage: session-owner.ts INSTANCE_ID SESSION_ID
+ */
+import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import { execSpec, sessionPolicy, sessionSpec } from './sessions.js';
+
+async function main(): Promise<void> {
+  const [instanceId, sessionId] = process.argv.slice(2);
+  if (!instanceId || !sessionId) throw new Error('usage: session-owner.ts INSTANCE_ID SESSION_ID');
+  const backend = new DockerBackend({ instanceId });
+  const policy = sessionPolicy();
+  const spec = sessionSpec({ template: 'bash' }, policy);
+  const sandbox = await backend.sessions.createSession(spec, { sessionId, principal: 'owner' });
+  await sandbox.writeFile({ path: 'kept.txt', data: Buffer.from('still here\n') });
+  sandbox.exec(
+    execSpec({ shell: 'echo early; sleep 3; echo late; exit 7', background: true }, spec, policy),
+    {
+      execId: 'inflight',
+      onOutput: () => {},
+    },
+  );
+  process.stdout.write(`${JSON.stringify({ sessionId, principal: 'owner' })}\n`);
+  setInterval(() => {}, 1 << 30);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`${String(e)}\n`);
+  process.exit(1);
+});

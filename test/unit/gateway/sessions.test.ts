@@ -1,0 +1,245 @@
+/**
+ * The session use cases over an in-memory session backend (test/support/memory-sessions.ts): what the gateway itself decides (caps,
+ * ownership, expiry, the exec log, audit records, path and size checks). The real sandboxes are
+ * the docker tier's (test/integration/docker/sessions*.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Principal } from '../../../src/gateway/principal.js';
+import { AppError, type ErrorCode } from '../../../src/shared/errors.js';
+import { pollUntil } from '../../../src/shared/time.js';
+import { memorySessions } from '../../support/memory-sessions.js';
+
+const WAIT = { intervalMs: 50, timeoutMs: 10_000 };
+const ALICE: Principal = { id: 'token:a11ce0000000000a', name: 'alice', scope: {} };
+const BOB: Principal = { id: 'token:b0b0000000000000b', name: 'bob', scope: {} };
+
+const code =
+  (c: ErrorCode, field?: string) =>
+  (e: unknown): boolean => {
+    assert.ok(e instanceof AppError, String(e));
+    assert.equal(e.code, c, e.message);
+    if (field)
+      assert.ok(
+        e.violations.some((v) => v.field === field),
+        JSON.stringify(e.violations),
+      );
+    return true;
+  };
+
+describe('session use cases', () => {
+  test('the seed body creates a Ready session; secrets show by name only; one created record', async () => {
+    const { service, records } = memorySessions();
+    const s = await service.sessions.create(
+      {
+        image: 'python:3.11',
+        timeout: 20,
+        env: [{ name: 'A', value: '1' }],
+        secrets: [{ name: 'KEY', value: 's3cr3t' }],
+      },
+      ALICE,
+    );
+    assert.equal(s.state, 'Ready');
+    assert.equal(s.limits.timeoutSeconds, 20);
+    assert.equal(s.limits.ttlSeconds, 3600);
+    assert.deepEqual(s.env.sort(), ['A', 'KEY']);
+    assert.ok(!JSON.stringify(s).includes('s3cr3t'));
+    assert.ok(!JSON.stringify(records).includes('s3cr3t'));
+    assert.deepEqual(
+      records.map((r) => [r.event, r.principal, 'sessionId' in r && r.sessionId]),
+      [['session.created', 'alice', s.id]],
+    );
+  });
+
+  test("another principal's session is NOT_FOUND for every operation", async () => {
+    const { service } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    await assert.rejects(service.sessions.get(s.id, BOB), code('NOT_FOUND'));
+    assert.throws(() => service.sessions.exec(s.id, BOB, { command: ['ls'] }), code('NOT_FOUND'));
+    await assert.rejects(service.sessions.readFile(s.id, BOB, { path: 'a' }), code('NOT_FOUND'));
+    await assert.rejects(service.sessions.delete(s.id, BOB), code('NOT_FOUND'));
+    assert.deepEqual(service.sessions.list(BOB), []);
+    assert.equal((await service.sessions.get(s.id, ALICE)).state, 'Ready');
+  });
+
+  test('20 concurrent creates hold the global cap exactly; a token is held to its maxSessions', async () => {
+    const { service } = memorySessions({ caps: { max: 16, maxPerPrincipal: 100 } });
+    const settled = await Promise.allSettled(
+      Array.from({ length: 20 }, () => service.sessions.create({ template: 'python' }, ALICE)),
+    );
+    assert.equal(settled.filter((r) => r.status === 'fulfilled').length, 16);
+    for (const r of settled.filter((x) => x.status === 'rejected')) {
+      code('BUSY')(r.reason);
+      assert.match((r.reason as AppError).message, /16 live sessions, the server's limit/);
+    }
+    const small = memorySessions({ caps: { max: 16, maxPerPrincipal: 16 } });
+    const capped: Principal = { ...BOB, maxSessions: 2 };
+    await small.service.sessions.create({ template: 'python' }, capped);
+    await small.service.sessions.create({ template: 'python' }, capped);
+    await assert.rejects(small.service.sessions.create({ template: 'python' }, capped), (e: unknown) => {
+      code('BUSY')(e);
+      assert.match((e as AppError).message, /"bob" already has 2 live sessions, its limit/);
+      return true;
+    });
+    await small.service.sessions.create({ template: 'python' }, ALICE);
+  });
+
+  test('an exec result has the run fields plus execId and sessionId; the log keeps the newest; each is audited', async () => {
+    const { service, records } = memorySessions({ caps: { logExecs: 3 } });
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    const results = [];
+    for (let i = 0; i < 5; i++) {
+      results.push(await service.sessions.exec(s.id, ALICE, { command: ['echo', String(i)] }).result);
+    }
+    const last = results[4];
+    assert.ok(last);
+    assert.equal(last.phase, 'Succeeded');
+    assert.equal(last.stdout, 'echo 4\n');
+    assert.equal(last.sessionId, s.id);
+    assert.match(last.execId, /^exec-[0-9a-f]{12}$/);
+    assert.ok(!('runId' in last));
+    assert.deepEqual(
+      service.sessions.logs(s.id, ALICE).map((e) => e.result.stdout),
+      ['echo 2\n', 'echo 3\n', 'echo 4\n'],
+    );
+    assert.equal((await service.sessions.get(s.id, ALICE)).execs, 5);
+    assert.equal(records.filter((r) => r.event === 'exec').length, 5);
+  });
+
+  test('a background exec returns at once, is Running until killed, then its result is kept', async () => {
+    const { service } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    const handle = service.sessions.exec(s.id, ALICE, { command: ['sleep', '60'], background: true });
+    assert.equal(service.sessions.execResult(s.id, handle.execId, ALICE).phase, 'Running');
+    assert.deepEqual((await service.sessions.get(s.id, ALICE)).runningExecs, [handle.execId]);
+    await service.sessions.killExec(s.id, handle.execId, ALICE);
+    assert.equal(service.sessions.execResult(s.id, handle.execId, ALICE).phase, 'Succeeded');
+  });
+
+  test('concurrent execs past the session limit are BUSY', async () => {
+    const { service } = memorySessions({ policy: { sessions: { maxExecs: 2 } } });
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    service.sessions.exec(s.id, ALICE, { command: ['sleep', '1'], background: true });
+    service.sessions.exec(s.id, ALICE, { command: ['sleep', '1'], background: true });
+    assert.throws(() => service.sessions.exec(s.id, ALICE, { command: ['ls'] }), code('BUSY'));
+  });
+
+  test('the TTL ends the session Expired (TTLExpired), removes the sandbox, and is audited', async () => {
+    const { service, sandboxes, records } = memorySessions();
+    const s = await service.sessions.create({ template: 'python', ttlSeconds: 1 }, ALICE);
+    assert.ok(
+      await pollUntil(async () => (await service.sessions.get(s.id, ALICE)).state === 'Expired', WAIT),
+    );
+    const view = await service.sessions.get(s.id, ALICE);
+    assert.equal(view.reason, 'TTLExpired');
+    assert.equal(sandboxes[0]?.closedWith, 'TTLExpired');
+    assert.ok(records.some((r) => r.event === 'session.expired' && r.outcome.reason === 'TTLExpired'));
+    assert.throws(() => service.sessions.exec(s.id, ALICE, { command: ['ls'] }), code('NOT_FOUND'));
+  });
+
+  test('idle time ends a session that does nothing; activity keeps it alive', async () => {
+    const { service } = memorySessions();
+    const s = await service.sessions.create({ template: 'python', idleTimeoutSeconds: 1 }, ALICE);
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      await service.sessions.listFiles(s.id, ALICE);
+    }
+    assert.equal((await service.sessions.get(s.id, ALICE)).state, 'Ready');
+    assert.ok(
+      await pollUntil(async () => (await service.sessions.get(s.id, ALICE)).reason === 'IdleExpired', WAIT),
+    );
+  });
+
+  test('a sandbox that dies by itself ends the session Failed with its reason', async () => {
+    const { service, sandboxes, records } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    sandboxes[0]?.die({ reason: 'OOMKilled', message: 'the runner was killed' });
+    assert.ok(
+      await pollUntil(async () => (await service.sessions.get(s.id, ALICE)).state === 'Failed', WAIT),
+    );
+    assert.equal((await service.sessions.get(s.id, ALICE)).reason, 'OOMKilled');
+    assert.ok(records.some((r) => r.event === 'session.failed'));
+  });
+
+  test('paths that leave the workspace are INVALID_REQUEST naming the field, before the sandbox is asked', async () => {
+    const { service, sandboxes } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    for (const path of ['../etc/passwd', '/etc/passwd', 'a/../../b', 'x\0y', `${'n'.repeat(256)}`]) {
+      await assert.rejects(
+        service.sessions.writeFile(s.id, ALICE, { path, content: Buffer.from('x') }),
+        code('INVALID_REQUEST', 'path'),
+      );
+    }
+    assert.equal(sandboxes[0]?.files.size, 0);
+    await service.sessions.writeFile(s.id, ALICE, {
+      path: '/workspace/ok.txt',
+      content: Buffer.from('fine'),
+    });
+    assert.deepEqual([...(sandboxes[0]?.files.keys() ?? [])], ['ok.txt']);
+  });
+
+  test('a file over the download limit is TOO_LARGE; an upload over the workspace too', async () => {
+    const { service } = memorySessions({ policy: { ceilings: { downloadBytes: 4, workspaceBytes: 1024 } } });
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    await service.sessions.writeFile(s.id, ALICE, { path: 'big', content: Buffer.from('12345') });
+    await assert.rejects(service.sessions.readFile(s.id, ALICE, { path: 'big' }), code('TOO_LARGE', 'path'));
+    await assert.rejects(
+      service.sessions.writeFile(s.id, ALICE, { path: 'huge', content: Buffer.alloc(2048) }),
+      code('TOO_LARGE', 'content'),
+    );
+  });
+
+  test('extending past the ceiling is POLICY_DENIED; within it the sandbox is told', async () => {
+    const { service, sandboxes } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    await assert.rejects(
+      service.sessions.extend(s.id, ALICE, { ttlSeconds: 90_000 }),
+      code('POLICY_DENIED', 'ttlSeconds'),
+    );
+    const after = await service.sessions.extend(s.id, ALICE, { ttlSeconds: 7200 });
+    assert.equal(after.limits.ttlSeconds, 7200);
+    assert.equal(sandboxes[0]?.ttl, 7200);
+  });
+
+  test('deleting ends the session Deleted; the list still shows it; shutdown can end the rest', async () => {
+    const { service, sandboxes } = memorySessions();
+    const a = await service.sessions.create({ template: 'python' }, ALICE);
+    await service.sessions.create({ template: 'python' }, ALICE);
+    assert.equal((await service.sessions.delete(a.id, ALICE)).state, 'Deleted');
+    assert.deepEqual(
+      service.sessions
+        .list(ALICE)
+        .map((x) => x.state)
+        .sort(),
+      ['Deleted', 'Ready'],
+    );
+    await service.shutdown({ endSessions: true });
+    assert.deepEqual(
+      sandboxes.map((x) => x.closedWith),
+      ['Deleted', 'Deleted'],
+    );
+  });
+
+  test('a backend without sessions says so (UNSUPPORTED)', async () => {
+    const { service } = memorySessions({ sessions: false });
+    await assert.rejects(service.sessions.create({ template: 'python' }, ALICE), code('UNSUPPORTED'));
+  });
+
+  test('a bad request names its fields and creates nothing', async () => {
+    const { service, sandboxes } = memorySessions();
+    await assert.rejects(
+      service.sessions.create({ image: 'python:3.11', timeout: 'x' }, ALICE),
+      code('INVALID_REQUEST', 'timeoutSeconds'),
+    );
+    await assert.rejects(
+      service.sessions.create({ image: 'evil/image:1' }, ALICE),
+      code('POLICY_DENIED', 'image'),
+    );
+    assert.equal(sandboxes.length, 0);
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    assert.throws(
+      () => service.sessions.exec(s.id, ALICE, { command: 'ls' }),
+      code('INVALID_REQUEST', 'command'),
+    );
+  });
+});

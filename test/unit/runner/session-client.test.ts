@@ -1,0 +1,91 @@
+/**
+ * A session runner's frames are untrusted input (an exec may even write into the runner's
+ * stdout): records without the session's key are skipped, and a keyed message that is too long,
+ * of an unknown type or against its schema ends that session with ProtocolError, failing what
+ * was pending, and never throws into the caller.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { SessionClient } from '../../../src/runner/session-client.js';
+import { KEY_BYTES, newKey, REC_DATA } from '../../../src/runner/session-protocol.js';
+
+function record(key: Buffer, type: string, id: number, data: Buffer | string, more = false): Buffer {
+  const body = Buffer.from(data);
+  const head = Buffer.alloc(KEY_BYTES + 8);
+  key.copy(head);
+  head.write(type, KEY_BYTES, 'latin1');
+  head[KEY_BYTES + 1] = more ? 1 : 0;
+  head.writeUInt32BE(id, KEY_BYTES + 2);
+  head.writeUInt16BE(body.length, KEY_BYTES + 6);
+  return Buffer.concat([head, body]);
+}
+
+function client(): { c: SessionClient; key: Buffer; sent: Buffer[] } {
+  const key = newKey();
+  const sent: Buffer[] = [];
+  const c = new SessionClient(
+    {
+      write: (b) => {
+        sent.push(b);
+        return Promise.resolve();
+      },
+    },
+    key,
+  );
+  return { c, key, sent };
+}
+
+const sink = { output: () => {}, tail: () => {} };
+const exec = (c: SessionClient) =>
+  c.exec(
+    {
+      name: 'e1',
+      argv: ['true'],
+      env: [],
+      cwd: '',
+      deadlineMs: 1000,
+      window: { headBytes: 100, tailBytes: 100 },
+      stdin: Buffer.alloc(0),
+      streamStdin: false,
+      background: false,
+    },
+    sink,
+  );
+
+describe('session client: untrusted runner frames', () => {
+  test('records without the key are skipped and counted; the session goes on', () => {
+    const { c, key } = client();
+    const forged = record(Buffer.alloc(KEY_BYTES), 'Z', 0, '{"reason":"Closed"}');
+    c.push(Buffer.concat([forged, Buffer.from('garbage written by a program')]));
+    assert.equal(c.isEnded, false);
+    assert.ok(c.skippedBytes >= forged.length);
+    c.push(record(key, 'Z', 0, '{"reason":"TTLExpired"}'));
+    assert.equal(c.isEnded, true, 'the keyed notice counts');
+  });
+
+  test('an exit report against its schema ends the session with ProtocolError and fails the exec', async () => {
+    const { c, key } = client();
+    const h = exec(c);
+    c.push(record(key, 'X', 1, '{"exitCode":"zero"}'));
+    assert.equal((await c.ended).reason, 'ProtocolError');
+    await assert.rejects(h.exit);
+  });
+
+  test('a message longer than its type allows ends the session, however it is split', async () => {
+    const { c, key } = client();
+    const piece = 'x'.repeat(REC_DATA);
+    for (let i = 0; i < 8 && !c.isEnded; i++) c.push(record(key, 'X', 1, piece, true));
+    assert.equal((await c.ended).reason, 'ProtocolError');
+  });
+
+  test('a record of unknown type, or JSON that does not parse, ends the session', async () => {
+    for (const [type, data] of [
+      ['q', '{}'],
+      ['Z', '{"reason":'],
+    ] as const) {
+      const { c, key } = client();
+      c.push(record(key, type, 0, data));
+      assert.equal((await c.ended).reason, 'ProtocolError', `${type} ${data}`);
+    }
+  });
+});
