@@ -55,9 +55,9 @@ kube-controller-manager, kube-scheduler, a kubelet on its own containerd with th
 runsc (gVisor) handlers). No registry needed: images come from the local dockerd.
 
 Commands:
-  up       install what is missing, build the binaries once (cached; 7-16 min on 2 cores),
-           start every component that is not running and wait for a Ready node. Idempotent:
-           on a running cluster it only checks and returns in seconds.
+  up       install what is missing, build the binaries and containerd once (cached; 7-16 min
+           and 3-4 min on 2 cores), start every component that is not running and wait for a
+           Ready node. Idempotent: on a running cluster it only checks and returns in seconds.
   down     remove the pods' containers from containerd and stop exactly the processes 'up'
            started (by PID). etcd data is wiped, so the next 'up' starts from an empty cluster;
            containerd's images are kept.
@@ -68,7 +68,7 @@ Commands:
            copy images from dockerd into containerd's $K8S_NAMESPACE namespace, skipping those whose
            image id is already there (default: every sandpit image; 'up' does this too).
   build    only build (or find in the cache) the Kubernetes binaries and the cluster's containerd
-           (Debian's source with the upstream fix for lost log ends; 3-6 min on 2 cores).
+           (Debian's source with the upstream fix for lost log ends; 3-4 min on 2 cores).
   tools    only fetch (or find in the cache) helm and kubectl.
   --help   this text.
 
@@ -308,7 +308,7 @@ build_containerd() {
   # debian/rules itself (dh + dh-golang, Debian's Go and its packaged libraries), told to build only
   # the daemon, plus gen-manpages, which the rules' man-page step runs. No tests (nocheck).
   local pkg=github.com/containerd/containerd
-  log "building containerd $version$CONTAINERD_LOCAL_SUFFIX with debian/rules (3-6 min on 2 cores); log: $dir/build.log"
+  log "building containerd $version$CONTAINERD_LOCAL_SUFFIX with debian/rules (3-4 min on 2 cores); log: $dir/build.log"
   run_with_heartbeat "debian/rules build" "$dir/build.log" env -C "$tree" \
     DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DH_GOLANG_BUILDPKG="$pkg/cmd/containerd $pkg/cmd/gen-manpages" \
     HOME="$work/home" GOCACHE="$work/gocache" debian/rules build
