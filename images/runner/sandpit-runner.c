@@ -62,7 +62,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -194,29 +193,6 @@ static void die_frame(const char *fmt, ...)
 		frame('F', msg, strlen(msg));
 	}
 	exit(plain ? 125 : 0);
-}
-
-/*
- * --plain (Kubernetes): the pod log is what the runtime reads from our stdout and stderr pipes, and
- * containerd before 1.6.22 stops reading them as soon as the container's first process has exited
- * (containerd PR #8659: the CRI closes the log FIFOs before the shim has copied the rest), which
- * loses the end of an output written just before the exit. So wait (at most 2 s) until both pipes
- * are empty, then 100 ms for what the shim already took to reach the log.
- */
-static int pipes_empty(void)
-{
-	int out = 0, err = 0;
-	return (ioctl(1, FIONREAD, &out) != 0 || out == 0) && (ioctl(2, FIONREAD, &err) != 0 || err == 0);
-}
-
-static void drain_stdio(void)
-{
-	struct stat st;
-	if (fstat(1, &st) != 0 || !S_ISFIFO(st.st_mode))
-		return; /* not a runtime's pipe (a terminal, a file): nothing in flight */
-	for (int i = 0; i < 200 && !pipes_empty(); i++)
-		usleep(10000);
-	usleep(100000);
 }
 
 static uint32_t be32(const unsigned char *p)
@@ -672,7 +648,6 @@ static int report(struct run *r, long long oom_before)
 		write_termination_log(result, (size_t)n);
 		if (r->timed_out)
 			dprintf(2, "sandpit-runner: deadline of %u ms exceeded\n", deadline_ms);
-		drain_stdio();
 		return code;
 	}
 	frame('X', result, (size_t)n);

