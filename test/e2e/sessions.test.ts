@@ -102,7 +102,11 @@ describe('sessions over REST (sandpit serve, real engine)', () => {
     const a = await createSession();
     const b = await createSession();
     await exec(a, ['sh', '-c', 'echo secret > mine.txt; sleep 300 >/dev/null 2>&1 & echo started']);
-    const seen = await exec(b, ['sh', '-c', 'ls -A /workspace; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "sleep 30[0]" || true']);
+    const seen = await exec(b, [
+      'sh',
+      '-c',
+      'ls -A /workspace; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "sleep 30[0]" || true',
+    ]);
     assert.equal(seen.stdout, '0\n', JSON.stringify(seen));
     await rest('DELETE', `/sessions/${a}`);
     const c = await createSession();
