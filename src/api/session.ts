@@ -105,7 +105,8 @@ export function toWorkspacePath(input: string): string | undefined {
   return parts.join('/');
 }
 
-const PATH_RULE =
+/** What a workspace path may be: the message of every refusal of one. */
+export const PATH_RULE =
   'expected a path inside the workspace: relative (or under /workspace), no .., no NUL, names up to 255 bytes, 4096 in all';
 
 /** A path inside the session's workspace, as a caller gives it (relative, or under /workspace). */

@@ -13,6 +13,7 @@ import {
   SessionRequestSchema,
   fromSeedSessionBody,
   isSessionEnded,
+  PATH_RULE,
   toWorkspacePath,
   type FileEntry,
   type Session,
@@ -102,13 +103,7 @@ function pathOf(input: string, field: string, allowRoot = false): string {
   const path = toWorkspacePath(input);
   if (path === undefined || (!allowRoot && path === '')) {
     throw new AppError('INVALID_REQUEST', `invalid ${field}: ${JSON.stringify(input.slice(0, 200))}`, {
-      violations: [
-        {
-          field,
-          message:
-            'expected a path inside the workspace: relative (or under /workspace), no .., no NUL, names up to 255 bytes, 4096 in all',
-        },
-      ],
+      violations: [{ field, message: PATH_RULE }],
       hint: 'name a file inside /workspace, e.g. data/input.csv',
     });
   }

@@ -4,6 +4,7 @@ import { principalOf } from '../context.js';
 import { renderRun } from '../render.js';
 import { toolResult } from '../results.js';
 import { RunResultOutput, type ToolSchemas } from '../schemas.js';
+import { END_ANNOTATIONS } from './run-code.js';
 
 export function cancelRunTool(schemas: ToolSchemas): ToolSpec {
   return {
@@ -12,7 +13,7 @@ export function cancelRunTool(schemas: ToolSchemas): ToolSpec {
     description: 'Stops a run, waits until its sandbox is gone, and returns it (phase Cancelled).',
     input: schemas.runId,
     output: RunResultOutput,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: END_ANNOTATIONS,
     handler: (deps) => async (args: { runId: string }, extra) => {
       const result = await deps.service.runs.cancel(args.runId, principalOf(extra, deps));
       return toolResult(RunResultOutput, result, renderRun(result));

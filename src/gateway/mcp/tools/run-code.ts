@@ -12,6 +12,12 @@ export const RUN_ANNOTATIONS = {
   openWorldHint: false,
 } as const;
 
+/** A tool that changes what is already there (a session's files): destructive, not idempotent. */
+export const CHANGE_ANNOTATIONS = { ...RUN_ANNOTATIONS, destructiveHint: true } as const;
+
+/** A tool that ends something (a run, a session): destructive, and idempotent. */
+export const END_ANNOTATIONS = { ...CHANGE_ANNOTATIONS, idempotentHint: true } as const;
+
 export function runCodeTool(schemas: ToolSchemas): ToolSpec {
   return {
     name: 'run_code',

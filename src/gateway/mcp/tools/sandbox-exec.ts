@@ -5,6 +5,7 @@ import { OutputRelay } from '../relay.js';
 import { renderRun } from '../render.js';
 import { toolResult } from '../results.js';
 import { ExecResultOutput, type SessionSchemas } from '../session-schemas.js';
+import { CHANGE_ANNOTATIONS } from './run-code.js';
 
 interface ExecArgs {
   sessionId: string;
@@ -22,7 +23,7 @@ export function sandboxExecTool(schemas: SessionSchemas): ToolSpec {
       'Runs command (argv) or shell in a session’s workspace and returns its result; background: true returns at once (then pass execId).',
     input: schemas.exec,
     output: ExecResultOutput,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    annotations: CHANGE_ANNOTATIONS,
     handler: (deps) => async (args: ExecArgs, extra) => {
       const { sessionId, execId, kill, ...request } = args;
       const principal = principalOf(extra, deps);

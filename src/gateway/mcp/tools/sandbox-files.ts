@@ -7,6 +7,7 @@ import { toolResult } from '../results.js';
 import { asText, collect, imageType, INLINE_BYTES, sessionFileUri } from '../session-files.js';
 import { FileEntryOutput, FileListOutput, FileReadOutput, type SessionSchemas } from '../session-schemas.js';
 import { READ_ANNOTATIONS } from './get-run.js';
+import { CHANGE_ANNOTATIONS } from './run-code.js';
 
 interface WriteArgs {
   sessionId: string;
@@ -40,7 +41,7 @@ export function sandboxWriteFileTool(schemas: SessionSchemas): ToolSpec {
       'Creates or replaces a file in the session’s workspace; append or offset write large files in parts.',
     input: schemas.write,
     output: FileEntryOutput,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    annotations: CHANGE_ANNOTATIONS,
     handler: (deps) => async (args: WriteArgs, extra) => {
       const content = decode(args.content, args.encoding);
       const entry = await deps.service.sessions.writeFile(args.sessionId, principalOf(extra, deps), {

@@ -7,6 +7,7 @@ import { templateOf } from '../run.js';
 import type { RunToolArgs, ToolSchemas } from '../schemas.js';
 import { SessionListOutput, SessionOutput, type SessionSchemas } from '../session-schemas.js';
 import { READ_ANNOTATIONS } from './get-run.js';
+import { END_ANNOTATIONS, RUN_ANNOTATIONS } from './run-code.js';
 
 export function sandboxCreateTool(schemas: SessionSchemas): ToolSpec {
   return {
@@ -16,7 +17,7 @@ export function sandboxCreateTool(schemas: SessionSchemas): ToolSpec {
       'A sandbox that lives across calls: files and state persist between sandbox_exec calls until sandbox_delete, its TTL or idle time.',
     input: schemas.create,
     output: SessionOutput,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: RUN_ANNOTATIONS,
     handler: (deps) => async (args: RunToolArgs, extra) => {
       const { language: _l, template: _t, ...rest } = args;
       const template = templateOf(deps, args, args.image === undefined ? 'python' : undefined);
@@ -53,7 +54,7 @@ export function sandboxDeleteTool(schemas: SessionSchemas): ToolSpec {
     description: 'Ends a session: kills its processes and removes its sandbox and files.',
     input: schemas.bySession,
     output: SessionOutput,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: END_ANNOTATIONS,
     handler: (deps) => async (args: { sessionId: string }, extra) => {
       const session = await deps.service.sessions.delete(args.sessionId, principalOf(extra, deps));
       return toolResult(SessionOutput, session, renderSession(session));
