@@ -50,6 +50,21 @@ export function limitsView(limits: EffectiveLimits): EffectiveLimitsView {
   };
 }
 
+/** A session's limits as its model and its audit records show them: a run's, plus its lifetime. */
+export function sessionLimitsView(spec: {
+  limits: EffectiveLimits;
+  ttlSeconds: number;
+  idleTimeoutSeconds: number;
+  maxExecs: number;
+}) {
+  return {
+    ...limitsView(spec.limits),
+    ttlSeconds: spec.ttlSeconds,
+    idleTimeoutSeconds: spec.idleTimeoutSeconds,
+    maxExecs: spec.maxExecs,
+  };
+}
+
 export interface ResultInput {
   runId: string;
   subject: RunSubject;

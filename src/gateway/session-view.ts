@@ -1,6 +1,6 @@
 /** A session record as the session model shows it (pure): never a secret's value. */
 import type { Session } from '../api/session.js';
-import { sessionLimitsView } from '../observability/audit.js';
+import { sessionLimitsView } from '../api/result.js';
 import type { SessionRecord } from './sessions.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();

@@ -11,7 +11,7 @@ import {
   type RunAuditRecord,
   type SessionAuditRecord,
 } from '../api/audit.js';
-import { limitsView } from '../api/result.js';
+import { limitsView, sessionLimitsView } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
 import type { SessionReason, SessionState } from '../api/session.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
@@ -118,16 +118,6 @@ function sandboxFacts(
     image: subject.image,
     ...(subject.runtime !== undefined ? { runtime: subject.runtime } : {}),
     network: subject.network,
-  };
-}
-
-/** A session's limits as its records and its model show them. */
-export function sessionLimitsView(spec: EffectiveSessionSpec) {
-  return {
-    ...limitsView(spec.limits),
-    ttlSeconds: spec.ttlSeconds,
-    idleTimeoutSeconds: spec.idleTimeoutSeconds,
-    maxExecs: spec.maxExecs,
   };
 }
 
