@@ -116,42 +116,65 @@ export const SessionPathSchema = z
   .refine((p) => toWorkspacePath(p) !== undefined, { message: PATH_RULE })
   .describe('Path in the workspace, e.g. data/input.csv (relative to /workspace)');
 
-export const ExecRequestSchema = z
-  .object({
-    command: z
-      .array(z.string())
-      .min(1)
-      .max(256)
-      .optional()
-      .describe('argv to execute, e.g. ["python", "script.py"]; no shell unless you run one'),
-    shell: z.string().min(1).optional().describe('A shell command line, run with /bin/sh -c'),
-    stdin: z.string().optional().describe('Text fed to the command on standard input'),
-    env: z.array(EnvVarSchema).default([]).describe('Variables for this exec, over the session’s'),
-    cwd: SessionPathSchema.optional().describe(
-      'Working directory inside the workspace (default: the workspace itself)',
-    ),
-    timeoutSeconds: z
-      .number()
-      .int()
-      .positive()
-      .optional()
-      .describe(
-        "Deadline of this exec in seconds; the session's default when absent, never above the ceiling",
-      ),
-    background: z
-      .boolean()
-      .default(false)
-      .describe('Return at once with the execId; read its output and result later, or kill it'),
-    tty: z.boolean().default(false).describe('Run under a pseudo-terminal (REPLs, bash -i)'),
-  })
-  .strict()
-  .superRefine((req, ctx) => {
-    if ((req.command === undefined) === (req.shell === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['command'], message: 'give exactly one of command or shell' });
-    }
-  });
+const execFields = {
+  command: z
+    .array(z.string())
+    .min(1)
+    .max(256)
+    .optional()
+    .describe('argv to execute, e.g. ["python", "script.py"]; no shell unless you run one'),
+  shell: z.string().min(1).optional().describe('A shell command line, run with /bin/sh -c'),
+  stdin: z.string().optional().describe('Text fed to the command on standard input'),
+  env: z.array(EnvVarSchema).default([]).describe('Variables for this exec, over the session’s'),
+  cwd: SessionPathSchema.optional().describe(
+    'Working directory inside the workspace (default: the workspace itself)',
+  ),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("Deadline of this exec in seconds; the session's default when absent, never above the ceiling"),
+  background: z
+    .boolean()
+    .default(false)
+    .describe('Return at once with the execId; read its output and result later, or kill it'),
+  tty: z.boolean().default(false).describe('Run under a pseudo-terminal (REPLs, bash -i)'),
+};
+
+function oneCommand(req: { command?: unknown; shell?: unknown }, ctx: z.RefinementCtx): void {
+  if ((req.command === undefined) === (req.shell === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['command'], message: 'give exactly one of command or shell' });
+  }
+}
+
+export const ExecRequestSchema = z.object(execFields).strict().superRefine(oneCommand);
 export type ExecRequest = z.infer<typeof ExecRequestSchema>;
 export type ExecRequestInput = z.input<typeof ExecRequestSchema>;
+
+const terminalSize = {
+  cols: z.number().int().min(1).max(1000).describe('Terminal columns (tty)'),
+  rows: z.number().int().min(1).max(1000).describe('Terminal rows (tty)'),
+};
+
+const { stdin: _stdin, background: _background, ...streamedExecFields } = execFields;
+
+/**
+ * The first message on the session WebSocket (GET /sessions/:id/exec/ws): an exec request whose
+ * stdin is the socket's channel 0, with the terminal's size for a tty.
+ */
+export const WsExecStartSchema = z
+  .object({
+    ...streamedExecFields,
+    cols: terminalSize.cols.default(80),
+    rows: terminalSize.rows.default(24),
+  })
+  .strict()
+  .superRefine(oneCommand);
+export type WsExecStart = z.infer<typeof WsExecStartSchema>;
+
+/** Channel 4 on the session WebSocket: a tty's new size. */
+export const WsResizeSchema = z.object(terminalSize).strict();
 
 /** An exec's outcome: the run result's field names, plus which exec and session it was. */
 export const ExecResultSchema = RunResultSchema.omit({ runId: true }).extend({

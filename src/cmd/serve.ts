@@ -5,6 +5,7 @@ import { bodyLimitFor, createHttpApp } from '../gateway/http/app.js';
 import { isLoopback, LOOPBACK_HOSTS } from '../gateway/http/host-validation.js';
 import { listen } from '../gateway/http/listen.js';
 import { createMcpHttp } from '../gateway/mcp/http.js';
+import { execWebSocket } from '../gateway/http/exec-ws.js';
 import { AppError } from '../shared/errors.js';
 import { formatSize } from '../shared/quantity.js';
 import { parse, printHelp } from './args.js';
@@ -15,7 +16,9 @@ import { loadContext, wireBackend } from './wiring.js';
 export const SERVE_USAGE = `
 usage: sandpit serve [options]
 
-Serves MCP over Streamable HTTP at http://HOST:PORT/mcp, GET /health (no auth) and GET /metrics.
+Serves MCP over Streamable HTTP at http://HOST:PORT/mcp, the REST API (/sessions, /runs; its
+OpenAPI document at /openapi.json) with the session WebSocket (/sessions/ID/exec/ws), GET /health
+(no auth) and GET /metrics.
 Binds 127.0.0.1 by default; binding any other address needs a token (MCP_AUTH_TOKEN or auth.tokens).
 Every run is recorded in the audit file (audit.file; read it with \`sandpit audit\`).
 
@@ -102,11 +105,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
     version,
   });
   const server = await listen(app, host, port);
+  const sessionSockets = execWebSocket({ service, authenticator, metrics, logger, allowedHosts });
+  server.server.on('upgrade', sessionSockets.upgrade);
   logger.info({ url: `${server.url}/mcp`, stateless, auth: authenticator.required }, 'MCP server listening');
 
   await aborted(shutdownSignal().signal);
   logger.info('shutting down');
   await mcp.close();
+  sessionSockets.close();
   await server.close();
   await service.shutdown();
   return 0;

@@ -242,6 +242,11 @@ export class SessionUseCases {
     return this.view(record, processes);
   }
 
+  /** Throws NOT_FOUND unless the session is live and the principal's (a WebSocket's upgrade). */
+  assertLive(sessionId: string, principal: Principal): void {
+    this.findLive(sessionId, principal);
+  }
+
   /** A new whole lifetime, counted from creation, within the ceiling. */
   async extend(sessionId: string, principal: Principal, input: unknown): Promise<Session> {
     const { ttlSeconds } = parseInput(SessionPatchSchema, input, 'session update');

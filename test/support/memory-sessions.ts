@@ -35,17 +35,30 @@ export class MemorySandbox implements SessionSandbox {
     this.sessionId = sessionId;
   }
 
+  /** The last tty size an exec was given or resized to. */
+  terminal: { cols: number; rows: number } | undefined;
+
   exec(
     exec: Parameters<SessionSandbox['exec']>[0],
     options: Parameters<SessionSandbox['exec']>[1],
   ): ExecExecution {
-    const text = `${exec.argv.join(' ')}\n`;
+    // `cat` with streamed stdin echoes it until its end; any other argv answers itself.
+    const cat = exec.argv[0] === 'cat' && options.streamStdin === true;
+    const chunks: Buffer[] = cat ? [] : [Buffer.from(`${exec.argv.join(' ')}\n`)];
     let kill!: () => void;
     const killed = new Promise<void>((r) => (kill = r));
+    let endStdin!: () => void;
+    const stdinEnded = new Promise<void>((r) => (endStdin = r));
     const startedAt = Date.now();
-    const run = exec.argv.includes('sleep') ? killed : Promise.resolve();
+    this.terminal = options.terminal;
+    const run = exec.argv.includes('sleep')
+      ? killed
+      : cat
+        ? Promise.race([stdinEnded, killed])
+        : Promise.resolve();
     const result = run.then(() => {
-      options.onOutput({ stream: 'stdout', data: Buffer.from(text) });
+      if (!cat) options.onOutput({ stream: 'stdout', data: chunks[0] ?? Buffer.alloc(0) });
+      const text = Buffer.concat(chunks).toString();
       return {
         outcome: classify({ exitCode: 0, timedOut: false, oomKilled: false, cancelled: false }),
         stdout: { text, bytes: Buffer.byteLength(text), truncated: false, binary: false },
@@ -54,7 +67,19 @@ export class MemorySandbox implements SessionSandbox {
         finishedAt: Date.now(),
       };
     });
-    return { execId: options.execId, result, writeStdin: async () => {}, endStdin() {}, resize() {}, kill };
+    options.signal?.addEventListener('abort', () => kill(), { once: true });
+    return {
+      execId: options.execId,
+      result,
+      writeStdin: (data) => {
+        chunks.push(data);
+        options.onOutput({ stream: 'stdout', data });
+        return Promise.resolve();
+      },
+      endStdin,
+      resize: (cols, rows) => (this.terminal = { cols, rows }),
+      kill,
+    };
   }
 
   private entry(path: string): FileEntry {

@@ -23,17 +23,24 @@ export function hostnameOf(header: string | undefined): string | undefined {
   }
 }
 
+/** The refusal of a Host header that names none of the allowed hosts; undefined when it does. */
+export function hostRefusal(allowed: ReadonlySet<string>, header: string | undefined): AppError | undefined {
+  const hostname = hostnameOf(header);
+  if (hostname !== undefined && allowed.has(hostname)) return undefined;
+  return new AppError('FORBIDDEN', `Host header "${header ?? ''}" is not allowed`, {
+    hint: `use one of ${[...allowed].join(', ')}, or add the name to server.allowedHosts`,
+  });
+}
+
+export function allowedHostSet(allowedHosts: readonly string[]): ReadonlySet<string> {
+  return new Set(allowedHosts.map((h) => h.toLowerCase()));
+}
+
 export function hostValidation(allowedHosts: readonly string[]) {
-  const allowed = new Set(allowedHosts.map((h) => h.toLowerCase()));
+  const allowed = allowedHostSet(allowedHosts);
   return (req: Request, res: Response, next: NextFunction): void => {
-    const hostname = hostnameOf(req.headers.host);
-    if (hostname !== undefined && allowed.has(hostname)) return next();
-    sendError(
-      req,
-      res,
-      new AppError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`, {
-        hint: `use one of ${[...allowed].join(', ')}, or add the name to server.allowedHosts`,
-      }),
-    );
+    const refusal = hostRefusal(allowed, req.headers.host);
+    if (!refusal) return next();
+    sendError(req, res, refusal);
   };
 }
