@@ -2,7 +2,7 @@
  * The REST API's OpenAPI 3.1 document, generated from the zod schemas of src/api (the single source
  * of truth), never written by hand. JSON Schema 2020-12 is OpenAPI 3.1's own dialect, so zod's
  * output goes in as it is. `REST_ROUTES` is the list the document covers; a test checks that it is
- * exactly what the express app serves.
+ * exactly what the express app serves, and the session WebSocket's upgrade.
  */
 import * as z from 'zod';
 import { RunRequestSchema, RunResultSchema } from '../../api/run.js';
@@ -15,11 +15,13 @@ import {
   SessionSchema,
 } from '../../api/session.js';
 import type { Policy } from '../../policy/policy.js';
+import { EXEC_WS_ROUTE } from './exec-ws.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 interface Operation {
   summary: string;
+  description?: string;
   request?: { schema: z.ZodType } | { raw: true };
   /** Status → schema (undefined: no body). */
   responses: Record<number, z.ZodType | 'binary' | 'tar' | undefined>;
@@ -111,6 +113,20 @@ export const REST_ROUTES: Record<string, Partial<Record<Method, Operation>>> = {
       responses: { 200: ExecResultSchema, 202: ExecResultSchema },
     },
   },
+  [EXEC_WS_ROUTE]: {
+    get: {
+      summary: 'Interactive exec over a WebSocket (upgrade), with a pty when tty is true',
+      description: [
+        'Auth: the Authorization header, or the subprotocol `bearer.<token>`; offer `sandpit.exec.v1`.',
+        'No query string (a token there is refused). A page of another origin is refused.',
+        'The first message is JSON text: the exec body without background and stdin, plus cols and rows.',
+        'Then binary messages whose first byte is a channel: 0 stdin, 4 resize ({cols, rows} JSON) and',
+        '255 end of stdin from the client; 1 stdout, 2 stderr and 3 the exit (the exec result, or',
+        '{error}) from the server, which then closes: 1000, or 4000 + the HTTP status of an error.',
+      ].join(' '),
+      responses: { 101: undefined },
+    },
+  },
   '/sessions/:id/exec/:execId': {
     get: { summary: "An exec's state: live output while it runs", responses: { 200: ExecResultSchema } },
     delete: { summary: 'Kill a running exec', responses: { 200: ExecResultSchema } },
@@ -168,7 +184,8 @@ function parametersOf(route: string, query: Record<string, string> = {}): object
 }
 
 function responseOf(body: Operation['responses'][number], status: number): object {
-  const description = status === 204 ? 'No content' : 'OK';
+  const description =
+    status === 204 ? 'No content' : status === 101 ? 'Switching Protocols: the WebSocket is open' : 'OK';
   if (body === undefined) return { description };
   if (body === 'binary')
     return {
@@ -197,6 +214,7 @@ export function openApiDocument(_policy: Policy, version: string): object {
         responses[status] = responseOf(body, Number(status));
       ops[method] = {
         summary: op.summary,
+        ...(op.description ? { description: op.description } : {}),
         operationId: `${method}${openApiPath(route)
           .replace(/[{}]/g, '')
           .replace(/\/(\w)/g, (_m, c: string) => c.toUpperCase())

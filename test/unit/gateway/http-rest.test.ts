@@ -11,6 +11,7 @@ import { validate } from '@readme/openapi-parser';
 import { createAuthenticator } from '../../../src/gateway/auth.js';
 import { createHttpApp } from '../../../src/gateway/http/app.js';
 import { listen, type Listening } from '../../../src/gateway/http/listen.js';
+import { EXEC_WS_ROUTE } from '../../../src/gateway/http/exec-ws.js';
 import { openApiPath, REST_ROUTES } from '../../../src/gateway/http/openapi.js';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
 import { silentLogger } from '../../../src/observability/logger.js';
@@ -161,7 +162,7 @@ describe('REST', () => {
     assert.equal((await send('GET', `/sessions/${id}`)).body.state, 'Ready');
   });
 
-  test('/openapi.json is valid OpenAPI 3.1 and lists exactly the REST routes express serves', async () => {
+  test('/openapi.json is valid OpenAPI 3.1 and lists exactly the REST routes express serves, and the WebSocket', async () => {
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
       openapi: string;
       paths: Record<string, Record<string, unknown>>;
@@ -169,9 +170,10 @@ describe('REST', () => {
     assert.equal(doc.openapi, '3.1.0');
     const result = await validate(structuredClone(doc) as never);
     assert.ok(result.valid, JSON.stringify(result).slice(0, 3000));
-    const served = routesOf(app).filter(
-      ([, path]) => path.startsWith('/sessions') || path.startsWith('/runs'),
-    );
+    const served: [string, string][] = [
+      ...routesOf(app).filter(([, path]) => path.startsWith('/sessions') || path.startsWith('/runs')),
+      ['get', EXEC_WS_ROUTE], // the upgrade: served by the HTTP server, not express (exec-ws.test.ts)
+    ];
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops).map((m) => [m, path]),
     );
