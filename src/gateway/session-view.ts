@@ -1,12 +1,25 @@
 /** A session record as the session model shows it (pure): never a secret's value. */
-import type { Session } from '../api/session.js';
+import type { Session, SessionReason, SessionState } from '../api/session.js';
 import { sessionLimitsView } from '../api/result.js';
-import type { SessionRecord } from './sessions.js';
+import type { EffectiveSessionSpec } from '../policy/session.js';
+
+/** What the view reads of a session's record. */
+export interface ViewedSession {
+  sessionId: string;
+  spec: EffectiveSessionSpec;
+  state: SessionState;
+  reason: SessionReason;
+  message: string | undefined;
+  createdAt: number;
+  lastActivityAt: number;
+  endedAt: number | undefined;
+  execs: { readonly count: number; readonly running: string[] };
+}
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function sessionView(
-  record: SessionRecord,
+  record: ViewedSession,
   backend: string,
   processes?: { pid: number; command: string }[],
 ): Session {
