@@ -1,15 +1,13 @@
 /** Where the audit file is: `audit.file`, or for the gateway the XDG state directory's default. */
-import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { defaultStateDir } from './instance.js';
 import type { Config } from './schema.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** `${XDG_STATE_HOME:-~/.local/state}/sandpit/audit.jsonl` (a relative XDG_STATE_HOME is ignored, as the spec says). */
+/** `${XDG_STATE_HOME:-~/.local/state}/sandpit/audit.jsonl`. */
 export function defaultAuditFile(env: Env): string {
-  const state = env.XDG_STATE_HOME;
-  const base = state && isAbsolute(state) ? state : join(env.HOME || homedir(), '.local', 'state');
-  return join(base, 'sandpit', 'audit.jsonl');
+  return join(defaultStateDir(env), 'audit.jsonl');
 }
 
 /** The file `audit.file` names (from the working directory), else the default: what `sandpit audit` reads. */
