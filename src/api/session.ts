@@ -35,6 +35,9 @@ export const SESSION_REASONS = [
 export const SessionReasonSchema = z.enum(SESSION_REASONS).describe('Why the session is in its state');
 export type SessionReason = z.infer<typeof SessionReasonSchema>;
 
+/** What a session id may be: a container and file name (the gateway makes `ses-<hex>`). */
+export const SESSION_ID_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+
 export const isSessionEnded = (state: SessionState): boolean =>
   state === 'Expired' || state === 'Deleted' || state === 'Failed';
 

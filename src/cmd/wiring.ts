@@ -2,10 +2,14 @@
  * Composition: config, logger, backend and service wired together for the commands. Process
  * concerns (signals, the version, credentials' source, error output) live in process.ts.
  */
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { RunRequestSchema } from '../api/run.js';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
 import type { SandboxBackend } from '../backends/types.js';
 import { auditFileFor } from '../config/audit.js';
+import { defaultStateDir } from '../config/instance.js';
+import { fileJournal, type SessionJournal } from '../gateway/session-journal.js';
 import { configWarnings, loadConfig } from '../config/load.js';
 import { operatorPolicy, policyFromConfig } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
@@ -112,8 +116,15 @@ export async function wireDocker(
     prewarm.map((template) => defaultShape(template, policy)),
     prewarmSessions.map((template) => defaultSessionShape(template, policy)),
   );
-  const service = await createService(ctx, { backend, policy, metrics });
+  const journal = options.instanceId ? sessionJournalFor(ctx, options.instanceId) : undefined;
+  const service = await createService(ctx, { backend, policy, metrics, journal });
   return { service, backend, metrics };
+}
+
+/** Where a gateway instance remembers its live sessions: under the state directory, one folder per instance. */
+function sessionJournalFor(ctx: Context, instanceId: string): SessionJournal {
+  const instance = createHash('sha256').update(instanceId).digest('hex').slice(0, 16);
+  return fileJournal(join(defaultStateDir(process.env), 'sessions', instance), ctx.logger);
 }
 
 export interface BackendWiring {
@@ -169,7 +180,7 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
 /** The service over a backend, with the config's slots and an opened audit trail. */
 async function createService(
   ctx: Context,
-  parts: { backend: SandboxBackend; policy: Policy; metrics: Metrics },
+  parts: { backend: SandboxBackend; policy: Policy; metrics: Metrics; journal?: SessionJournal | undefined },
 ): Promise<SandpitService> {
   const { config, logger } = ctx;
   const audit = await openAudit(ctx, 'gateway', parts.metrics.audit);

@@ -12,6 +12,7 @@ import type { GatewayDeps } from './deps.js';
 import type { Principal } from './principal.js';
 import type { HistoryOptions } from './run-store.js';
 import { RunUseCases } from './runs.js';
+import type { SessionJournal } from './session-journal.js';
 import { SessionUseCases, type SessionCaps } from './sessions.js';
 import { Slots, type SlotOptions } from './slots.js';
 import { templatesFor, type TemplateInfo } from './templates.js';
@@ -34,6 +35,8 @@ export interface ServiceOptions {
   history?: Partial<HistoryOptions>;
   /** Caps on live sessions and what their logs keep. */
   sessions?: Partial<SessionCaps>;
+  /** Where live sessions are remembered across a restart (a server with an instance id). */
+  journal?: SessionJournal | undefined;
 }
 
 export interface ShutdownOptions {
@@ -51,11 +54,11 @@ export class SandpitService {
   private backendHealth: { at: number; health: Promise<BackendHealth> } | undefined;
 
   constructor(options: ServiceOptions) {
-    const { history, sessions, ...deps } = options;
+    const { history, sessions, journal, ...deps } = options;
     const audit = deps.audit ?? createAuditTrail({ logger: deps.logger, metrics: deps.metrics.audit });
     this.deps = { ...deps, audit, slots: new Slots(deps.slots) };
     this.runs = new RunUseCases(this.deps, history);
-    this.sessions = new SessionUseCases(this.deps, sessions);
+    this.sessions = new SessionUseCases(this.deps, sessions, journal);
   }
 
   get policy(): Policy {

@@ -21,14 +21,21 @@ import {
   type SessionState,
 } from '../api/session.js';
 import { parseInput } from '../api/validate.js';
-import type { FileChange, SandboxEnd, SessionBackend, SessionSandbox } from '../backends/sessions.js';
+import type {
+  FileChange,
+  LostSession,
+  SandboxEnd,
+  SessionBackend,
+  SessionSandbox,
+} from '../backends/sessions.js';
 import { buildSessionAudit } from '../observability/audit.js';
-import { evaluateExec, evaluateSession, type EffectiveSessionSpec } from '../policy/session.js';
+import { evaluateExec, evaluateSession, factsOf, type EffectiveSessionSpec } from '../policy/session.js';
 import { AppError, policyDenied, toAppError } from '../shared/errors.js';
 import type { GatewayDeps } from './deps.js';
 import type { Principal } from './principal.js';
 import { ExecRunner, type ExecHandle, type StartExecOptions } from './session-execs.js';
 import { ExecLog, type ExecLogEntry } from './session-log.js';
+import { NO_JOURNAL, type JournaledSession, type SessionJournal } from './session-journal.js';
 import { sessionView } from './session-view.js';
 
 export interface SessionCaps {
@@ -121,9 +128,12 @@ export class SessionUseCases {
   private readonly live = new Map<string, SessionRecord>();
   private readonly ended = new Map<string, SessionRecord>();
 
-  constructor(deps: GatewayDeps, caps: Partial<SessionCaps> = {}) {
+  private readonly journal: SessionJournal;
+
+  constructor(deps: GatewayDeps, caps: Partial<SessionCaps> = {}, journal: SessionJournal = NO_JOURNAL) {
     this.deps = deps;
     this.caps = { ...DEFAULT_SESSION_CAPS, ...caps };
+    this.journal = journal;
   }
 
   private get backend(): SessionBackend {
@@ -219,6 +229,13 @@ export class SessionUseCases {
     void record.sandbox?.ended.then((end: SandboxEnd) => this.end(record, end.reason, end.message));
     metrics.liveSessions.inc({ backend: backend.name });
     metrics.sessionsCreated.inc({ backend: backend.name, served: 'cold' });
+    this.journal.remember({
+      sessionId: record.sessionId,
+      owner: record.owner,
+      principalName: record.principalName,
+      createdAt: record.createdAt,
+      spec: factsOf(record.spec),
+    });
     this.audit(record, 'Ready', 'Created');
     logger.info(
       { sessionId: record.sessionId, principal: record.principalName, image: record.spec.image },
@@ -442,9 +459,12 @@ export class SessionUseCases {
     const sessions = this.deps.backend.sessions;
     if (!sessions) return { adopted: 0, lost: 0 };
     const { adopted, lost } = await sessions.adoptSessions();
+    const journaled = new Map(this.journal.entries().map((j) => [j.sessionId, j]));
     for (const a of adopted) {
+      const name = journaled.get(a.sessionId)?.principalName ?? a.principal;
+      journaled.delete(a.sessionId);
       const record: SessionRecord = {
-        ...this.newRecord(a.spec, { id: a.principal, name: a.principal, scope: {} }),
+        ...this.newRecord(a.spec, { id: a.principal, name, scope: {} }),
         sessionId: a.sessionId,
         createdAt: a.createdAt,
         sandbox: a.sandbox,
@@ -462,14 +482,45 @@ export class SessionUseCases {
         });
       }
     }
-    for (const l of lost) {
-      this.deps.logger.warn(
-        { sessionId: l.sessionId, principal: l.principal, reason: l.reason, err: l.message },
-        'a session left by an earlier server was gone; its sandbox is removed',
-      );
-    }
+    const gone = [
+      ...lost,
+      // Remembered, but no sandbox of this instance is left at all (removed while no gateway was there).
+      ...[...journaled.keys()]
+        .filter((id) => !lost.some((l) => l.sessionId === id))
+        .map((sessionId) => ({
+          sessionId,
+          principal: undefined,
+          reason: 'RunnerGone' as const,
+          message: 'its sandbox is gone',
+        })),
+    ];
+    for (const l of gone) this.lost(l, l.sessionId === undefined ? undefined : journaled.get(l.sessionId));
     if (adopted.length) this.deps.logger.info({ sessions: adopted.length }, 'adopted live sessions');
-    return { adopted: adopted.length, lost: lost.length };
+    return { adopted: adopted.length, lost: gone.length };
+  }
+
+  /** A session an earlier server left, found gone: its sandbox is removed; audited when remembered. */
+  private lost(l: LostSession, journaled: JournaledSession | undefined): void {
+    const { audit, backend, logger, metrics } = this.deps;
+    logger.warn(
+      { sessionId: l.sessionId, principal: l.principal, reason: l.reason, err: l.message },
+      'a session left by an earlier server was gone; its sandbox is removed',
+    );
+    if (!journaled) return;
+    const state = stateFor(l.reason);
+    metrics.sessionsEnded.inc({ backend: backend.name, state, reason: l.reason });
+    audit.record(
+      buildSessionAudit({
+        sessionId: journaled.sessionId,
+        spec: journaled.spec,
+        state,
+        reason: l.reason,
+        principal: journaled.principalName,
+        backend: backend.name,
+        time: new Date(),
+      }),
+    );
+    this.journal.forget(journaled.sessionId);
   }
 
   /** Ends every live session (a stdio server exiting: nobody could reach them again). */
@@ -514,6 +565,7 @@ export class SessionUseCases {
       this.ended.delete(old);
     }
     metrics.sessionsEnded.inc({ backend: backend.name, state, reason });
+    this.journal.forget(record.sessionId);
     this.audit(record, state, reason);
     logger.info({ sessionId: record.sessionId, state, reason, message }, 'session ended');
   }

@@ -15,7 +15,7 @@ import { limitsView, sessionLimitsView } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
 import type { SessionReason, SessionState } from '../api/session.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
-import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
+import type { EffectiveExec, EffectiveSessionSpec, SessionFacts } from '../policy/session.js';
 
 /** The few facts of how a run ended that its audit record carries (a RunResult has them all). */
 export type AuditOutcome = Pick<
@@ -152,7 +152,7 @@ export function buildExecAudit(input: ExecAuditInput): ExecAuditRecord {
 
 export interface SessionAuditInput {
   sessionId: string;
-  spec: EffectiveSessionSpec;
+  spec: SessionFacts;
   state: SessionState;
   reason: SessionReason;
   principal: string;

@@ -3,6 +3,7 @@
  * (template, image, runtime, limits, network, each against the same ceilings), plus the session's
  * lifetime, idle time and concurrent execs. Pure; every violation at once, each naming its field.
  */
+import * as z from 'zod';
 import type { EffectiveLimits } from '../api/run.js';
 import type { ExecRequest, SessionRequest } from '../api/session.js';
 import { toWorkspacePath } from '../api/session.js';
@@ -32,6 +33,43 @@ export interface EffectiveSessionSpec {
   ttlSeconds: number;
   idleTimeoutSeconds: number;
   maxExecs: number;
+}
+
+/** A session's spec without its variables: what may be written down (audit, journal). */
+export type SessionFacts = Omit<EffectiveSessionSpec, 'env' | 'secrets'>;
+
+/** The spec as it comes back from storage (a runner's record, the journal): checked, never trusted. */
+export const SessionFactsSchema = z.object({
+  template: z.string().optional(),
+  image: z.string(),
+  runtime: z.string().optional(),
+  workdir: z.string(),
+  network: z.literal('none'),
+  limits: z.object({
+    cpuMilli: z.number(),
+    memoryBytes: z.number(),
+    pids: z.number(),
+    workspaceBytes: z.number(),
+    tmpBytes: z.number(),
+    timeoutSeconds: z.number(),
+    outputBytes: z.number(),
+    fileSizeBytes: z.number(),
+    openFiles: z.number(),
+  }),
+  ttlSeconds: z.number(),
+  idleTimeoutSeconds: z.number(),
+  maxExecs: z.number(),
+});
+
+const EnvPairSchema = z.object({ name: z.string(), value: z.string() });
+export const EffectiveSessionSpecSchema = SessionFactsSchema.extend({
+  env: z.array(EnvPairSchema),
+  secrets: z.array(EnvPairSchema),
+});
+
+export function factsOf(spec: EffectiveSessionSpec): SessionFacts {
+  const { env: _env, secrets: _secrets, ...facts } = spec;
+  return facts;
 }
 
 export interface EffectiveExec {

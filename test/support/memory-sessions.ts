@@ -7,6 +7,7 @@ import type { AuditRecord } from '../../src/api/audit.js';
 import { classify } from '../../src/api/outcome.js';
 import type { FileEntry, SessionReason } from '../../src/api/session.js';
 import type {
+  Adoption,
   ExecExecution,
   SandboxEnd,
   SessionBackend,
@@ -14,6 +15,7 @@ import type {
 } from '../../src/backends/sessions.js';
 import type { SandboxBackend } from '../../src/backends/types.js';
 import { SandpitService } from '../../src/gateway/service.js';
+import type { SessionJournal } from '../../src/gateway/session-journal.js';
 import type { SessionCaps } from '../../src/gateway/sessions.js';
 import type { AuditTrail } from '../../src/observability/audit-trail.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -139,7 +141,14 @@ export class MemorySandbox implements SessionSandbox {
 }
 
 export function memorySessions(
-  options: { caps?: Partial<SessionCaps>; policy?: PolicyOptions; sessions?: boolean } = {},
+  options: {
+    caps?: Partial<SessionCaps>;
+    policy?: PolicyOptions;
+    sessions?: boolean;
+    journal?: SessionJournal;
+    /** What adoptSessions() finds. */
+    adoption?: Adoption;
+  } = {},
 ) {
   const sandboxes: MemorySandbox[] = [];
   const sessions: SessionBackend = {
@@ -149,7 +158,7 @@ export function memorySessions(
       await new Promise((r) => setImmediate(r));
       return s;
     },
-    adoptSessions: () => Promise.resolve({ adopted: [], lost: [] }),
+    adoptSessions: () => Promise.resolve(options.adoption ?? { adopted: [], lost: [] }),
   };
   const backend: SandboxBackend = {
     name: 'docker',
@@ -178,6 +187,7 @@ export function memorySessions(
     audit,
     slots: { maxConcurrent: 4, maxQueued: 0 },
     sessions: options.caps,
+    journal: options.journal,
   });
   return { service, sandboxes, records, metrics };
 }

@@ -7,8 +7,9 @@
  */
 import type Docker from 'dockerode';
 import * as z from 'zod';
+import { SESSION_ID_PATTERN } from '../../../api/session.js';
 import type { Logger } from '../../../observability/logger.js';
-import type { EffectiveSessionSpec } from '../../../policy/session.js';
+import { EffectiveSessionSpecSchema, type EffectiveSessionSpec } from '../../../policy/session.js';
 import { newKey } from '../../../runner/session-protocol.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError } from '../../../shared/errors.js';
@@ -36,39 +37,13 @@ const RESYNC_TIMEOUT_MS = 10_000;
 const COLD_OPEN_WITHIN_SECONDS = 60;
 export const SESSION_NAME_PREFIX = 'sandpit-session-';
 
-/** Session ids become container names: the characters Docker allows in one. */
-const SESSION_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
-
-const EnvPairSchema = z.object({ name: z.string(), value: z.string() });
 /** What the gateway hands the runner to keep: the session as created, for whoever adopts it. */
 const SessionMetaSchema = z.object({
   v: z.literal(1),
-  sessionId: z.string().regex(SESSION_ID),
+  sessionId: z.string().regex(SESSION_ID_PATTERN),
   principal: z.string(),
   createdAt: z.number(),
-  spec: z.object({
-    template: z.string().optional(),
-    image: z.string(),
-    runtime: z.string().optional(),
-    workdir: z.string(),
-    network: z.literal('none'),
-    limits: z.object({
-      cpuMilli: z.number(),
-      memoryBytes: z.number(),
-      pids: z.number(),
-      workspaceBytes: z.number(),
-      tmpBytes: z.number(),
-      timeoutSeconds: z.number(),
-      outputBytes: z.number(),
-      fileSizeBytes: z.number(),
-      openFiles: z.number(),
-    }),
-    env: z.array(EnvPairSchema),
-    secrets: z.array(EnvPairSchema),
-    ttlSeconds: z.number(),
-    idleTimeoutSeconds: z.number(),
-    maxExecs: z.number(),
-  }),
+  spec: EffectiveSessionSpecSchema,
 });
 type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
@@ -111,7 +86,7 @@ export class DockerSessions implements SessionBackend {
 
   async createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox> {
     const { sessionId, principal, signal } = options;
-    if (!SESSION_ID.test(sessionId))
+    if (!SESSION_ID_PATTERN.test(sessionId))
       throw new AppError(
         'INVALID_REQUEST',
         `session id ${JSON.stringify(sessionId)} is not a valid container name`,
