@@ -51,6 +51,22 @@ struct spawned spawn_isolated(void (*program)(void *), void *arg, void (*scrub)(
 /* The program's wait status: reported by its init when isolated (or the init's own, if it was killed). */
 int program_status(struct spawned s, int status);
 
+/*
+ * Its namespaces do not hide the container's /proc from the program: runsc gives no user namespace
+ * a mount of its own (mount(2) wants CAP_SYS_ADMIN in the first one), so no /proc of the program's
+ * own PID namespace can be mounted, nor anything over /proc/1. So under gVisor it can still open
+ * the runner's stdin, stdout and stderr through /proc/1/fd. What no process holds is out of its
+ * reach: stash_fds() sends `fds` (at most 4) in one SCM_RIGHTS message that waits, queued, on a
+ * socket (which /proc/1/fd cannot reopen), and points them at /dev/null; it returns the socket,
+ * or -1 with errno. unstash_fds() puts them back, closing the socket: call it only once no process
+ * of the program is left, or it could open them then. It returns 0, or -1 with errno.
+ */
+int stash_fds(const int *fds, int n);
+int unstash_fds(int sock, const int *fds, int n);
+
+/* Whether any process but ours (and zombies, which hold no descriptors) is in /proc: -1 if unreadable. */
+int others_alive(void);
+
 /* The last `cap` bytes of a stream, circular: the tail of its output that both modes keep. */
 struct ring {
 	char *buf;
