@@ -1,6 +1,7 @@
 /* Starting the sandboxed program, in both modes of the runner: see program.h. */
 #include "program.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,6 +194,108 @@ int program_status(struct spawned s, int status)
 	if (s.status_fd >= 0 && get_word(s.status_fd, &word) == 0)
 		return (int)word;
 	return status;
+}
+
+#define STASH_MAX 4
+
+int stash_fds(const int *fds, int n)
+{
+	if (n < 1 || n > STASH_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * STASH_MAX)];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	char byte = 0;
+	struct iovec iov = {&byte, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			   .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	int null = -1;
+	if (sendmsg(sv[1], &m, MSG_NOSIGNAL) != 1 || (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		goto fail;
+	for (int i = 0; i < n; i++)
+		if (dup2(null, fds[i]) < 0)
+			goto fail; /* the stashed descriptors stay queued, out of reach, until the socket goes */
+	close(null);
+	close(sv[1]);
+	return sv[0];
+fail:;
+	int err = errno;
+	if (null >= 0)
+		close(null);
+	close(sv[0]);
+	close(sv[1]);
+	errno = err;
+	return -1;
+}
+
+int unstash_fds(int sock, const int *fds, int n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * STASH_MAX)];
+		struct cmsghdr align;
+	} u;
+	char byte;
+	struct iovec iov = {&byte, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t got;
+	while ((got = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+	}
+	int err = errno;
+	close(sock);
+	struct cmsghdr *c = got == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * (size_t)n)) {
+		errno = got < 0 ? err : EPROTO;
+		return -1;
+	}
+	int back[STASH_MAX];
+	memcpy(back, CMSG_DATA(c), sizeof(int) * (size_t)n);
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		if (dup2(back[i], fds[i]) < 0)
+			rc = -1;
+		close(back[i]);
+	}
+	return rc;
+}
+
+int others_alive(void)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	pid_t self = getpid();
+	int found = 0;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		char path[64], stat[512];
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		ssize_t n = read(fd, stat, sizeof stat - 1);
+		close(fd);
+		stat[n > 0 ? n : 0] = 0;
+		char *rp = strrchr(stat, ')');
+		found = !rp || (rp[1] && rp[2] != 'Z' && rp[2] != 'X');
+	}
+	closedir(d);
+	return found;
 }
 
 void ring_push(struct ring *r, const char *p, size_t n)

@@ -51,6 +51,25 @@ struct spawned spawn_isolated(void (*program)(void *), void *arg, void (*scrub)(
 /* The program's wait status: reported by its init when isolated (or the init's own, if it was killed). */
 int program_status(struct spawned s, int status);
 
+/*
+ * Its namespaces do not hide the container's /proc from the program: runsc (Debian 12's, 20221219)
+ * refuses every mount(2) and umount2(2) in a user namespace (its mount namespaces all belong to the
+ * first one, even with CLONE_NEWNS), so neither a /proc of the program's own PID namespace nor
+ * anything over /proc/1 can be mounted. So under gVisor it can still open the runner's stdin,
+ * stdout and stderr through /proc/1/fd (0555 there, whatever the runner's dumpable flag), and read
+ * its environ and cmdline (nothing secret: the image's environment and the runner's command line),
+ * though not its memory. What no process holds is out of its
+ * reach: stash_fds() sends `fds` (at most 4) in one SCM_RIGHTS message that waits, queued, on a
+ * socket (which /proc/1/fd cannot reopen), and points them at /dev/null; it returns the socket,
+ * or -1 with errno. unstash_fds() puts them back, closing the socket: call it only once no process
+ * of the program is left, or it could open them then. It returns 0, or -1 with errno.
+ */
+int stash_fds(const int *fds, int n);
+int unstash_fds(int sock, const int *fds, int n);
+
+/* Whether any process but ours (and zombies, which hold no descriptors) is in /proc: -1 if unreadable. */
+int others_alive(void);
+
 /* The last `cap` bytes of a stream, circular: the tail of its output that both modes keep. */
 struct ring {
 	char *buf;

@@ -13,11 +13,17 @@
  *     PID 1. So under gVisor the child runs in its own user and PID namespaces, below a small init
  *     (spawn_isolated, program.c): it cannot name the runner's process, so it can neither signal nor trace
  *     it. The Sentry implements those namespaces itself: they add no host-kernel surface.
- *   - What the child can still do under gVisor is write into the runner's stdout through
- *     /proc/1/fd/1. So every frame after the job starts with the job's 16-byte key and goes out in
- *     one write() of at most PIPE_BUF bytes, which a pipe never interleaves with another writer's.
- *     The child cannot learn the key (the runner's memory is root's to read, its stdout cannot be
- *     read back), and the gateway skips everything else that arrives.
+ *   - What the child can still do under gVisor is open the runner's stdin, stdout and stderr
+ *     through /proc/1/fd: its own PID namespace does not hide the container's /proc, and runsc lets
+ *     no user namespace mount one of its own (program.h). So every frame after the job starts with
+ *     the job's 16-byte key and goes out in one write() of at most PIPE_BUF bytes, which a pipe
+ *     never interleaves with another writer's. The child cannot learn the key (the runner's memory
+ *     is root's to read, its stdout cannot be read back), and the gateway skips everything else
+ *     that arrives.
+ *   - In --plain mode nothing is framed: the pod log is the runner's stdout and stderr. So under
+ *     gVisor the runner holds them in no descriptor while the program runs (stash_fds, program.h)
+ *     and keeps the head too; once no process of the program is left, it writes the head (both
+ *     streams in the order they came), the line saying what it left out, and the tail.
  *
  * Job (stdin):   "SPJ3" key[16] u32be:len  records...   record = u8:type u32be:len bytes
  *   'a' argv element (repeatable, at least one)   'e' NAME=VALUE (repeatable)
@@ -44,7 +50,8 @@
  *
  * `--job FILE --plain`: read the job from FILE and pass the child's output on to our stdout and
  * stderr (Kubernetes pods, where the pod log is the output), each stream capped like a framed one:
- * its head live, then a line saying how much was left out, then its tail. Exit with the child's
+ * its head live (under gVisor: once the program is gone), then a line saying how much was left
+ * out, then its tail. Exit with the child's
  * status, and write the exit JSON (or {"failure": text} when the job never ran) to
  * /dev/termination-log when it exists.
  */
@@ -107,8 +114,18 @@ static int keyed;
 static unsigned char channel_key[KEY_LEN];
 static char *job;
 static size_t job_len;
+/* --plain under gVisor: the socket our stdout and stderr wait on while the program runs (-1: not stashed). */
+static int stdio_stash = -1;
+static const int STDIO[2] = {1, 2};
+/* ... and the head of both streams, in the order it came: records u8 fd, u32 length, bytes. */
+static struct {
+	char *buf;
+	size_t len, cap;
+} held;
+static pid_t program_group; /* what kill_all() kills when we are not PID 1 */
 
 static void die_frame(const char *fmt, ...);
+static int release_stdio(void);
 int session_main(int argc, char **argv); /* session.c */
 
 static void write_all(int fd, const void *p, size_t n)
@@ -187,6 +204,7 @@ static void die_frame(const char *fmt, ...)
 	va_end(ap);
 	if (plain) {
 		char json[2 * sizeof msg];
+		release_stdio();
 		dprintf(2, "sandpit-runner: %s\n", msg);
 		write_termination_log(json, failure_json(json, sizeof json, msg));
 	} else {
@@ -396,12 +414,34 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void hold(int fd, const char *p, size_t n)
+{
+	size_t need = held.len + 5 + n;
+	if (need > held.cap) {
+		size_t cap = held.cap ? held.cap : 65536;
+		while (cap < need)
+			cap *= 2;
+		char *b = realloc(held.buf, cap);
+		if (!b)
+			die_frame("out of memory holding the output");
+		held.buf = b;
+		held.cap = cap;
+	}
+	uint32_t len = (uint32_t)n;
+	held.buf[held.len] = (char)fd;
+	memcpy(held.buf + held.len + 1, &len, 4);
+	memcpy(held.buf + held.len + 5, p, n);
+	held.len = need;
+}
+
 static void forward(struct stream *s, const char *p, size_t n)
 {
 	s->total += n;
 	size_t live = n < s->head_left ? n : s->head_left;
 	if (live) {
-		if (plain)
+		if (plain && stdio_stash >= 0)
+			hold(s->id == 'O' ? 1 : 2, p, live);
+		else if (plain)
 			write_all(s->id == 'O' ? 1 : 2, p, live);
 		else
 			frame(s->id, p, live);
@@ -436,6 +476,43 @@ static void kill_all(pid_t child)
 		kill(-1, SIGKILL); /* everything in our PID namespace, escapees included */
 	else
 		kill(-child, SIGKILL);
+}
+
+/*
+ * --plain under gVisor: takes our stdout and stderr back once no process but ours is left (killing
+ * and reaping whatever is), and writes the head held meanwhile. Should something outlive every kill
+ * for 5 s, they stay /dev/null and the output is lost: never handed to it. Returns -1 then.
+ */
+static int release_stdio(void)
+{
+	if (stdio_stash < 0)
+		return 0;
+	int sock = stdio_stash;
+	stdio_stash = -1;
+	int alone = 0;
+	for (int i = 0; i < 500 && !alone; i++) {
+		if (program_group > 0)
+			kill_all(program_group);
+		while (waitpid(-1, NULL, WNOHANG) > 0) {
+		}
+		alone = others_alive() == 0;
+		if (!alone)
+			usleep(10000);
+	}
+	if (!alone) {
+		close(sock); /* the stashed descriptors go with it */
+		return -1;
+	}
+	if (unstash_fds(sock, STDIO, 2) != 0)
+		return -1;
+	for (size_t off = 0; off < held.len;) {
+		uint32_t len;
+		memcpy(&len, held.buf + off + 1, 4);
+		write_all(held.buf[off], held.buf + off + 5, len);
+		off += 5 + len;
+	}
+	held.len = 0;
+	return 0;
 }
 
 static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
@@ -498,8 +575,10 @@ static void run_program(void *arg)
 
 static struct spawned spawn(int fds[4])
 {
-	/* Protocol 2's frames carry no key, so isolating its child would protect nothing. */
-	if (keyed && under_gvisor()) {
+	/* Protocol 2's frames carry no key, so isolating its child would protect nothing (unless plain). */
+	if ((keyed || plain) && under_gvisor()) {
+		if (plain && (stdio_stash = stash_fds(STDIO, 2)) < 0)
+			die_frame("cannot keep the pod log out of the program's reach under gVisor: %s", strerror(errno));
 		char why[256];
 		struct spawned s = spawn_isolated(run_program, fds, scrub_job, 0, why, sizeof why);
 		if (s.pid < 0)
@@ -632,6 +711,8 @@ static int report(struct run *r, long long oom_before)
 	int sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
 	int code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + sig;
 	if (plain) {
+		if (release_stdio() != 0)
+			die_frame("a process of the program outlived it: its output is not shown");
 		write_plain_tail(&r->streams[0], 1);
 		write_plain_tail(&r->streams[1], 2);
 	} else {
@@ -680,6 +761,8 @@ int main(int argc, char **argv)
 	if (job_file && (job_fd = open(job_file, O_RDONLY | O_CLOEXEC)) < 0)
 		die_frame("cannot open job %s: %s", job_file, strerror(errno));
 	job = read_job(job_fd, &job_len);
+	if (job_fd > 0)
+		close(job_fd);
 	struct run r = {.started = now_ms()};
 	parse_job(job, job_len, 0);
 	if (chdir(workdir) != 0)
@@ -704,6 +787,7 @@ int main(int argc, char **argv)
 		die_frame("pipe: %s", strerror(errno));
 	int fds[4] = {out_pipe[1], err_pipe[1], code_fd, in_fd};
 	r.child = spawn(fds);
+	program_group = r.child.pid;
 	setpgid(r.child.pid, r.child.pid);
 	close(out_pipe[1]);
 	close(err_pipe[1]);

@@ -71,6 +71,37 @@ describe('SandboxRuns under the gvisor RuntimeClass', { timeout: 300_000 }, () =
     assert.equal(host.status?.output?.tail, `${release()}\n`);
   });
 
+  it('the pod log comes whole once the program has ended: while it runs, the runner holds no descriptor of it', async () => {
+    const { cluster, ns } = ops.suite;
+    const code = [
+      'import time',
+      'print("first", time.time(), flush=True)',
+      'time.sleep(6)',
+      'print("second", flush=True)',
+    ].join('\n');
+    await createRun(cluster, ns, sandboxRun('later', { template: 'python', code, runtimeClassName: GVISOR }));
+    const running = await waitForPhase(cluster, ns, 'later', 'Running', 60_000);
+    const [pod] = await podsOf(ops.suite, running);
+    assert.ok(pod?.metadata?.name);
+    let finished = false;
+    const done = waitForFinished(cluster, ns, 'later', 90_000).finally(() => (finished = true));
+    const seen: { at: number; log: string }[] = [];
+    while (!finished) {
+      seen.push({ at: Date.now() / 1000, log: await cluster.podLog(ns, pod.metadata.name) });
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    assert.equal((await done).status?.phase, 'Succeeded');
+    const log = await cluster.podLog(ns, pod.metadata.name);
+    const printedAt = Number(/^first (\d+\.\d+)\nsecond\n$/.exec(log)?.[1]);
+    assert.ok(printedAt > 0, log);
+    // Read empty well after the program had printed its first line (1 s for the clocks), and never in part.
+    assert.ok(
+      seen.some((s) => s.log === '' && s.at > printedAt + 1),
+      JSON.stringify({ printedAt, seen: seen.map((s) => [s.at, s.log.length]) }),
+    );
+    for (const s of seen) assert.ok(s.log === '' || s.log === log, JSON.stringify(s));
+  });
+
   it('an endless loop: TimedOut/DeadlineExceeded within the deadline + 5 s', async () => {
     const { cluster, ns } = ops.suite;
     const timeoutSeconds = 4;

@@ -1,7 +1,9 @@
 // What a SandboxRun can put on its node (issue 11, item 2), and what its kernel surface is (io_uring),
 // checked on the real cluster and on the node itself (this machine): the program tries to write
-// 1 GiB to its log, its termination message and its workspace (and /tmp); the pod log, the
-// termination message, the node's files and mounts show what reached the node.
+// 1 GiB to its log, its termination message and its workspace (and /tmp), and 256 MiB and a forged
+// line to each of the runner's stdout and stderr through /proc/1/fd (which gVisor lets it open);
+// the pod log, the termination message, the node's files and mounts show what reached the node.
+// The flood runs under runc and under the gvisor RuntimeClass.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -30,6 +32,16 @@ const TERMINATION_MESSAGE_MAX = 4096;
 const FLOOD = [
   'import errno, os, sys, time',
   'GiB, chunk = 1 << 30, b"x" * (1 << 20)',
+  // the runner's own stdout and stderr: the pod log, unless they lead nowhere
+  'said = []',
+  'for n in (1, 2):',
+  '    try:',
+  '        fd = os.open(f"/proc/1/fd/{n}", os.O_WRONLY)',
+  '        os.write(fd, b"\\nINJECTED: a line the runner never wrote\\n")',
+  '        for _ in range(256): os.write(fd, b"I" * len(chunk))',
+  '        said.append(f"{n}:written")',
+  '    except OSError as e:',
+  '        said.append(f"{n}:{errno.errorcode.get(e.errno, e.errno)}")',
   'def fill(paths):',
   '    n = 0',
   '    try:',
@@ -53,6 +65,7 @@ const FLOOD = [
   '    except OSError as e:',
   '        return n, errno.errorcode.get(e.errno, e.errno)',
   '    return n, "none"',
+  'print("\\nchannel", *said, flush=True)',
   'term = one("/dev/termination-log")',
   'print("\\ntermination-log", *term, flush=True)',
   // many files of 8 MiB: the filesystem's own bound, not the file-size limit
@@ -94,74 +107,92 @@ function nodeLogBytes(pod: V1Pod): number {
   return readdirSync(dir).reduce((sum, f) => sum + statSync(path.join(dir, f)).size, 0);
 }
 
-describe('what a SandboxRun can put on its node', { timeout: 300_000 }, () => {
-  const ops = operatorSuite('operator-node-limits');
+const GVISOR = 'gvisor';
+
+describe('what a SandboxRun can put on its node', { timeout: 600_000 }, () => {
+  const ops = operatorSuite('operator-node-limits', {
+    kubernetes: { allowedRuntimeClasses: [GVISOR, 'runc'] },
+  });
   const { it } = ops;
 
-  it('1 GiB to the log, the termination message and the workspace: the node keeps the output limit, a bounded message, and no workspace on disk', async () => {
-    const { cluster, ns } = ops.suite;
-    const kubeletRoot = path.join(cluster.env.stateDir, 'kubelet');
-    await createRun(
-      cluster,
-      ns,
-      sandboxRun('flood', { template: 'python', code: FLOOD, timeoutSeconds: 30 }),
-    );
-    const running = await waitForPhase(cluster, ns, 'flood', 'Running', 60_000);
-    const [live] = await podsOf(ops.suite, running);
-    assert.ok(live?.metadata?.uid, 'the run has a pod');
-    // While it runs: the workspace and /tmp are tmpfs on the node, not directories on its disk.
-    const mounts = ['workspace', 'tmp'].map((v) => volumeMount(kubeletRoot, live.metadata!.uid!, v));
-    for (const m of mounts) assert.equal(m?.type, 'tmpfs', JSON.stringify(mounts));
-    // SizeMemoryBackedVolumes (on from v1.22; the test cluster's kubelet turns it on) sizes each by its sizeLimit.
-    const sized = mounts.every((m) => /(^|,)size=65536k(,|$)/.test(m?.options ?? ''));
+  for (const runtimeClassName of [undefined, GVISOR]) {
+    const name = runtimeClassName ? `flood-${runtimeClassName}` : 'flood';
+    it(`${runtimeClassName ?? 'runc'}: 1 GiB to the log, 512 MiB and a forged line through /proc/1/fd, the termination message and the workspace: the node keeps the output limit, a bounded message, and no workspace on disk`, async () => {
+      const { cluster, ns } = ops.suite;
+      const kubeletRoot = path.join(cluster.env.stateDir, 'kubelet');
+      await createRun(
+        cluster,
+        ns,
+        sandboxRun(name, {
+          template: 'python',
+          code: FLOOD,
+          timeoutSeconds: 30,
+          ...(runtimeClassName ? { runtimeClassName } : {}),
+        }),
+      );
+      const running = await waitForPhase(cluster, ns, name, 'Running', 60_000);
+      const [live] = await podsOf(ops.suite, running);
+      assert.ok(live?.metadata?.uid, 'the run has a pod');
+      // While it runs: the workspace and /tmp are tmpfs on the node, not directories on its disk.
+      const mounts = ['workspace', 'tmp'].map((v) => volumeMount(kubeletRoot, live.metadata!.uid!, v));
+      for (const m of mounts) assert.equal(m?.type, 'tmpfs', JSON.stringify(mounts));
+      // SizeMemoryBackedVolumes (on from v1.22; the test cluster's kubelet turns it on) sizes each by its sizeLimit.
+      const sized = mounts.every((m) => /(^|,)size=65536k(,|$)/.test(m?.options ?? ''));
 
-    const done = await waitForFinished(cluster, ns, 'flood', 120_000);
-    const [pod] = await podsOf(ops.suite, done);
-    assert.ok(pod);
-    const terminated = pod.status?.containerStatuses?.[0]?.state?.terminated;
-    assert.ok(terminated, JSON.stringify(pod.status));
+      const done = await waitForFinished(cluster, ns, name, 120_000);
+      const [pod] = await podsOf(ops.suite, done);
+      assert.ok(pod);
+      assert.equal(pod.spec?.runtimeClassName, runtimeClassName);
+      const terminated = pod.status?.containerStatuses?.[0]?.state?.terminated;
+      assert.ok(terminated, JSON.stringify(pod.status));
 
-    // The log: the runner forwards the head and keeps the tail, 1 MiB in all, plus its one note.
-    const log = await cluster.podLog(ns, pod.metadata!.name!);
-    assert.ok(log.length <= OUTPUT_BYTES + 4096, `pod log of ${log.length} bytes`);
-    assert.match(log, /\[sandpit: \d+ bytes not shown\]/);
-    const onNode = nodeLogBytes(pod);
-    assert.ok(onNode <= 2 * OUTPUT_BYTES, `${onNode} bytes of container log on the node`);
+      // The log: the runner forwards the head and keeps the tail, 1 MiB in all, plus its one note;
+      // nothing the program wrote into the runner's stdout or stderr.
+      const log = await cluster.podLog(ns, pod.metadata!.name!);
+      assert.ok(log.length <= OUTPUT_BYTES + 4096, `pod log of ${log.length} bytes`);
+      assert.match(log, /\[sandpit: \d+ bytes not shown\]/);
+      assert.doesNotMatch(log, /INJECTED|IIII/);
+      const onNode = nodeLogBytes(pod);
+      assert.ok(onNode <= 2 * OUTPUT_BYTES, `${onNode} bytes of container log on the node`);
 
-    // The termination message is the runner's exit report, written last: bounded, and true.
-    const message = terminated.message ?? '';
-    assert.ok(message.length <= TERMINATION_MESSAGE_MAX);
-    const report = parseExitReport(message);
-    assert.ok(report.stdoutBytes >= 1024 * MiB, `the program wrote ${report.stdoutBytes} bytes of output`);
-    const files = path.join(kubeletRoot, 'pods', pod.metadata!.uid!, 'containers', 'sandbox');
-    for (const f of readdirSync(files)) {
-      const size = statSync(path.join(files, f)).size;
-      assert.ok(size <= 1024, `termination log ${f} on the node holds ${size} bytes`);
-    }
-    assert.ok(
-      (await diskBytes(path.join(kubeletRoot, 'pods', pod.metadata!.uid!))) < 4 * MiB,
-      "the pod's directory on the node's disk stays small",
-    );
-
-    // The program's own lines come last (the status tail is read from the first MiB of a larger log).
-    const tail = log.slice(-4096);
-    const [, termBytes, termErr] = /termination-log (\d+) (\w+)/.exec(tail) ?? [];
-    assert.equal(termErr, 'EFBIG', `${JSON.stringify(done.status)}\n${tail.slice(-600)}`);
-    assert.ok(Number(termBytes) <= VOLUME_BYTES, `${termBytes} bytes reached the termination log`);
-    if (sized) {
-      // Full at the declared size: ENOSPC (or the file-size limit, as large), and the run ends normally.
-      assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
-      for (const v of ['workspace', 'tmp']) {
-        const [, bytes, err] = new RegExp(`${v} (\\d+) (\\w+)`).exec(tail) ?? [];
-        assert.ok(err === 'ENOSPC' || err === 'EFBIG', `${v}: ${tail}`);
-        assert.ok(Number(bytes) <= VOLUME_BYTES, `${bytes} bytes in ${v}`);
+      // The termination message is the runner's exit report, written last: bounded, and true.
+      const message = terminated.message ?? '';
+      assert.ok(message.length <= TERMINATION_MESSAGE_MAX);
+      const report = parseExitReport(message);
+      assert.ok(report.stdoutBytes >= 1024 * MiB, `the program wrote ${report.stdoutBytes} bytes of output`);
+      const files = path.join(kubeletRoot, 'pods', pod.metadata!.uid!, 'containers', 'sandbox');
+      for (const f of readdirSync(files)) {
+        const size = statSync(path.join(files, f)).size;
+        assert.ok(size <= 1024, `termination log ${f} on the node holds ${size} bytes`);
       }
-    } else {
-      // A kubelet without SizeMemoryBackedVolumes mounts unsized tmpfs: the memory limit ends it.
-      assert.equal(done.status?.reason, 'OOMKilled', JSON.stringify(done.status));
-      assert.ok(report.stdoutBytes >= 1024 * MiB && MEMORY_BYTES > VOLUME_BYTES);
-    }
-  });
+      assert.ok(
+        (await diskBytes(path.join(kubeletRoot, 'pods', pod.metadata!.uid!))) < 4 * MiB,
+        "the pod's directory on the node's disk stays small",
+      );
+
+      // The program's own lines come last (the status tail is read from the first MiB of a larger log).
+      const tail = log.slice(-4096);
+      // runc: the kernel refuses the open (/proc/1/fd is root's). gVisor opens them, but to nowhere.
+      const [, said] = /channel (.*)\n/.exec(tail) ?? [];
+      assert.equal(said, runtimeClassName ? '1:written 2:written' : '1:EACCES 2:EACCES', tail.slice(-600));
+      const [, termBytes, termErr] = /termination-log (\d+) (\w+)/.exec(tail) ?? [];
+      assert.equal(termErr, 'EFBIG', `${JSON.stringify(done.status)}\n${tail.slice(-600)}`);
+      assert.ok(Number(termBytes) <= VOLUME_BYTES, `${termBytes} bytes reached the termination log`);
+      if (sized) {
+        // Full at the declared size: ENOSPC (or the file-size limit, as large), and the run ends normally.
+        assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+        for (const v of ['workspace', 'tmp']) {
+          const [, bytes, err] = new RegExp(`${v} (\\d+) (\\w+)`).exec(tail) ?? [];
+          assert.ok(err === 'ENOSPC' || err === 'EFBIG', `${v}: ${tail}`);
+          assert.ok(Number(bytes) <= VOLUME_BYTES, `${bytes} bytes in ${v}`);
+        }
+      } else {
+        // A kubelet without SizeMemoryBackedVolumes mounts unsized tmpfs: the memory limit ends it.
+        assert.equal(done.status?.reason, 'OOMKilled', JSON.stringify(done.status));
+        assert.ok(report.stdoutBytes >= 1024 * MiB && MEMORY_BYTES > VOLUME_BYTES);
+      }
+    });
+  }
 
   it('io_uring_setup is refused in a pod under runc (sandpit’s localhost seccomp profile)', async () => {
     const { cluster, ns } = ops.suite;
