@@ -531,13 +531,15 @@ default_images() {
 }
 
 # Copy Docker images into containerd's k8s.io namespace (docker save | ctr import), skipping every
-# image whose containerd copy already has the same image id (config digest). Idempotent.
+# image whose containerd copy already has the same image id (config digest) and is complete and
+# unpacked: an import that failed half way ("parent snapshot ... does not exist") can leave the
+# image record without its snapshot, and is then imported again. Idempotent.
 load_images() {
   local listing ref id digest have stale=()
-  listing=$(ctr_ images ls 2>/dev/null) || die "containerd does not answer on $CONTAINERD_SOCK"
+  listing=$(ctr_ images check 2>/dev/null) || die "containerd does not answer on $CONTAINERD_SOCK"
   for ref in "$@"; do
     id=$(docker image inspect --format '{{.Id}}' "$ref" 2>/dev/null) || die "no such image in dockerd: $ref"
-    digest=$(awk -v r="$(full_image_ref "$ref")" '$1 == r { print $3 }' <<<"$listing")
+    digest=$(awk -v r="$(full_image_ref "$ref")" '$1 == r && $4 == "complete" && $NF == "true" { print $3 }' <<<"$listing")
     have=""
     [ -z "$digest" ] || have=$(ctr_ content get "$digest" 2>/dev/null | jq -r '.config.digest // empty' 2>/dev/null || true)
     [ "$have" = "$id" ] || stale+=("$ref")
@@ -545,8 +547,13 @@ load_images() {
   [ ${#stale[@]} -gt 0 ] || return 0
   local start=$SECONDS
   log "loading ${#stale[@]} image(s) into containerd ($K8S_NAMESPACE): ${stale[*]}"
-  docker save "${stale[@]}" | ctr_ images import - >/dev/null ||
-    die "importing ${stale[*]} into containerd failed"
+  # containerd 1.6 now and then loses the race between unpacking one layer and the next; a second
+  # import of the same archive completes.
+  if ! docker save "${stale[@]}" | ctr_ images import - >/dev/null; then
+    log "importing into containerd failed; trying once more"
+    docker save "${stale[@]}" | ctr_ images import - >/dev/null ||
+      die "importing ${stale[*]} into containerd failed"
+  fi
   prune_images
   log "images loaded in $((SECONDS - start)) s"
 }
