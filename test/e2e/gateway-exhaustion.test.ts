@@ -7,6 +7,7 @@
  * as much as the attack would.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { requireDocker } from '../support/docker.js';
@@ -78,6 +79,56 @@ async function inParallel(n: number, width: number, task: (i: number) => Promise
   );
 }
 
+/**
+ * The attacker in a process of its own, as a real one would be: `n` POSTs to /mcp, `width` at a
+ * time, each `body` with its id set to `idBase + i`. The test's own process only probes /health,
+ * so its latencies are the gateway's, not those of a client busy flooding.
+ */
+const FLOOD_SCRIPT = `
+const { url, n, width, body, idBase, headers } = JSON.parse(process.argv[1]);
+const out = [];
+let next = 0;
+await Promise.all(Array.from({ length: width }, async () => {
+  while (next < n) {
+    const i = next++;
+    const res = await fetch(url + '/mcp', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify({ ...body, id: idBase + i }),
+    });
+    await res.body?.cancel();
+    out[i] = { status: res.status, sessionId: res.headers.get('mcp-session-id') ?? '' };
+  }
+}));
+process.stdout.write(JSON.stringify(out));
+`;
+
+function floodInChild(options: {
+  url: string;
+  n: number;
+  width: number;
+  body: object;
+  idBase: number;
+  headers: Record<string, string>;
+}): Promise<{ status: number; sessionId: string }[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', FLOOD_SCRIPT, JSON.stringify(options)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`the flooding process exited with ${code}`));
+      resolve(JSON.parse(out) as { status: number; sessionId: string }[]);
+    });
+  });
+}
+
 describe('sandpit serve under a hostile client (built CLI)', () => {
   before(async () => {
     ensureBuilt();
@@ -133,15 +184,18 @@ describe('sandpit serve under a hostile client (built CLI)', () => {
       const bob = await connectHttp(`${served.url}/mcp`, BOB);
       await bob.client.listTools(); // a session that is in use
       const before = rssMiB(served.pid);
-      const ids: string[] = [];
-      const flood = inParallel(300, 8, async () => {
-        const res = await post(served.url, INIT, bearer(ALICE));
-        await res.body?.cancel();
-        assert.equal(res.status, 200, `alice's initialize got ${res.status}`);
-        ids.push(res.headers.get('mcp-session-id') ?? '');
+      const flood = floodInChild({
+        url: served.url,
+        n: 300,
+        width: 8,
+        body: INIT,
+        idBase: 1,
+        headers: bearer(ALICE),
       });
-      const { latencies } = await healthDuring(served.url, flood);
+      const { value: answers, latencies } = await healthDuring(served.url, flood);
       const grown = rssMiB(served.pid) - before;
+      for (const a of answers) assert.equal(a.status, 200, `alice's initialize got ${a.status}`);
+      const ids = answers.map((a) => a.sessionId);
 
       // Bob's session was never anyone's to close, and he can open another one.
       assert.ok((await bob.client.listTools()).tools.length > 0);
@@ -198,19 +252,18 @@ describe('sandpit serve under a hostile client (built CLI)', () => {
 
       const idle = await healthDuring(served.url, new Promise((r) => setTimeout(r, 2000)));
       const before = rssMiB(served.pid);
-      const statuses: number[] = [];
       const started = performance.now();
-      const flood = inParallel(1000, 50, async (i) => {
-        const res = await post(
-          served.url,
-          { jsonrpc: '2.0', id: 1000 + i, method: 'tools/list' },
-          sessionHeaders,
-        );
-        statuses.push(res.status);
-        await res.body?.cancel();
+      const flood = floodInChild({
+        url: served.url,
+        n: 1000,
+        width: 50,
+        body: { jsonrpc: '2.0', method: 'tools/list' },
+        idBase: 1000,
+        headers: sessionHeaders,
       });
-      const { latencies } = await healthDuring(served.url, flood);
+      const { value: answers, latencies } = await healthDuring(served.url, flood);
       const seconds = (performance.now() - started) / 1000;
+      const statuses = answers.map((a) => a.status);
       const grown = rssMiB(served.pid) - before;
       // Bob is another principal: alice's flood does not use up his rate.
       const bob = await connectHttp(`${served.url}/mcp`, BOB);
