@@ -186,6 +186,18 @@ export const ExecResultSchema = RunResultSchema.omit({ runId: true }).extend({
 });
 export type ExecResult = z.infer<typeof ExecResultSchema>;
 
+/** One finished exec in a session's history (`GET /sessions/:id/logs`). */
+export const ExecLogEntrySchema = z.object({
+  execId: z.string().describe('Identifier of the exec in its session'),
+  argv: z.array(z.string()).describe('What it ran (a shell command is its shell’s argv)'),
+  background: z.boolean().describe('Whether it ran in the background'),
+  result: ExecResultSchema,
+});
+export type ExecLogEntry = z.infer<typeof ExecLogEntrySchema>;
+
+/** A session's exec history, oldest first. */
+export const ExecLogSchema = z.object({ execs: z.array(ExecLogEntrySchema) });
+
 export const FILE_TYPES = ['file', 'directory', 'symlink', 'other'] as const;
 
 export const FileEntrySchema = z.object({
