@@ -186,6 +186,17 @@ export const ExecResultSchema = RunResultSchema.omit({ runId: true }).extend({
 });
 export type ExecResult = z.infer<typeof ExecResultSchema>;
 
+/**
+ * The events of a streamed exec (POST /sessions/:id/exec with Accept: application/x-ndjson, one
+ * JSON object a line; or text/event-stream): started, its output as it comes, then its result.
+ */
+export const ExecEventSchema = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('started'), execId: z.string(), sessionId: z.string() }),
+  z.object({ event: z.literal('output'), stream: z.enum(['stdout', 'stderr']), text: z.string() }),
+  ExecResultSchema.extend({ event: z.literal('result') }),
+]);
+export type ExecEvent = z.infer<typeof ExecEventSchema>;
+
 /** One finished exec in a session's history (`GET /sessions/:id/logs`). */
 export const ExecLogEntrySchema = z.object({
   execId: z.string().describe('Identifier of the exec in its session'),
