@@ -175,6 +175,7 @@ export const WsExecStartSchema = z
   .strict()
   .superRefine(oneCommand);
 export type WsExecStart = z.infer<typeof WsExecStartSchema>;
+export type WsExecStartInput = z.input<typeof WsExecStartSchema>;
 
 /** Channel 4 on the session WebSocket: a tty's new size. */
 export const WsResizeSchema = z.object(terminalSize).strict();

@@ -7,7 +7,8 @@
  */
 import WebSocket from 'ws';
 import { ErrorBodySchema } from '../api/error.js';
-import { ExecResultSchema, type ExecResult } from '../api/session.js';
+import { Channel, EXEC_WS_PROTOCOL, frame } from '../api/exec-ws.js';
+import { ExecResultSchema, type ExecResult, type WsExecStartInput } from '../api/session.js';
 import { AppError } from '../shared/errors.js';
 import { envInput, parse, printHelp, splitAtDashDash, toInt } from './args.js';
 import {
@@ -53,13 +54,6 @@ const SHELL_OPTIONS = {
   timeout: { type: 'string' },
 } as const;
 
-/** The channels of the session WebSocket (the first byte of a binary message). */
-export const CHANNEL = { stdin: 0, stdout: 1, stderr: 2, exit: 3, resize: 4, eof: 255 } as const;
-
-export function frame(channel: number, payload: Buffer | string = Buffer.alloc(0)): Buffer {
-  return Buffer.concat([Buffer.of(channel), Buffer.isBuffer(payload) ? payload : Buffer.from(payload)]);
-}
-
 /** The exit message: the exec's result, or the error that kept it from running. */
 export function parseExit(payload: Buffer): ExecResult | AppError {
   let json: unknown;
@@ -81,16 +75,6 @@ export function closeError(code: number, reason: string): AppError {
   return new AppError(code >= 4000 && code < 5000 ? codeForStatus(code - 4000) : 'BACKEND_ERROR', message);
 }
 
-export interface ShellRequest {
-  command: string[];
-  tty: boolean;
-  cols: number;
-  rows: number;
-  env?: { name: string; value: string }[];
-  cwd?: string;
-  timeoutSeconds?: number;
-}
-
 function windowSize(): { cols: number; rows: number } {
   return process.stdout.isTTY
     ? { cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 }
@@ -103,7 +87,7 @@ export async function shellCommand(argv: string[]): Promise<number> {
   if (values.help) return (printHelp(SHELL_USAGE), 0);
   const id = sessionIdOf(positionals, 'shell');
   const tty = values['no-tty'] ? false : (values.tty ?? Boolean(process.stdin.isTTY));
-  const request: ShellRequest = {
+  const request: WsExecStartInput = {
     command: command?.length ? command : ['bash', '-i'],
     tty,
     ...windowSize(),
@@ -123,13 +107,13 @@ function wsUrlOf(client: GatewayClient, id: string): URL {
 }
 
 /** Runs the exec over the WebSocket, this process's terminal wired to it; resolves with its result. */
-async function runShell(client: GatewayClient, id: string, request: ShellRequest): Promise<ExecResult> {
+async function runShell(client: GatewayClient, id: string, request: WsExecStartInput): Promise<ExecResult> {
   const url = wsUrlOf(client, id);
-  const ws = new WebSocket(url, ['sandpit.exec.v1'], {
+  const ws = new WebSocket(url, [EXEC_WS_PROTOCOL], {
     headers: client.authHeaders(),
     perMessageDeflate: false,
   });
-  const terminal = localTerminal(request.tty && Boolean(process.stdin.isTTY));
+  const terminal = localTerminal(Boolean(request.tty) && Boolean(process.stdin.isTTY));
   const stop = shutdownSignal();
   const onStop = (): void => ws.close(1000, 'the client stopped');
   stop.signal.addEventListener('abort', onStop, { once: true });
@@ -153,17 +137,17 @@ async function runShell(client: GatewayClient, id: string, request: ShellRequest
       ws.on('open', () => {
         ws.send(JSON.stringify(request));
         terminal.start({
-          input: (data) => ws.send(frame(CHANNEL.stdin, data)),
-          eof: () => ws.send(frame(CHANNEL.eof)),
-          resize: () => ws.send(frame(CHANNEL.resize, JSON.stringify(windowSize()))),
+          input: (data) => ws.send(frame(Channel.stdin, data)),
+          eof: () => ws.send(frame(Channel.stdinEnd)),
+          resize: () => ws.send(frame(Channel.resize, JSON.stringify(windowSize()))),
         });
       });
       ws.on('message', (data: Buffer, isBinary) => {
         if (!isBinary || data.length === 0) return;
         const payload = data.subarray(1);
-        if (data[0] === CHANNEL.stdout) process.stdout.write(payload);
-        else if (data[0] === CHANNEL.stderr) process.stderr.write(payload);
-        else if (data[0] === CHANNEL.exit) ended = parseExit(payload);
+        if (data[0] === Channel.stdout) process.stdout.write(payload);
+        else if (data[0] === Channel.stderr) process.stderr.write(payload);
+        else if (data[0] === Channel.exit) ended = parseExit(payload);
       });
       ws.on('close', (code, reason) => {
         if (stop.signal.aborted && ended === undefined)
