@@ -18,7 +18,7 @@ import {
   unreachable,
   type GatewayClient,
 } from './gateway-client.js';
-import { exitCodeOf } from './output.js';
+import { exitCodeOf, printEnding } from './output.js';
 import { shutdownSignal } from './process.js';
 import { clientOf, GATEWAY_HELP, GATEWAY_OPTIONS, printJson, sessionIdOf } from './session-flags.js';
 
@@ -95,8 +95,11 @@ export async function shellCommand(argv: string[]): Promise<number> {
     ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
     ...(values.timeout !== undefined ? { timeoutSeconds: toInt('--timeout', values.timeout) } : {}),
   };
-  const result = await runShell(clientOf(values), id, request);
+  const shown = { stdout: 0, stderr: 0 };
+  const result = await runShell(clientOf(values), id, request, shown);
+  // The terminal is itself again: the tail past the live head, and how it ended (a deadline, say).
   if (values.json) printJson(result);
+  else printEnding(result, shown);
   return exitCodeOf(result);
 }
 
@@ -107,7 +110,12 @@ function wsUrlOf(client: GatewayClient, id: string): URL {
 }
 
 /** Runs the exec over the WebSocket, this process's terminal wired to it; resolves with its result. */
-async function runShell(client: GatewayClient, id: string, request: WsExecStartInput): Promise<ExecResult> {
+async function runShell(
+  client: GatewayClient,
+  id: string,
+  request: WsExecStartInput,
+  shown: { stdout: number; stderr: number },
+): Promise<ExecResult> {
   const url = wsUrlOf(client, id);
   const ws = new WebSocket(url, [EXEC_WS_PROTOCOL], {
     headers: client.authHeaders(),
@@ -145,9 +153,11 @@ async function runShell(client: GatewayClient, id: string, request: WsExecStartI
       ws.on('message', (data: Buffer, isBinary) => {
         if (!isBinary || data.length === 0) return;
         const payload = data.subarray(1);
-        if (data[0] === Channel.stdout) process.stdout.write(payload);
-        else if (data[0] === Channel.stderr) process.stderr.write(payload);
-        else if (data[0] === Channel.exit) ended = parseExit(payload);
+        if (data[0] === Channel.stdout || data[0] === Channel.stderr) {
+          const stream = data[0] === Channel.stdout ? 'stdout' : 'stderr';
+          process[stream].write(payload);
+          shown[stream] += payload.length;
+        } else if (data[0] === Channel.exit) ended = parseExit(payload);
       });
       ws.on('close', (code, reason) => {
         if (stop.signal.aborted && ended === undefined)
