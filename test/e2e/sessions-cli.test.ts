@@ -145,6 +145,7 @@ describe('sandpit sessions (the built CLI, sandpit serve, real engine)', { timeo
     assert.deepEqual([shell.code, shell.stderr], [3, 'to-err\n']);
 
     // Down: a file into a directory that exists, a directory (new, then into one that exists), stdout.
+    await ok(['exec', id, '--', 'touch', '-d', '@981173106', 'out.json', 'results/r1.txt']);
     const down = join(dir, 'down');
     mkdirSync(down);
     await ok(['cp', `${id}:out.json`, 'down'], { cwd: dir });
@@ -152,6 +153,8 @@ describe('sandpit sessions (the built CLI, sandpit serve, real engine)', { timeo
     await ok(['cp', `${id}:results`, 'res'], { cwd: dir });
     assert.equal(readFileSync(join(dir, 'res', 'r1.txt'), 'utf8'), 'one\n');
     assert.equal(readFileSync(join(dir, 'res', 'deep', 'r2.txt'), 'utf8'), 'two\n');
+    for (const copied of [join(down, 'out.json'), join(dir, 'res', 'r1.txt')])
+      assert.equal(statSync(copied).mtimeMs, 981173106_000, `${copied} keeps its modification time`);
     await ok(['cp', `${id}:results`, 'down'], { cwd: dir });
     assert.equal(readFileSync(join(down, 'results', 'deep', 'r2.txt'), 'utf8'), 'two\n');
     await ok(['cp', `${id}:proj/.`, 'proj-copy'], { cwd: dir });
@@ -168,7 +171,7 @@ describe('sandpit sessions (the built CLI, sandpit serve, real engine)', { timeo
       .toString()
       .split('\n')
       .filter((l) => l.startsWith('== '));
-    assert.equal(headings.length, 4, logs.stdout.toString());
+    assert.equal(headings.length, 5, logs.stdout.toString());
     assert.match(
       headings[1] ?? '',
       /^== exec-[0-9a-f]{12} {2}\$ python script\.py 7 {2}exit 7 \(Failed\/Error\) {2}\d+ms/,
