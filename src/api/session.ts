@@ -175,6 +175,7 @@ export const WsExecStartSchema = z
   .strict()
   .superRefine(oneCommand);
 export type WsExecStart = z.infer<typeof WsExecStartSchema>;
+export type WsExecStartInput = z.input<typeof WsExecStartSchema>;
 
 /** Channel 4 on the session WebSocket: a tty's new size. */
 export const WsResizeSchema = z.object(terminalSize).strict();
@@ -185,6 +186,29 @@ export const ExecResultSchema = RunResultSchema.omit({ runId: true }).extend({
   sessionId: z.string().describe('The session the exec ran in'),
 });
 export type ExecResult = z.infer<typeof ExecResultSchema>;
+
+/**
+ * The events of a streamed exec (POST /sessions/:id/exec with Accept: application/x-ndjson, one
+ * JSON object a line; or text/event-stream): started, its output as it comes, then its result.
+ */
+export const ExecEventSchema = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('started'), execId: z.string(), sessionId: z.string() }),
+  z.object({ event: z.literal('output'), stream: z.enum(['stdout', 'stderr']), text: z.string() }),
+  ExecResultSchema.extend({ event: z.literal('result') }),
+]);
+export type ExecEvent = z.infer<typeof ExecEventSchema>;
+
+/** One finished exec in a session's history (`GET /sessions/:id/logs`). */
+export const ExecLogEntrySchema = z.object({
+  execId: z.string().describe('Identifier of the exec in its session'),
+  argv: z.array(z.string()).describe('What it ran (a shell command is its shell’s argv)'),
+  background: z.boolean().describe('Whether it ran in the background'),
+  result: ExecResultSchema,
+});
+export type ExecLogEntry = z.infer<typeof ExecLogEntrySchema>;
+
+/** A session's exec history, oldest first. */
+export const ExecLogSchema = z.object({ execs: z.array(ExecLogEntrySchema) });
 
 export const FILE_TYPES = ['file', 'directory', 'symlink', 'other'] as const;
 

@@ -17,6 +17,7 @@ commands:
   run       run code in a fresh sandbox and print its output       sandpit run -c 'print(1)'
   mcp       MCP server over stdio, for Claude Code, Cursor, …       sandpit mcp
   serve     MCP (Streamable HTTP) and REST gateway                  sandpit serve --port 8080
+  sessions  sandboxes that last across commands (exec, cp, shell)   sandpit sessions ls
   operator  Kubernetes operator for SandboxRun resources            sandpit operator
   audit     the audit trail: who ran what, and how it ended          sandpit audit --since 1h
   doctor    check the engine, images and runtime; name the fixes    sandpit doctor
@@ -43,6 +44,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   // Loaded on demand: only these two need the MCP SDK and express.
   mcp: async () => (await import('./mcp.js')).mcpCommand,
   serve: async () => (await import('./serve.js')).serveCommand,
+  // Loaded on demand: the client of a running `sandpit serve` (ws only for its shell).
+  sessions: async () => (await import('./sessions.js')).sessionsCommand,
   // Loaded on demand: only the operator needs @kubernetes/client-node.
   operator: async () => (await import('./operator.js')).operatorCommand,
 };
@@ -66,11 +69,21 @@ async function main(argv: string[]): Promise<number> {
   return command(rest);
 }
 
+let settled = false;
+// A command whose work waits on nothing that is left (a stream nobody feeds) must not pass for done.
+process.on('beforeExit', () => {
+  if (settled) return;
+  settled = true;
+  process.stderr.write('sandpit: internal error: the command stopped before it finished\n');
+  process.exitCode = 70;
+});
 main(process.argv.slice(2)).then(
   (code) => {
+    settled = true;
     process.exitCode = code;
   },
   (e: unknown) => {
+    settled = true;
     process.exitCode = reportError(e);
   },
 );

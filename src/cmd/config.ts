@@ -2,6 +2,7 @@
 import { resolveConfig } from '../config/load.js';
 import { describeSettings, type Setting } from '../config/settings.js';
 import { parse, printHelp } from './args.js';
+import { table } from './table.js';
 
 export const CONFIG_USAGE = `
 usage: sandpit config [--config PATH] [--json]
@@ -26,24 +27,13 @@ export function configCommand(argv: string[]): number {
   const settings = describeSettings(
     resolveConfig({ env: process.env, ...(values.config ? { configPath: values.config } : {}) }),
   );
-  process.stdout.write(values.json ? `${JSON.stringify(settings, null, 2)}\n` : table(settings));
+  process.stdout.write(values.json ? `${JSON.stringify(settings, null, 2)}\n` : settingsTable(settings));
   return 0;
 }
 
-function table(settings: readonly Setting[]): string {
-  const rows = [
+function settingsTable(settings: readonly Setting[]): string {
+  return table([
     ['SETTING', 'ENVIRONMENT', 'DEFAULT', 'VALUE', 'SOURCE'],
     ...settings.map((s) => [s.field, s.env.join(', '), s.default, s.value, s.source]),
-  ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((cell, i) => cell.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
+  ]);
 }

@@ -1,11 +1,12 @@
 /** `sandpit run`: one program in a fresh sandbox, output streamed, exit code passed through. */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { RunRequestInput, RunResult } from '../api/run.js';
+import type { RunRequestInput } from '../api/run.js';
 import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
 import { BUILTIN_TEMPLATES, templateForFile } from '../policy/templates.js';
 import { AppError } from '../shared/errors.js';
-import { parse, printHelp } from './args.js';
+import { envInput, parse, printHelp, readStdin, resourcesOf, splitAtDashDash, toInt } from './args.js';
+import { exitCodeOf, printEnding } from './output.js';
 import { shutdownSignal } from './process.js';
 import { loadContext, wireDocker } from './wiring.js';
 
@@ -61,9 +62,8 @@ const OPTIONS = {
 } as const;
 
 export async function runCommand(argv: string[]): Promise<number> {
-  const dashdash = argv.indexOf('--');
-  const command = dashdash >= 0 ? argv.slice(dashdash + 1) : undefined;
-  const { values, positionals } = parse(dashdash >= 0 ? argv.slice(0, dashdash) : argv, OPTIONS, RUN_USAGE);
+  const { own, command } = splitAtDashDash(argv);
+  const { values, positionals } = parse(own, OPTIONS, RUN_USAGE);
   if (values.help) {
     printHelp(RUN_USAGE);
     return 0;
@@ -118,7 +118,7 @@ function buildRequest(
     ...(code !== undefined ? { code } : {}),
     ...(command !== undefined && command.length > 0 ? { command } : {}),
     files: (values.file ?? []).map(fileInput),
-    env: (values.env ?? []).map(envInput),
+    env: (values.env ?? []).map((spec) => envInput(spec)),
     ...(stdin ? { stdin } : {}),
     ...(Object.keys(resources).length ? { resources } : {}),
     ...(values.timeout !== undefined ? { timeoutSeconds: toInt('--timeout', values.timeout) } : {}),
@@ -148,21 +148,6 @@ function whatToRun(values: Values, positionals: string[]): { template?: string; 
   return { template, code: readLocal(file) };
 }
 
-function resourcesOf(values: Values): { memory?: string; cpu?: string; pids?: number } {
-  return {
-    ...(values.memory !== undefined ? { memory: values.memory } : {}),
-    ...(values.cpus !== undefined ? { cpu: values.cpus } : {}),
-    ...(values.pids !== undefined ? { pids: toInt('--pids', values.pids) } : {}),
-  };
-}
-
-function toInt(flag: string, text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n <= 0)
-    throw new AppError('INVALID_REQUEST', `${flag} expects a positive whole number, got "${text}"`);
-  return n;
-}
-
 function readLocal(path: string): string {
   try {
     return readFileSync(path, 'utf8');
@@ -182,48 +167,4 @@ function fileInput(spec: string): { path: string; content: string; encoding: 'ba
     throw new AppError('INVALID_REQUEST', `cannot read ${src}: ${(e as Error).message}`);
   }
   return { path: dest, content: content.toString('base64'), encoding: 'base64' };
-}
-
-function envInput(spec: string): { name: string; value: string } {
-  const eq = spec.indexOf('=');
-  if (eq <= 0) throw new AppError('INVALID_REQUEST', `--env expects NAME=VALUE, got "${spec}"`);
-  return { name: spec.slice(0, eq), value: spec.slice(eq + 1) };
-}
-
-async function readStdin(): Promise<string | undefined> {
-  if (process.stdin.isTTY) return undefined;
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** After the live head: the truncation marker and tail, and a line on how the run ended. */
-function printEnding(result: RunResult, shown: { stdout: number; stderr: number }): void {
-  for (const stream of ['stdout', 'stderr'] as const) {
-    const text = result[stream];
-    const liveChars = Buffer.from(text).subarray(0, shown[stream]).toString('utf8').length;
-    if (result.truncated && text.length > liveChars)
-      (stream === 'stdout' ? process.stdout : process.stderr).write(text.slice(liveChars));
-  }
-  if (result.phase !== 'Succeeded' && result.reason !== 'Error') {
-    process.stderr.write(`sandpit: ${result.phase} (${result.reason ?? ''}): ${result.message ?? ''}\n`);
-  }
-}
-
-export function exitCodeOf(result: RunResult): number {
-  switch (result.phase) {
-    case 'Succeeded':
-    case 'Failed':
-      if (result.reason === 'BackendError') return 70;
-      return result.exitCode ?? 70;
-    case 'TimedOut':
-      return 124;
-    case 'Cancelled':
-      return 130;
-    case 'Rejected':
-      return 77;
-    case 'Pending':
-    case 'Running':
-      return 70;
-  }
 }

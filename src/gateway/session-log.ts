@@ -3,14 +3,9 @@
  * newest last, bounded by count and by output bytes. The oldest go first; the newest always stays,
  * even alone over the byte budget, so the last command's result can be read back.
  */
-import type { ExecResult } from '../api/session.js';
+import type { ExecLogEntry } from '../api/session.js';
 
-export interface ExecLogEntry {
-  execId: string;
-  argv: string[];
-  background: boolean;
-  result: ExecResult;
-}
+export type { ExecLogEntry };
 
 export interface ExecLogOptions {
   maxExecs: number;

@@ -50,7 +50,7 @@ export function bytesIn(input: AuditedInput): number {
 const PLAIN_ARG = /^[\w@%+=:,./-]+$/;
 
 /** argv as a shell would read it: plain words bare, others single-quoted. */
-function argvText(argv: readonly string[]): string {
+export function argvText(argv: readonly string[]): string {
   return argv.map((a) => (PLAIN_ARG.test(a) ? a : `'${a.replaceAll("'", `'\\''`)}'`)).join(' ');
 }
 

@@ -19,6 +19,8 @@ export const ErrorCodes = {
   RUNTIME_NOT_FOUND: { http: 503, exit: 69, retryable: false },
   IMAGE_OUTDATED: { http: 503, exit: 69, retryable: false },
   BACKEND_ERROR: { http: 502, exit: 70, retryable: true },
+  // The CLI cannot reach the sandpit gateway it is a client of (`sandpit sessions`).
+  GATEWAY_UNAVAILABLE: { http: 502, exit: 69, retryable: true },
   // The backend does not offer it (sessions on a backend without them).
   UNSUPPORTED: { http: 501, exit: 69, retryable: false },
   // EX_IOERR: the audit file cannot be written, so nothing runs until it can.

@@ -13,6 +13,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { Channel, EXEC_WS_PROTOCOL, frame } from '../../api/exec-ws.js';
 import { WsExecStartSchema, WsResizeSchema } from '../../api/session.js';
 import { parseInput } from '../../api/validate.js';
 import type { Logger } from '../../observability/logger.js';
@@ -24,12 +25,10 @@ import type { SandpitService } from '../service.js';
 import type { ExecHandle } from '../session-execs.js';
 import { allowedHostSet, hostRefusal } from './host-validation.js';
 
+export { Channel, EXEC_WS_PROTOCOL };
 export const EXEC_WS_ROUTE = '/sessions/:id/exec/ws';
-export const EXEC_WS_PROTOCOL = 'sandpit.exec.v1';
 const BEARER_PROTOCOL = 'bearer.';
 const PATH = /^\/sessions\/([^/]+)\/exec\/ws$/;
-
-export const Channel = { stdin: 0, stdout: 1, stderr: 2, exit: 3, resize: 4, stdinEnd: 255 } as const;
 
 /** Stdin messages written to the exec but not yet taken: past this many the socket stops reading. */
 const STDIN_IN_FLIGHT = 8;
@@ -169,11 +168,6 @@ function refuse(socket: Duplex, err: AppError, wwwAuth: string | undefined): voi
       body,
     ].join('\r\n'),
   );
-}
-
-function frame(channel: number, data: Buffer | string): Buffer {
-  const payload = typeof data === 'string' ? Buffer.from(data) : data;
-  return Buffer.concat([Buffer.of(channel), payload]);
 }
 
 function toBuffer(data: RawData): Buffer {

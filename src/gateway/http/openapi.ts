@@ -5,8 +5,10 @@
  * exactly what the express app serves, and the session WebSocket's upgrade.
  */
 import * as z from 'zod';
+import { ErrorBodySchema } from '../../api/error.js';
 import { RunRequestSchema, RunResultSchema } from '../../api/run.js';
 import {
+  ExecLogSchema,
   ExecRequestSchema,
   ExecResultSchema,
   FileEntrySchema,
@@ -27,34 +29,6 @@ interface Operation {
   responses: Record<number, z.ZodType | 'binary' | 'tar' | undefined>;
   query?: Record<string, string>;
 }
-
-const ErrorSchema = z.object({
-  error: z.object({
-    code: z.string().describe('INVALID_REQUEST, POLICY_DENIED, NOT_FOUND, BUSY, …'),
-    message: z.string(),
-    hint: z.string().optional().describe('What to do about it'),
-    violations: z
-      .array(
-        z.object({
-          field: z.string(),
-          message: z.string(),
-          limit: z.union([z.string(), z.number()]).optional(),
-        }),
-      )
-      .optional(),
-  }),
-});
-
-const ExecLogSchema = z.object({
-  execs: z.array(
-    z.object({
-      execId: z.string(),
-      argv: z.array(z.string()),
-      background: z.boolean(),
-      result: ExecResultSchema,
-    }),
-  ),
-});
 
 /** Every REST route, in express's path syntax, with what it takes and answers. */
 export const REST_ROUTES: Record<string, Partial<Record<Method, Operation>>> = {
@@ -203,7 +177,7 @@ function responseOf(body: Operation['responses'][number], status: number): objec
 export function openApiDocument(_policy: Policy, version: string): object {
   const error = {
     description: 'An error',
-    content: { 'application/json': { schema: schemaOf(ErrorSchema, 'output') } },
+    content: { 'application/json': { schema: schemaOf(ErrorBodySchema, 'output') } },
   };
   const paths: Record<string, object> = {};
   for (const [route, methods] of Object.entries(REST_ROUTES)) {

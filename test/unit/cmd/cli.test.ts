@@ -1,26 +1,15 @@
 // The `sandpit` command where it needs no engine: argument and config errors, --version, `config`.
 // Each case spawns the real CLI (through tsx), so exit codes and stderr are what a user sees.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { configFields } from '../../../src/config/load.js';
+import { sandpit } from '../../support/cli.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-
-/** Runs the CLI with only PATH and HOME from this process, plus `env`. */
-export function sandpit(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cmd/cli.ts'), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 describe('--log-level is validated like the setting it sets', () => {
   for (const command of ['mcp', 'serve', 'operator']) {

@@ -7,58 +7,28 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { createAuthenticator } from '../../../src/gateway/auth.js';
-import { createHttpApp } from '../../../src/gateway/http/app.js';
-import { Channel, EXEC_WS_PROTOCOL, execWebSocket } from '../../../src/gateway/http/exec-ws.js';
-import { listen, type Listening } from '../../../src/gateway/http/listen.js';
-import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
-import { silentLogger } from '../../../src/observability/logger.js';
-import { memorySessions, type MemorySandbox } from '../../support/memory-sessions.js';
+import { Channel, EXEC_WS_PROTOCOL } from '../../../src/gateway/http/exec-ws.js';
+import type { Listening } from '../../../src/gateway/http/listen.js';
+import { serveMemoryGateway, type MemoryGateway } from '../../support/memory-gateway.js';
+import type { MemorySandbox } from '../../support/memory-sessions.js';
 
 const TOKEN = 'admin-token-0123456789';
 const OTHER = 'other-token-0123456789';
-const notUsed = () => assert.fail('no MCP in this test');
-
+let gateway: MemoryGateway;
 let server: Listening;
-let sockets: ReturnType<typeof execWebSocket>;
 let sandboxes: MemorySandbox[];
-let service: ReturnType<typeof memorySessions>['service'];
-let metrics: ReturnType<typeof memorySessions>['metrics'];
+let metrics: MemoryGateway['metrics'];
 
 before(async () => {
-  const made = memorySessions();
-  ({ service, metrics, sandboxes } = made);
-  const authenticator = createAuthenticator(
-    { token: TOKEN, tokens: [{ name: 'other', token: OTHER }] },
-    LOCAL_PRINCIPAL,
-  );
-  const app = createHttpApp({
-    service,
-    metrics,
-    logger: silentLogger(),
-    authenticator,
-    mcp: { post: notUsed, get: notUsed, delete: notUsed, close: () => Promise.resolve(), sessions: 0 },
-    bodyLimitBytes: 1024 * 1024,
-    limitNote: 'test',
+  gateway = await serveMemoryGateway({
+    token: TOKEN,
+    other: OTHER,
     allowedHosts: ['127.0.0.1'],
-    maxRequestsPerSecond: 1000,
-    anonymousId: LOCAL_PRINCIPAL.id,
-    version: '0.0.0-test',
+    webSocket: true,
   });
-  server = await listen(app, '127.0.0.1', 0);
-  sockets = execWebSocket({
-    service,
-    authenticator,
-    metrics,
-    logger: silentLogger(),
-    allowedHosts: ['127.0.0.1'],
-  });
-  server.server.on('upgrade', sockets.upgrade);
+  ({ server, metrics, sandboxes } = gateway);
 });
-after(async () => {
-  sockets.close();
-  await server.close();
-});
+after(() => gateway.close());
 
 async function newSession(token = TOKEN): Promise<string> {
   const res = await fetch(`${server.url}/sessions`, {

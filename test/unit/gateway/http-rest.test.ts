@@ -8,42 +8,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { validate } from '@readme/openapi-parser';
-import { createAuthenticator } from '../../../src/gateway/auth.js';
-import { createHttpApp } from '../../../src/gateway/http/app.js';
-import { listen, type Listening } from '../../../src/gateway/http/listen.js';
+import type { Listening } from '../../../src/gateway/http/listen.js';
 import { EXEC_WS_ROUTE } from '../../../src/gateway/http/exec-ws.js';
 import { openApiPath, REST_ROUTES } from '../../../src/gateway/http/openapi.js';
-import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
-import { silentLogger } from '../../../src/observability/logger.js';
-import { memorySessions, type MemorySandbox } from '../../support/memory-sessions.js';
+import { serveMemoryGateway, type MemoryGateway } from '../../support/memory-gateway.js';
+import type { MemorySandbox } from '../../support/memory-sessions.js';
 
 const TOKEN = 'admin-token-0123456789';
 const OTHER = 'other-token-0123456789';
-const notUsed = () => assert.fail('no MCP in this test');
-
 let server: Listening;
 let sandboxes: MemorySandbox[];
-let app: ReturnType<typeof createHttpApp>;
+let app: MemoryGateway['app'];
 before(async () => {
-  const made = memorySessions();
-  sandboxes = made.sandboxes;
-  app = createHttpApp({
-    service: made.service,
-    metrics: made.metrics,
-    logger: silentLogger(),
-    authenticator: createAuthenticator(
-      { token: TOKEN, tokens: [{ name: 'other', token: OTHER }] },
-      LOCAL_PRINCIPAL,
-    ),
-    mcp: { post: notUsed, get: notUsed, delete: notUsed, close: () => Promise.resolve(), sessions: 0 },
-    bodyLimitBytes: 1024 * 1024,
-    limitNote: 'test',
-    allowedHosts: undefined,
-    maxRequestsPerSecond: 1000,
-    anonymousId: LOCAL_PRINCIPAL.id,
-    version: '0.0.0-test',
-  });
-  server = await listen(app, '127.0.0.1', 0);
+  const gateway = await serveMemoryGateway({ token: TOKEN, other: OTHER });
+  ({ server, sandboxes, app } = gateway);
 });
 after(() => server.close());
 

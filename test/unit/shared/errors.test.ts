@@ -26,6 +26,7 @@ describe('ErrorCodes', () => {
     RUNTIME_NOT_FOUND: [503, 69, false],
     IMAGE_OUTDATED: [503, 69, false],
     BACKEND_ERROR: [502, 70, true],
+    GATEWAY_UNAVAILABLE: [502, 69, true],
     UNSUPPORTED: [501, 69, false],
     AUDIT_UNAVAILABLE: [503, 74, true],
     INTERNAL: [500, 70, false],

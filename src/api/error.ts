@@ -1,0 +1,20 @@
+/** The REST API's error body: every refusal and failure answers `{ error: {code, message, hint, violations} }`. */
+import * as z from 'zod';
+
+export const ErrorBodySchema = z.object({
+  error: z.object({
+    code: z.string().describe('INVALID_REQUEST, POLICY_DENIED, NOT_FOUND, BUSY, …'),
+    message: z.string(),
+    hint: z.string().optional().describe('What to do about it'),
+    violations: z
+      .array(
+        z.object({
+          field: z.string(),
+          message: z.string(),
+          limit: z.union([z.string(), z.number()]).optional(),
+        }),
+      )
+      .optional(),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
