@@ -8,7 +8,7 @@
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { Router, type Request, type Response } from 'express';
-import type { ExecResult } from '../../api/session.js';
+import type { ExecEvent } from '../../api/session.js';
 import type { SandpitService } from '../service.js';
 import { param, principalOfRequest, type requireJson } from './request.js';
 
@@ -101,20 +101,21 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
         );
       return;
     }
-    const send = (event: string, data: unknown): void => {
-      if (streaming === 'ndjson') res.write(`${JSON.stringify({ event, ...(data as object) })}\n`);
+    // The events ExecEventSchema describes (the CLI parses them with it).
+    const send = (e: ExecEvent): void => {
+      const { event, ...data } = e;
+      if (streaming === 'ndjson') res.write(`${JSON.stringify(e)}\n`);
       else res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     const handle = sessions.exec(param(req, 'id'), principal, req.body, {
       signal: clientGone(res),
       onOutput: (chunk) => {
-        if (chunk.text) send('output', { stream: chunk.stream, text: chunk.text });
+        if (chunk.text) send({ event: 'output', stream: chunk.stream, text: chunk.text });
       },
     });
     res.status(200).type(streaming === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream');
-    send('started', { execId: handle.execId, sessionId: param(req, 'id') });
-    const result: ExecResult = await handle.result;
-    send('result', result);
+    send({ event: 'started', execId: handle.execId, sessionId: param(req, 'id') });
+    send({ event: 'result', ...(await handle.result) });
     res.end();
   });
   router.get('/sessions/:id/exec/:execId', (req, res) => {
