@@ -2,11 +2,14 @@
  * The contract every backend keeps (DESIGN.md §3, "one contract test suite runs against both
  * backends"): the same requests through the gateway's service give the same results. Registered
  * once per backend by docker.test.ts and kubernetes.test.ts. Where the backends may differ (the
- * pod log of Kubernetes < 1.32 is one stream), the target says so and the case checks both forms.
+ * pod log of Kubernetes < 1.32 is one stream; under gVisor a pod's output comes only once the
+ * program has ended), the target says so and the case checks both forms. A few cases run under
+ * gVisor too, through the target's gVisor runtime or RuntimeClass.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
+import type { RunRequestInput } from '../../src/api/run.js';
 import { isAppError } from '../../src/shared/errors.js';
 import {
   liveText,
@@ -28,6 +31,54 @@ function assertOutcome(o: Observed, phase: string, reason: string, exitCode: num
   assert.equal(r.timedOut, phase === 'TimedOut', detail);
 }
 
+/** The kernel release gVisor reports to the program (the host's is another). */
+const GVISOR_RELEASE = '4.4.0';
+
+/** How a case starts its run: through the target's service, or under gVisor. */
+type Run = (request: RunRequestInput) => Promise<Observed>;
+
+/** Under gVisor: the request names the target's gVisor runtime, through the service that allows it. */
+function underGvisor(x: ContractTarget): Run {
+  return (request) =>
+    observeRun({ ...x, service: x.gvisor.service }, { ...request, runtime: x.gvisor.runtime });
+}
+
+/** Succeeded/Completed with exactly `stdout` from the python template, all of it delivered as chunks; get_run agrees. */
+function assertExactRun(o: Observed, x: ContractTarget, stdout: string): void {
+  assertOutcome(o, 'Succeeded', 'Completed', 0);
+  const r = o.result;
+  assert.equal(r.stdout, stdout);
+  assert.equal(r.stdoutBytes, Buffer.byteLength(stdout));
+  assert.equal(r.stderr, '');
+  assert.equal(r.truncated, false);
+  assert.equal(r.binaryOutput, false);
+  assert.equal(r.backend, x.name);
+  assert.equal(r.template, 'python');
+  assert.equal(r.image, 'sandpit/python:3.11');
+  assert.equal(liveText(o), stdout);
+}
+
+/** 100 000 bytes of numbered lines: the head and the tail kept, the count of the rest, exactly the head streamed. */
+async function assertOutputPastLimit(run: Run): Promise<void> {
+  const lines = 12_500; // 8 bytes each: 100 000 bytes
+  const o = await run({
+    template: 'python',
+    code: `import sys\nsys.stdout.write(''.join(f'{i:07d}\\n' for i in range(${lines})))`,
+  });
+  assertOutcome(o, 'Succeeded', 'Completed', 0);
+  const all = Array.from({ length: lines }, (_, i) => `${String(i).padStart(7, '0')}\n`).join('');
+  const head = OUTPUT_BYTES / 2;
+  const tail = OUTPUT_BYTES - head;
+  const r = o.result;
+  assert.equal(r.stdoutBytes, 100_000);
+  assert.equal(r.truncated, true);
+  assert.equal(
+    r.stdout,
+    `${all.slice(0, head)}\n[… ${100_000 - head - tail} bytes truncated …]\n${all.slice(-tail)}`,
+  );
+  assert.equal(liveText(o), all.slice(0, head), 'exactly the head is streamed');
+}
+
 /** `target()` is called when a case runs, after the file's `before` made the target; `onFailure` when one fails. */
 export function contractCases(target: () => ContractTarget, onFailure: () => void = () => {}): void {
   const it = (name: string, body: (t: TestContext, x: ContractTarget) => Promise<void>): void => {
@@ -43,18 +94,12 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
 
   it('hello world: Succeeded/Completed, exit 0, the exact output, streamed live', async (_t, x) => {
     const o = await observeRun(x, { template: 'python', code: 'print("hello")' });
-    assertOutcome(o, 'Succeeded', 'Completed', 0);
-    const r = o.result;
-    assert.equal(r.stdout, 'hello\n');
-    assert.equal(r.stdoutBytes, 6);
-    assert.equal(r.stderr, '');
-    assert.equal(r.truncated, false);
-    assert.equal(r.binaryOutput, false);
-    assert.equal(r.backend, x.name);
-    assert.equal(r.template, 'python');
-    assert.equal(r.image, 'sandpit/python:3.11');
-    assert.equal(liveText(o), 'hello\n');
-    assert.deepEqual(x.service.runs.get(r.runId, PRINCIPAL), r, 'get_run answers with the same result');
+    assertExactRun(o, x, 'hello\n');
+    assert.deepEqual(
+      x.service.runs.get(o.result.runId, PRINCIPAL),
+      o.result,
+      'get_run answers with the same result',
+    );
   });
 
   it('the exit code and stdin pass through: Failed/Error with the code', async (_t, x) => {
@@ -183,23 +228,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
   });
 
   it('output past the limit: head and tail kept, exact byte counts, only the head streamed', async (_t, x) => {
-    const lines = 12_500; // 8 bytes each: 100 000 bytes
-    const o = await observeRun(x, {
-      template: 'python',
-      code: `import sys\nsys.stdout.write(''.join(f'{i:07d}\\n' for i in range(${lines})))`,
-    });
-    assertOutcome(o, 'Succeeded', 'Completed', 0);
-    const all = Array.from({ length: lines }, (_, i) => `${String(i).padStart(7, '0')}\n`).join('');
-    const head = OUTPUT_BYTES / 2;
-    const tail = OUTPUT_BYTES - head;
-    const r = o.result;
-    assert.equal(r.stdoutBytes, 100_000);
-    assert.equal(r.truncated, true);
-    assert.equal(
-      r.stdout,
-      `${all.slice(0, head)}\n[… ${100_000 - head - tail} bytes truncated …]\n${all.slice(-tail)}`,
-    );
-    assert.equal(liveText(o), all.slice(0, head), 'exactly the head is streamed');
+    await assertOutputPastLimit((request) => observeRun(x, request));
   });
 
   it('a failed name lookup: Failed/Error with the hint that the sandbox has no network', async (_t, x) => {
@@ -240,5 +269,46 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
       `${x.name}: hello world p50 ${p50.toFixed(0)} ms, min ${sorted[0]!.toFixed(0)} ms, max ${sorted[9]!.toFixed(0)} ms`,
     );
     assert.ok(p50 < 1000 + x.overheadMs, `p50 ${p50.toFixed(0)} ms`);
+  });
+
+  it('under gVisor: hello world, Succeeded/Completed, the exact output, from gVisor’s kernel', async (_t, x) => {
+    const o = await underGvisor(x)({
+      template: 'python',
+      code: 'import platform\nprint("hello from", platform.release())',
+    });
+    assertExactRun(o, x, `hello from ${GVISOR_RELEASE}\n`);
+    assert.equal(o.result.runtime, x.gvisor.runtime);
+    assert.deepEqual(
+      x.gvisor.service.runs.get(o.result.runId, PRINCIPAL),
+      o.result,
+      'get_run answers with the same result',
+    );
+  });
+
+  it('under gVisor: output past the limit, head and tail kept, exact byte counts, only the head streamed', async (_t, x) => {
+    await assertOutputPastLimit(underGvisor(x));
+  });
+
+  it('under gVisor: output streams while the program runs, or where the target says not, comes whole at its end', async (t, x) => {
+    const o = await underGvisor(x)({
+      template: 'python',
+      code: "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second', time.time(), flush=True)",
+    });
+    assertOutcome(o, 'Succeeded', 'Completed', 0);
+    const printed = /^first\nsecond (\d+\.\d+)\n$/.exec(o.result.stdout);
+    assert.ok(printed, o.result.stdout);
+    assert.equal(liveText(o), o.result.stdout, 'all of it arrived as chunks');
+    // The program's clock is the host's, under gVisor too: when it printed its last line, on ours.
+    const lastPrintAt = Number(printed[1]) * 1000 - (Date.now() - performance.now());
+    const [first] = o.chunks; // the earliest
+    assert.ok(first);
+    const lead = lastPrintAt - first.at;
+    t.diagnostic(`${x.name}: the first chunk came ${lead.toFixed(0)} ms before the program’s last line`);
+    if (x.liveOutputUnderGvisor) {
+      assert.ok(lead >= 1000, `the first chunk came only ${lead.toFixed(0)} ms before the program’s end`);
+    } else {
+      // 500 ms for the two clocks; streamed, the first line would come 1.5 s early.
+      assert.ok(lead < 500, `a chunk came ${lead.toFixed(0)} ms before the program’s end`);
+    }
   });
 }

@@ -18,10 +18,11 @@ describe('contract: docker backend', () => {
     inner = await makeBackend(docker);
     const backend = new CountingBackend(inner);
     const sandboxesOf = (runId: string): Promise<string[]> => sandpitContainers(docker, runId);
+    const service = createService(backend, contractPolicy(['runc', 'runsc']));
     target = {
       name: 'docker',
       backend,
-      service: createService(backend, contractPolicy(['runc', 'runsc'])),
+      service,
       sandboxesOf,
       async waitSandboxesGone(runId, timeoutMs) {
         const deadline = Date.now() + timeoutMs;
@@ -39,6 +40,8 @@ describe('contract: docker backend', () => {
         return list.length;
       },
       separateStderr: true,
+      liveOutputUnderGvisor: true,
+      gvisor: { runtime: 'runsc', service },
       overheadMs: 1500,
     };
   });

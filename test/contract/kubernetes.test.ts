@@ -31,6 +31,9 @@ import {
   type ContractTarget,
 } from './target.js';
 
+/** The RuntimeClass test/env/kube-cluster.sh installs (deploy/runtimeclasses.yaml, handler runsc). */
+const GVISOR = 'gvisor';
+
 let suite: Suite;
 let inner: KubernetesBackend;
 let target: ContractTarget;
@@ -49,7 +52,10 @@ function spec(request: Parameters<typeof RunRequestSchema.parse>[0]): EffectiveS
 
 describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
   before(async () => {
-    suite = await startSuite(await withCluster(), 'contract', { sandbox: CONTRACT_SANDBOX_CONFIG });
+    suite = await startSuite(await withCluster(), 'contract', {
+      sandbox: CONTRACT_SANDBOX_CONFIG,
+      kubernetes: { allowedRuntimeClasses: [GVISOR] },
+    });
     const { cluster, ns } = suite;
     await bindGatewayRbac(cluster, ns);
     inner = gatewayBackend(cluster, ns, { logger: undefined });
@@ -59,7 +65,8 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
     target = {
       name: 'kubernetes',
       backend,
-      // The operator's policy: RuntimeClasses in place of Docker runtimes (none allowed here).
+      // The operator's policy: RuntimeClasses in place of Docker runtimes (none allowed here, but
+      // gvisor through the service of the gVisor cases).
       service: createService(backend, contractPolicy([])),
       sandboxesOf,
       async waitSandboxesGone(runId, timeoutMs) {
@@ -76,11 +83,14 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
       },
       recordPhase: async (runId) => (await getRun(cluster, ns, runId))?.status?.phase,
       separateStderr: false,
+      liveOutputUnderGvisor: false,
+      gvisor: { runtime: GVISOR, service: createService(backend, contractPolicy([GVISOR])) },
       overheadMs: 8000,
     };
   });
   after(async () => {
     await target?.service.shutdown();
+    await target?.gvisor.service.shutdown();
     await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
   });
 

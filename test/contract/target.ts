@@ -75,6 +75,17 @@ export interface ContractTarget {
   recordPhase?(runId: string): Promise<string | undefined>;
   /** False on Kubernetes < 1.32: the pod log is one stream, reported as stdout. */
   separateStderr: boolean;
+  /**
+   * Whether output streams while the program runs under gVisor. False on Kubernetes: there the
+   * output is the pod log, the runner's unframed stdout and stderr, which gVisor lets the program
+   * open through /proc/1/fd. So the runner holds neither in any descriptor while the program runs,
+   * and writes the capped output once the program has ended (images/runner/sandpit-runner.c, the
+   * header's "In --plain mode"). Docker's output comes in frames with a per-run key, which the
+   * program cannot forge, so it streams under gVisor as it does under runc.
+   */
+  liveOutputUnderGvisor: boolean;
+  /** gVisor here: the runtime (Docker) or RuntimeClass (Kubernetes) a request names, and a service whose policy allows it. */
+  gvisor: { runtime: string; service: SandpitService };
   /** Wall time a run may take on top of its own duration here (container start, scheduling, status round trips). */
   overheadMs: number;
 }
