@@ -18,7 +18,8 @@ import { LABELS } from '../../../src/backends/docker/labels.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { readAuditFile } from '../../support/audit.js';
-import { requireDocker } from '../../support/docker.js';
+import { POOLS_ON, requireDocker } from '../../support/docker.js';
+import { parseMetrics, sampleValue } from '../../support/prometheus.js';
 import { dockerService, principal, type DockerService } from '../../support/service.js';
 import { eventually, MiB, sessionContainers } from '../../support/sessions.js';
 
@@ -110,7 +111,7 @@ async function refusal(p: Promise<unknown>): Promise<AppError> {
 
 describe('caps under 20 concurrent creates', () => {
   test('the global cap: exactly N succeed, the rest are BUSY naming it, and no container leaks', async () => {
-    const { service } = await serviceFor('global', { sessions: { max: 5, maxPerPrincipal: 16 } });
+    const { service, metrics } = await serviceFor('global', { sessions: { max: 5, maxPerPrincipal: 16 } });
     const callers = Array.from({ length: 20 }, (_, i) => principal(`caller-${i}`));
     const outcomes = await Promise.allSettled(
       callers.map((p) => service.sessions.create({ template: 'bash' }, p)),
@@ -128,6 +129,13 @@ describe('caps under 20 concurrent creates', () => {
       await eventually(async () => (await liveSessionContainers()).length === 5, 10_000),
       `one container per session: ${JSON.stringify(await liveSessionContainers())}`,
     );
+    const scrape = await parseMetrics(await metrics.registry.metrics());
+    const created = (served: string) =>
+      sampleValue(scrape, 'sandpit_sessions_created_total', { backend: 'docker', served });
+    assert.equal(created('warm') + created('cold'), 5);
+    if (POOLS_ON) assert.ok(created('warm') >= 1, 'the pooled ones are counted warm');
+    else assert.equal(created('cold'), 5);
+    assert.equal(sampleValue(scrape, 'sandpit_sessions', { backend: 'docker' }), 5);
     await Promise.all(made.map(([s, p]) => service.sessions.delete(s.id, p)));
     assert.deepEqual(await liveSessionContainers(), [], 'none left once they are deleted');
   });
