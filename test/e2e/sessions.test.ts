@@ -4,11 +4,12 @@
  * run it, download the binary), use case 4 (two sessions cannot see each other; a new one starts
  * clean), another token's session a 404, `/metrics` parsed by a Prometheus text parser with the
  * session counters moving, and the same flows over MCP with the SDK's client on HTTP and stdio:
- * three commands sharing files and state in one session.
+ * three commands sharing files and state in one session, and resources/subscribe on a session
+ * file notifying when an exec changes it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { requireDocker } from '../support/docker.js';
 import { labelSets, observations, parseMetrics, sampleValue, type Scrape } from '../support/prometheus.js';
 import {
@@ -213,6 +214,43 @@ describe('sessions over MCP (the SDK client)', () => {
     const connected = await connectHttp(`${served.url}/mcp`, TOKEN);
     try {
       await mcpFlow(connected);
+    } finally {
+      await connected.close();
+    }
+  });
+
+  test('HTTP: resources/subscribe on a session file notifies when an exec changes it, until unsubscribed', async () => {
+    const connected = await connectHttp(`${served.url}/mcp`, TOKEN);
+    const updated: string[] = [];
+    connected.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updated.push(n.params.uri);
+    });
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const r: CallToolResult = await callTool(connected.client, name, args);
+      assert.ok(!r.isError, JSON.stringify(r.content));
+      return r.structuredContent as Record<string, unknown>;
+    };
+    try {
+      const id = (await call('sandbox_create', { language: 'bash' })).id as string;
+      await call('sandbox_write_file', { sessionId: id, path: 'watched.txt', content: 'one\n' });
+      const uri = `sandpit://sessions/${id}/files/watched.txt`;
+      await connected.client.subscribeResource({ uri });
+      await call('sandbox_exec', { sessionId: id, command: ['sh', '-c', 'echo two >> watched.txt'] });
+      const deadline = Date.now() + 10_000;
+      while (!updated.includes(uri) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(updated.includes(uri), `notified: ${JSON.stringify(updated)}`);
+      assert.ok(
+        updated.every((u) => u === uri),
+        'only the subscribed file',
+      );
+      const read = await connected.client.readResource({ uri });
+      assert.deepEqual(read.contents, [{ uri, mimeType: 'text/plain', text: 'one\ntwo\n' }]);
+      await connected.client.unsubscribeResource({ uri });
+      const seen = updated.length;
+      await call('sandbox_exec', { sessionId: id, command: ['sh', '-c', 'echo three >> watched.txt'] });
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(updated.length, seen, 'nothing after unsubscribe');
+      await call('sandbox_delete', { sessionId: id });
     } finally {
       await connected.close();
     }
