@@ -13,7 +13,7 @@ import { DEFAULT_POOL_OPTIONS } from '../src/backends/docker/pool/pool-options.j
 import { sessionShape } from '../src/backends/docker/session/docker-sessions.js';
 import type { SessionSandbox } from '../src/backends/sessions.js';
 import { requireDocker } from '../test/support/docker.js';
-import { MiB, readAll, runExec, sessionId, sessionPolicy, sessionSpec } from '../test/support/sessions.js';
+import { MiB, runExec, sessionId, sessionPolicy, sessionSpec } from '../test/support/sessions.js';
 import { interleaved, report, target } from './stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
@@ -120,9 +120,12 @@ async function transfers(docker: Docker, sandbox: SessionSandbox): Promise<void>
         [`docker exec -i cat > f ${label}`]: async () => {
           await dockerExec(container, ['sh', '-c', 'cat > /workspace/base.bin'], data);
         },
+        // Both downloads drain their stream and count its bytes, as a consumer that streams them on does.
         [`session download ${label}`]: async () => {
           const r = await sandbox.readFile({ path: 'up.bin', maxBytes: 64 * MiB });
-          if ((await readAll(r.data)).length !== size) throw new Error('short download');
+          let bytes = 0;
+          for await (const chunk of r.data) bytes += chunk.length;
+          if (bytes !== size) throw new Error('short download');
         },
         [`docker exec cat f ${label}`]: async () => {
           if ((await dockerExec(container, ['cat', '/workspace/base.bin'])) < size)

@@ -263,7 +263,7 @@ static void reply_entry(uint32_t id, int dirfd, const char *name, const char *re
 struct fields {
 	const char *path;
 	size_t path_len;
-	int have_path, recursive, append, last;
+	int have_path, recursive, append, last, bulk;
 	uint64_t offset, size, max;
 	int have_offset, have_size, have_max;
 	uint32_t mode, credit, entries;
@@ -296,6 +296,9 @@ static int parse_fields(uint32_t id, const char *body, size_t len, struct fields
 			break;
 		case 'z':
 			f->last = 1;
+			break;
+		case 'B':
+			f->bulk = 1;
 			break;
 		case 'd':
 			f->data = r.p;
@@ -514,7 +517,7 @@ int file_upload_end(uint32_t id)
 struct download {
 	int used;
 	uint32_t id;
-	int fd;
+	int fd, bulk;
 	unsigned long long left, sent, credit;
 };
 static struct download reads[MAX_READS];
@@ -563,7 +566,7 @@ void file_read(uint32_t id, const char *body, size_t len)
 	entry_json(&b, r.rel, strlen(r.rel), &st);
 	send_json('H', id, &b);
 	close(r.dirfd);
-	*d = (struct download){1, id, fd, (unsigned long long)st.st_size, 0, f.credit};
+	*d = (struct download){1, id, fd, f.bulk, (unsigned long long)st.st_size, 0, f.credit};
 }
 
 void file_read_credit(uint32_t id, const char *body, size_t len)
@@ -584,20 +587,34 @@ int file_reads_pending(void)
 	return 0;
 }
 
-void file_pump_reads(void)
+/* The next piece of a read, at most `want` bytes: as one bulk record, or as PIPE_BUF records. */
+static ssize_t read_piece(struct download *d, size_t want)
 {
 	static char buf[16 * REC_DATA];
+	if (d->bulk) {
+		want = want < BULK_REC_DATA ? want : BULK_REC_DATA;
+		ssize_t n = read(d->fd, bulk_begin(want), want);
+		if (n > 0)
+			bulk_commit('d', d->id, (size_t)n);
+		return n;
+	}
+	want = want < sizeof buf ? want : sizeof buf;
+	ssize_t n = read(d->fd, buf, want);
+	if (n > 0)
+		send_data('d', d->id, buf, (size_t)n);
+	return n;
+}
+
+void file_pump_reads(void)
+{
 	for (int i = 0; i < MAX_READS; i++) {
 		struct download *d = &reads[i];
 		while (d->used && (d->credit > 0 || d->left == 0) && !outq_full()) {
-			size_t want = d->left < sizeof buf ? (size_t)d->left : sizeof buf;
-			if (want > d->credit)
-				want = (size_t)d->credit;
-			ssize_t n = want ? read(d->fd, buf, want) : 0;
+			size_t want = d->left < d->credit ? (size_t)d->left : (size_t)d->credit;
+			ssize_t n = want ? read_piece(d, want) : 0;
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n > 0) {
-				send_data('d', d->id, buf, (size_t)n);
 				d->left -= (size_t)n;
 				d->sent += (size_t)n;
 				d->credit -= (size_t)n;

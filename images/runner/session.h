@@ -14,7 +14,7 @@
 int session_main(int argc, char **argv);
 
 /* Bump with every change to the session wire format, with src/runner/session-protocol.ts. */
-#define SESSION_PROTOCOL_VERSION 3u
+#define SESSION_PROTOCOL_VERSION 4u
 
 #define KEY_LEN 16
 /* PIPE_BUF: one write of at most this size reaches the pipe whole, never mixed with another's. */
@@ -22,6 +22,9 @@ int session_main(int argc, char **argv);
 #define REC_HEAD (KEY_LEN + 1 + 1 + 4 + 2)
 #define REC_DATA (REC_MAX - REC_HEAD)
 #define REC_MORE 1
+/* A read's data records when its request asks for bulk ones (protocol 4): larger than PIPE_BUF. */
+#define BULK_REC_MAX (64u << 10)
+#define BULK_REC_DATA (BULK_REC_MAX - REC_HEAD)
 
 /* The largest request body; the resync padding is a little longer, so it completes any torn request. */
 #define MAX_REQUEST ((2u << 20) + (64u << 10))
@@ -35,6 +38,8 @@ int session_main(int argc, char **argv);
 #define RETAINED_TAIL (64u << 10)
 #define MAX_RETAINED 64
 #define STDIN_WINDOW (1u << 20)
+/* The stdout pipe's size the runner asks for (fs.pipe-max-size is 1 MiB by default). */
+#define STDOUT_PIPE_BYTES (1 << 20)
 #define MAX_EXECS_CAP 256
 
 /* Exit statuses of the runner in session mode (the backend reads them from the container). */
@@ -51,6 +56,10 @@ enum {
 /* --- output: keyed records, queued and written one per write() (session.c) --- */
 void send_msg(char type, uint32_t id, const void *data, size_t len); /* splits with MORE */
 void send_data(char type, uint32_t id, const void *data, size_t len); /* one record per piece */
+/* A bulk record of at most BULK_REC_DATA bytes: its data goes at the returned pointer, then
+   bulk_commit() queues the record with the bytes that went there. */
+char *bulk_begin(size_t max);
+void bulk_commit(char type, uint32_t id, size_t len);
 int outq_full(void);
 long long now_ms(void);
 void note_activity(void);

@@ -51,6 +51,8 @@ export interface RunnerSessionOptions {
   client: SessionClient;
   host: SessionHost;
   spec: EffectiveSessionSpec;
+  /** Claimed from a session pool, or started for it (the default; an adopted one was made long ago). */
+  served?: 'warm' | 'cold';
 }
 
 export function toFileEntry(e: WireEntry): FileEntry {
@@ -113,6 +115,7 @@ class ExecCapture {
 
 export class RunnerSession implements SessionSandbox {
   readonly sessionId: string;
+  readonly served: 'warm' | 'cold';
   readonly ended: Promise<SandboxEnd>;
   private readonly client: SessionClient;
   private readonly host: SessionHost;
@@ -125,6 +128,7 @@ export class RunnerSession implements SessionSandbox {
 
   constructor(options: RunnerSessionOptions) {
     this.sessionId = options.sessionId;
+    this.served = options.served ?? 'cold';
     this.client = options.client;
     this.host = options.host;
     this.spec = options.spec;

@@ -124,6 +124,8 @@ export type FileChange = { path: string; kind: 'changed' | 'removed' };
 
 export interface SessionSandbox {
   readonly sessionId: string;
+  /** How it was made: claimed from a session pool (warm), or started for this session (cold). */
+  readonly served: 'warm' | 'cold';
   exec(exec: EffectiveExec, options: ExecOptions): ExecExecution;
   writeFile(write: FileWrite): Promise<FileEntry>;
   readFile(read: { path: string; maxBytes: number }): Promise<FileRead>;

@@ -228,7 +228,7 @@ export class SessionUseCases {
     this.schedule(record);
     void record.sandbox?.ended.then((end: SandboxEnd) => this.end(record, end.reason, end.message));
     metrics.liveSessions.inc({ backend: backend.name });
-    metrics.sessionsCreated.inc({ backend: backend.name, served: 'cold' });
+    metrics.sessionsCreated.inc({ backend: backend.name, served: record.sandbox?.served ?? 'cold' });
     this.journal.remember({
       sessionId: record.sessionId,
       owner: record.owner,

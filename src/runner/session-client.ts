@@ -11,6 +11,7 @@ import type { StreamName } from './capture.js';
 import type { OutputWindow } from './protocol.js';
 import {
   BegunSchema,
+  BULK_READ_VERSION,
   CHUNK_BYTES,
   ConsumedSchema,
   EmptySchema,
@@ -386,6 +387,8 @@ export class SessionClient {
   private endInfo: ClientEnd | undefined;
   private endResolve!: (e: ClientEnd) => void;
   private resyncWaiter: { nonce: string; resolve: (info: ResyncInfo) => void } | undefined;
+  /** The runner's protocol, once its open or resync answered. */
+  private runnerVersion = 0;
   /** Resolves once when the client ends: a protocol error, the runner's end, or the transport's. */
   readonly ended = new Promise<ClientEnd>((r) => (this.endResolve = r));
 
@@ -495,7 +498,7 @@ export class SessionClient {
       field.u64u32('l', p.fileSizeBytes, p.openFiles),
       ...p.env.map((e) => field.bytes('e', `${e.name}=${e.value}`)),
     ];
-    return this.request('S', fields, OpenedSchema).promise.then((r) => r.version);
+    return this.request('S', fields, OpenedSchema).promise.then((r) => (this.runnerVersion = r.version));
   }
 
   /**
@@ -511,6 +514,7 @@ export class SessionClient {
     const gone = this.ended.then((e) => Promise.reject(new Error(e.message)));
     const info = await Promise.race([answered, gone]);
     this.resyncWaiter = undefined;
+    this.runnerVersion = info.version;
     this.nextId = Math.max(this.nextId, ...(info.execs ?? []).map((e) => e.id + 1));
     return info;
   }
@@ -640,7 +644,12 @@ export class SessionClient {
     );
     const req = this.request(
       'R',
-      [field.bytes('p', path), field.u64('m', maxBytes), field.u32('c', READ_WINDOW)],
+      [
+        field.bytes('p', path),
+        field.u64('m', maxBytes),
+        field.u32('c', READ_WINDOW),
+        ...(this.runnerVersion >= BULK_READ_VERSION ? [field.flag('B')] : []),
+      ],
       ReadDoneSchema,
       (msg) => {
         if (msg.kind === 'json' && msg.type === 'H') {

@@ -6,9 +6,11 @@
  * keyed records of at most PIPE_BUF bytes,
  *   key[16] | u8 type | u8 flags | u32be id | u16be len | data,
  * each written whole, so a program that writes into the runner's stdout (gVisor lets it) can
- * neither forge nor split one: without the key its bytes are skipped. JSON messages may span
- * records (flags & MORE); every one is size-capped and schema-checked here, since the sandbox is
- * never trusted.
+ * neither forge nor split one: without the key its bytes are skipped. The one exception is a bulk
+ * read's 'd' records (protocol 4, up to 64 KiB): bytes written into the pipe may land inside one,
+ * in place of file bytes that program could rewrite anyway, never in the framing. JSON messages
+ * may span records (flags & MORE); every one is size-capped and schema-checked here, since the
+ * sandbox is never trusted.
  */
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
@@ -16,7 +18,7 @@ import { FILE_TYPES } from '../api/session.js';
 import { ExitReportSchema } from './protocol.js';
 
 /** The session protocol this code speaks; the runner announces its own in the ready frame. */
-export const SESSION_PROTOCOL_VERSION = 3;
+export const SESSION_PROTOCOL_VERSION = 4;
 /** The oldest session-mode runner this code accepts. */
 export const MIN_SESSION_PROTOCOL_VERSION = 3;
 
@@ -25,6 +27,10 @@ const REC_MAX = 4096;
 export const REC_HEAD = KEY_BYTES + 1 + 1 + 4 + 2;
 /** The most data one record carries. */
 export const REC_DATA = REC_MAX - REC_HEAD;
+/** The most data a bulk read's 'd' record carries (protocol 4: BULK_REC_DATA in session.h). */
+export const BULK_REC_DATA = 64 * 1024 - REC_HEAD;
+/** The first protocol whose runner sends bulk 'd' records to a read that asks for them. */
+export const BULK_READ_VERSION = 4;
 const MORE = 1;
 /** The largest request body the runner takes. */
 export const MAX_REQUEST = 2 * 1024 * 1024 + 64 * 1024;
@@ -135,15 +141,25 @@ export interface SessionRecord {
   data: Buffer;
 }
 
+/** The most data a record of this type may carry: bulk read data, or what fits in PIPE_BUF. */
+const dataCap = (type: number): number => (type === 0x64 /* 'd' */ ? BULK_REC_DATA : REC_DATA);
+
 /**
- * The keyed records in what the runner writes, linear in the bytes pushed: it holds at most one
- * partial record and skips (and counts) every byte that is not part of one. A record's data is a
- * view of the pushed chunk: whoever keeps it long copies it.
+ * The keyed records in what the runner writes, linear in the bytes pushed: it skips (and counts)
+ * every byte that is not part of one. A record whole in one pushed chunk comes out as a view of
+ * it; only a record split across chunks is joined (one copy of that record). Whoever keeps a
+ * record's data long copies it.
  */
 export class SessionRecordDecoder {
-  private pending: Buffer = Buffer.alloc(0);
   private key: Buffer;
   skippedBytes = 0;
+  /** The start of a record the last chunk ended inside, as views of the chunks it came in. */
+  private held: Buffer[] = [];
+  private heldBytes = 0;
+  /** The whole size of the held record, once its header is in. */
+  private heldSize = 0;
+  /** What may be the start of a key at the end of the last chunk (fewer than KEY_BYTES bytes). */
+  private keyStart: Buffer = Buffer.alloc(0);
 
   constructor(key: Buffer) {
     this.key = key;
@@ -155,39 +171,78 @@ export class SessionRecordDecoder {
   }
 
   push(chunk: Buffer): SessionRecord[] {
-    const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     const out: SessionRecord[] = [];
+    let bytes = chunk;
     let off = 0;
-    for (;;) {
-      const at = buf.subarray(off, off + KEY_BYTES).equals(this.key) ? off : buf.indexOf(this.key, off);
-      if (at < 0) {
-        const keep = Math.min(buf.length - off, KEY_BYTES - 1);
-        this.skippedBytes += buf.length - off - keep;
-        off = buf.length - keep;
-        break;
-      }
-      this.skippedBytes += at - off;
-      if (buf.length - at < REC_HEAD) {
-        off = at;
-        break;
-      }
-      const len = buf.readUInt16BE(at + REC_HEAD - 2);
-      if (len > REC_DATA) throw new Error(`a runner record of ${len} bytes is too large`);
-      if (buf.length - at - REC_HEAD < len) {
-        off = at;
-        break;
-      }
-      out.push({
-        type: String.fromCharCode(buf[at + KEY_BYTES]!),
-        more: (buf[at + KEY_BYTES + 1]! & MORE) !== 0,
-        id: buf.readUInt32BE(at + KEY_BYTES + 2),
-        data: buf.subarray(at + REC_HEAD, at + REC_HEAD + len),
-      });
-      off = at + REC_HEAD + len;
-    }
-    this.pending = Buffer.from(buf.subarray(off));
+    // Only after bytes that were not a record (rare): a key may begin in them.
+    if (this.keyStart.length > 0) bytes = Buffer.concat([this.keyStart, chunk]);
+    this.keyStart = Buffer.alloc(0);
+    if (this.heldBytes > 0) off = this.completeHeld(bytes, out);
+    if (off < bytes.length) this.scan(bytes, off, out);
     return out;
   }
+
+  /** Feeds the held record; returns where in `chunk` the bytes after it start. */
+  private completeHeld(chunk: Buffer, out: SessionRecord[]): number {
+    if (this.heldSize === 0) {
+      const need = REC_HEAD - this.heldBytes;
+      if (chunk.length < need) return this.hold(chunk);
+      this.heldSize = recordSize(Buffer.concat([...this.held, chunk.subarray(0, need)]), 0);
+    }
+    const need = this.heldSize - this.heldBytes;
+    if (chunk.length < need) return this.hold(chunk);
+    const whole = Buffer.concat([...this.held, chunk.subarray(0, need)], this.heldSize);
+    this.held = [];
+    this.heldBytes = this.heldSize = 0;
+    out.push(recordAt(whole, 0));
+    return need;
+  }
+
+  private hold(piece: Buffer): number {
+    this.held.push(piece);
+    this.heldBytes += piece.length;
+    return piece.length;
+  }
+
+  /** Takes the records of `buf` from `off` on, and holds the start of one it ends inside. */
+  private scan(buf: Buffer, off: number, out: SessionRecord[]): void {
+    while (off < buf.length) {
+      const aligned =
+        buf.length - off >= KEY_BYTES && buf.compare(this.key, 0, KEY_BYTES, off, off + KEY_BYTES) === 0;
+      const at = aligned ? off : buf.indexOf(this.key, off);
+      if (at < 0) {
+        const keep = Math.max(off, buf.length - (KEY_BYTES - 1));
+        this.skippedBytes += keep - off;
+        this.keyStart = Buffer.from(buf.subarray(keep));
+        return;
+      }
+      this.skippedBytes += at - off;
+      if (buf.length - at < REC_HEAD) return void this.hold(buf.subarray(at));
+      const size = recordSize(buf, at);
+      if (buf.length - at < size) {
+        this.heldSize = size;
+        return void this.hold(buf.subarray(at));
+      }
+      out.push(recordAt(buf, at));
+      off = at + size;
+    }
+  }
+}
+
+/** The size of the record whose header starts at `at`; throws when its length is over its type's cap. */
+function recordSize(buf: Buffer, at: number): number {
+  const len = buf.readUInt16BE(at + REC_HEAD - 2);
+  if (len > dataCap(buf[at + KEY_BYTES]!)) throw new Error(`a runner record of ${len} bytes is too large`);
+  return REC_HEAD + len;
+}
+
+function recordAt(buf: Buffer, at: number): SessionRecord {
+  return {
+    type: String.fromCharCode(buf[at + KEY_BYTES]!),
+    more: (buf[at + KEY_BYTES + 1]! & MORE) !== 0,
+    id: buf.readUInt32BE(at + KEY_BYTES + 2),
+    data: buf.subarray(at + REC_HEAD, at + REC_HEAD + buf.readUInt16BE(at + REC_HEAD - 2)),
+  };
 }
 
 /** Record types whose data is a JSON message, and the most bytes each may take. */

@@ -32,6 +32,7 @@ export class MemorySandbox implements SessionSandbox {
   readonly ended = new Promise<SandboxEnd>((r) => (this.endSandbox = r));
 
   readonly sessionId: string;
+  readonly served = 'cold';
 
   constructor(sessionId: string) {
     this.sessionId = sessionId;

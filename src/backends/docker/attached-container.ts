@@ -4,6 +4,7 @@
  * is kept as a short diagnosis; removal is idempotent and waits for a removal already under way.
  */
 import type { Duplex } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import type Docker from 'dockerode';
 import { backoffDelay } from '../../shared/backoff.js';
 import { within } from '../../shared/time.js';
@@ -77,10 +78,11 @@ export class AttachedContainer {
       hijack: true,
     })) as unknown as Duplex;
     this.stream = stream;
+    const text = new StringDecoder('utf8');
     const demux = new DockerDemuxer(
       (b) => this.sink(b),
       (b) => {
-        if (this.diagnostics.length < DIAGNOSTICS_BYTES) this.diagnostics += b.toString('utf8');
+        if (this.diagnostics.length < DIAGNOSTICS_BYTES) this.diagnostics += text.write(b);
       },
     );
     stream.on('data', (chunk: Buffer) => demux.push(chunk));

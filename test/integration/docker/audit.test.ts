@@ -2,7 +2,8 @@
  * The audit trail against the real engine: N runs through the service leave exactly N records with
  * the right fields; a full audit filesystem refuses runs (the service and `sandpit run`) until there
  * is room; a `sandpit serve` killed with SIGKILL loses at most its last batch, and `sandpit audit`
- * finds the records by run id and principal.
+ * finds the records by run id and principal; 100 execs in a session leave exactly 100 exec records
+ * with the right fields, found by `sandpit audit --session`.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -13,20 +14,17 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type Docker from 'dockerode';
-import type { RunAuditRecord } from '../../../src/api/audit.js';
+import type { AuditRecord, ExecAuditRecord, RunAuditRecord } from '../../../src/api/audit.js';
+import type { ExecRequestInput, ExecResult } from '../../../src/api/session.js';
 import type { RunResult } from '../../../src/api/run.js';
 import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
 import type { Principal } from '../../../src/gateway/principal.js';
-import { SandpitService } from '../../../src/gateway/service.js';
-import { createAuditTrail } from '../../../src/observability/audit-trail.js';
-import { silentLogger } from '../../../src/observability/logger.js';
-import { createMetrics } from '../../../src/observability/metrics.js';
-import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { pollUntil } from '../../../src/shared/time.js';
 import { freePort } from '../../e2e/helpers.js';
 import { readAuditFile } from '../../support/audit.js';
-import { makeBackend, requireDocker } from '../../support/docker.js';
+import { requireDocker } from '../../support/docker.js';
+import { dockerService } from '../../support/service.js';
 import { fill, mountTmpfs, type Tmpfs } from '../../support/tmpfs.js';
 
 const CLI = ['--import', 'tsx', 'src/cmd/cli.ts'];
@@ -45,24 +43,7 @@ after(() => {
 const CI_BOT: Principal = { id: 'token:c1b0c1b0c1b0c1b0', name: 'ci-bot', scope: {} };
 
 /** A service over its own backend (closed by its shutdown), writing the audit file at `path`. */
-async function serviceWith(path: string) {
-  const backend = await makeBackend(docker);
-  const metrics = createMetrics();
-  const audit = createAuditTrail({
-    logger: silentLogger(),
-    metrics: metrics.audit,
-    file: { path, maxBytes: 100 * 1024 ** 2, maxFiles: 5, flushIntervalMs: 100, retryIntervalMs: 100 },
-  });
-  const service = new SandpitService({
-    backend,
-    policy: createPolicy(),
-    logger: silentLogger(),
-    metrics,
-    audit,
-    slots: { maxConcurrent: 4, maxQueued: 16 },
-  });
-  return { service, audit, metrics, backend };
-}
+const serviceWith = (path: string) => dockerService({ docker, auditPath: path });
 
 describe('runs through the service', () => {
   test('N real runs leave exactly N run records, each with the right fields', async () => {
@@ -166,6 +147,103 @@ describe('runs through the service', () => {
       readAuditFile(path).map((r) => (r as RunAuditRecord).runId),
       [res.runId],
     );
+  });
+});
+
+describe('session execs through the service', () => {
+  /** Four kinds of exec, over and over: exits, per-exec deadlines, stdin and env, output sizes. */
+  function execRequest(i: number): ExecRequestInput {
+    switch (i % 4) {
+      case 0:
+        return { command: ['sh', '-c', `echo out-${i}; echo err-${i} >&2; exit ${i % 7}`] };
+      case 1:
+        return { shell: `head -c ${i * 10} /dev/zero`, timeoutSeconds: 5 };
+      case 2:
+        return { command: ['cat'], stdin: `stdin-${i}-never-audited` };
+      default:
+        return { command: ['printf', '%s', 'x'.repeat(i)], env: [{ name: 'K', value: 'env-never-audited' }] };
+    }
+  }
+
+  test('100 execs leave exactly 100 exec records with the right fields; sandpit audit --session finds them', async () => {
+    const path = join(dir, 'session', 'audit.jsonl');
+    const { service, audit } = await serviceWith(path);
+    await audit.open();
+    const session = await service.sessions.create({ template: 'bash', timeoutSeconds: 30 }, CI_BOT);
+    const results: ExecResult[] = [];
+    for (let i = 0; i < 100; i += 10) {
+      const batch = Array.from({ length: 10 }, (_, k) =>
+        service.sessions.exec(session.id, CI_BOT, execRequest(i + k)),
+      );
+      results.push(...(await Promise.all(batch.map((h) => h.result))));
+    }
+    await service.sessions.delete(session.id, CI_BOT);
+    await service.shutdown({ endSessions: true });
+
+    const records = readAuditFile(path);
+    const execs = records.filter((r): r is ExecAuditRecord => r.event === 'exec');
+    assert.equal(execs.length, 100, 'exactly one record per exec');
+    assert.deepEqual(execs.map((r) => r.execId).sort(), results.map((r) => r.execId).sort());
+    const text = JSON.stringify(records);
+    for (const secret of ['never-audited']) assert.ok(!text.includes(secret), `no ${secret} in the trail`);
+    const byExec = new Map(execs.map((r) => [r.execId, r]));
+    results.forEach((res, i) => {
+      const r = byExec.get(res.execId)!;
+      const request = execRequest(i);
+      assert.equal(r.sessionId, session.id);
+      assert.equal(r.principal, 'ci-bot');
+      assert.equal(r.backend, 'docker');
+      assert.equal(r.template, 'bash');
+      assert.equal(r.image, session.image);
+      assert.equal(r.network, 'none');
+      assert.deepEqual(r.limits, res.limits, `limits of exec ${i}`);
+      assert.equal(r.limits.timeoutSeconds, request.timeoutSeconds ?? 30, `the deadline of exec ${i}`);
+      assert.equal(r.exitCode, res.exitCode);
+      assert.equal(r.exitCode, i % 4 === 0 ? i % 7 : 0, `exit code of exec ${i}`);
+      assert.equal(r.durationMs, res.durationMs);
+      assert.equal(r.bytesIn, request.stdin?.length ?? 0, `bytes in of exec ${i}`);
+      assert.equal(r.bytesOut, res.stdoutBytes + res.stderrBytes);
+      assert.equal(r.bytesOut, [`out-${i}\nerr-${i}\n`.length, i * 10, request.stdin?.length, i][i % 4]);
+      assert.deepEqual(r.outcome, { phase: res.phase, reason: res.reason });
+      assert.match(r.command.digest, /^sha256:[0-9a-f]{64}$/);
+      assert.ok(Date.parse(r.time) >= Date.parse(session.createdAt), 'stamped after the session began');
+      assert.ok(Date.parse(r.time) <= Date.now());
+    });
+    assert.equal(new Set(execs.map((r) => r.command.digest)).size, 100, 'each command its own digest');
+    const [first, second] = results.map((res) => byExec.get(res.execId)!);
+    assert.equal(first!.command.preview, `sh -c 'echo out-0; echo err-0 >&2; exit 0'`);
+    assert.equal(second!.command.preview, `/bin/sh -c 'head -c 10 /dev/zero'`);
+    assert.deepEqual(first!.outcome, { phase: 'Succeeded', reason: 'Completed' });
+    assert.deepEqual(byExec.get(results[4]!.execId)!.outcome, { phase: 'Failed', reason: 'Error' });
+    assert.deepEqual(
+      records
+        .filter((r) => r.event.startsWith('session.') && 'sessionId' in r && r.sessionId === session.id)
+        .map((r) => [r.event, r.outcome.reason]),
+      [
+        ['session.created', 'Created'],
+        ['session.deleted', 'Deleted'],
+      ],
+    );
+
+    const cli = (args: string[]) => {
+      const r = spawnSync(process.execPath, [...CLI, 'audit', '--file', path, '--json', ...args], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as AuditRecord);
+    };
+    const found = cli(['--session', session.id]);
+    assert.equal(found.length, 102, 'its 100 execs and its 2 events');
+    assert.ok(found.every((r) => 'sessionId' in r && r.sessionId === session.id));
+    const foundExecs = cli(['--session', session.id, '--event', 'exec']);
+    assert.deepEqual(
+      foundExecs.map((r) => (r as ExecAuditRecord).execId).sort(),
+      results.map((r) => r.execId).sort(),
+    );
+    assert.deepEqual(cli(['--session', 'ses-none']), []);
   });
 });
 

@@ -317,6 +317,112 @@ export function sessionCases(runtime?: 'runsc'): void {
       assert.deepEqual(await sandbox.list({ path: '', recursive: true }), [], 'no partial file');
     });
 
+    test('the per-session cap counts what is there already: a write past it is refused and leaves nothing', async () => {
+      const { sandbox, spec } = await create({ template: 'bash', resources: { ephemeralStorage: '32Mi' } });
+      const cap = spec.limits.workspaceBytes;
+      const first = await sandbox.writeFile({ path: 'first', data: Buffer.alloc(Math.floor(cap * 0.6), 7) });
+      assert.equal(first.size, Math.floor(cap * 0.6));
+      const whole = await refusal(
+        sandbox.writeFile({ path: 'second', data: Buffer.alloc(Math.floor(cap * 0.6), 8) }),
+      );
+      assert.equal(whole.code, 'TOO_LARGE', whole.message);
+      function* stream(): Generator<Buffer> {
+        for (let i = 0; i < (cap * 0.6) / MiB; i++) yield Buffer.alloc(MiB, 9);
+      }
+      const streamed = await refusal(sandbox.writeFile({ path: 'third', data: Readable.from(stream()) }));
+      assert.equal(streamed.code, 'TOO_LARGE', streamed.message);
+      const left = await sandbox.list({ path: '', recursive: true });
+      assert.deepEqual(
+        left.map((e) => [e.path, e.size]),
+        [['first', first.size]],
+        'no partial file, and the first one whole',
+      );
+      const r = await runExec(sandbox, spec, { command: ['ls', '-A'] });
+      assert.equal(r.stdout.text, 'first\n', 'nothing else in the workspace, hidden part files included');
+    });
+
+    test('streamed stdin reaches the program as it is written, and its end ends it', async () => {
+      const { sandbox, spec } = await create({ template: 'bash' });
+      const execution = sandbox.exec(execSpec({ shell: 'sha256sum | cut -c1-64; echo done' }, spec, policy), {
+        execId: 'streamed',
+        onOutput: () => {},
+        streamStdin: true,
+      });
+      const hash = createHash('sha256');
+      // Past the runner's stdin window (1 MiB), so that its credit has to come back.
+      for (let i = 0; i < 12; i++) {
+        const piece = Buffer.alloc(256 * 1024, i);
+        hash.update(piece);
+        await execution.writeStdin(piece);
+      }
+      const early = await Promise.race([
+        execution.result.then(() => 'ended'),
+        new Promise((r) => setTimeout(() => r('waiting'), 500)),
+      ]);
+      assert.equal(early, 'waiting', 'the program waits for more until stdin ends');
+      execution.endStdin();
+      const r = await execution.result;
+      assert.equal(r.outcome.exitCode, 0, r.stderr.text);
+      assert.equal(r.stdout.text, `${hash.digest('hex')}\ndone\n`);
+    });
+
+    test('a tty exec runs on a terminal whose size follows resize(), its input echoed', async () => {
+      const { sandbox, spec } = await create({ template: 'bash' });
+      let seen = '';
+      const execution = sandbox.exec(
+        execSpec(
+          { shell: 'tty; stty size; read -r line; stty size; echo "got $line"', tty: true },
+          spec,
+          policy,
+        ),
+        {
+          execId: 'tty',
+          onOutput: (c) => (seen += c.data.toString()),
+          streamStdin: true,
+          terminal: { cols: 100, rows: 30 },
+        },
+      );
+      assert.ok(await eventually(() => /30 100/.test(seen), 10_000), `the first size: ${seen}`);
+      execution.resize(120, 40);
+      await execution.writeStdin(Buffer.from('hello\n'));
+      const r = await execution.result;
+      assert.equal(r.outcome.exitCode, 0, r.stdout.text);
+      const lines = r.stdout.text.split('\r\n');
+      assert.match(lines[0]!, /^\/dev\/pts\/\d+$/, 'stdin is a terminal');
+      assert.deepEqual(lines.slice(1), ['30 100', 'hello', '40 120', 'got hello', ''], r.stdout.text);
+      assert.equal(r.stderr.bytes, 0, 'a terminal has one output stream');
+    });
+
+    test('a watch reports the changes execs make, under a directory or to one file, until stopped', async () => {
+      const { sandbox, spec } = await create({ template: 'bash' });
+      await runExec(sandbox, spec, { shell: 'mkdir -p data && echo 1 > data/one && echo a > notes.txt' });
+      const inDir: string[] = [];
+      const onFile: string[] = [];
+      const stopDir = await sandbox.watch('data', (c) => inDir.push(`${c.kind} ${c.path}`));
+      const stopFile = await sandbox.watch('notes.txt', (c) => onFile.push(`${c.kind} ${c.path}`));
+      await runExec(sandbox, spec, { shell: 'echo 2 > data/two; echo b >> notes.txt; rm data/one' });
+      assert.ok(
+        await eventually(
+          () =>
+            inDir.includes('changed data/two') &&
+            inDir.includes('removed data/one') &&
+            onFile.includes('changed notes.txt'),
+          10_000,
+        ),
+        `events: ${JSON.stringify({ inDir, onFile })}`,
+      );
+      assert.ok(
+        inDir.every((e) => / data\//.test(e)),
+        `only paths under the watched directory: ${inDir.join(', ')}`,
+      );
+      stopDir();
+      stopFile();
+      const before = inDir.length + onFile.length;
+      await runExec(sandbox, spec, { shell: 'echo 3 > data/three; echo c >> notes.txt' });
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(inDir.length + onFile.length, before, 'nothing after the watches stopped');
+    });
+
     test('artifacts: one path or the whole workspace as a tar stream, capped before any byte', async () => {
       const { sandbox, spec } = await create({ template: 'bash' });
       const made = await runExec(sandbox, spec, {

@@ -2,7 +2,8 @@
  * Sessions outlive their gateway, within their lifetime: a gateway killed with SIGKILL is
  * replaced by one of the same instance that adopts its sessions (same ids and files, the exec in
  * flight reported from the runner's buffer, the next exec working), and a session nobody attaches
- * to stops by itself at its TTL or idle timeout, its runner enforcing them with no gateway at all.
+ * to stops by itself at its TTL (the one setTtl extended it to) or idle timeout, its runner
+ * enforcing them with no gateway at all.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -82,6 +83,26 @@ describe('sessions and their gateway', () => {
     assert.equal(next.stdout.text, 'still here\n');
     await found.sandbox.close('Deleted');
     assert.deepEqual(await sessionContainers(backend.docker, id), []);
+  });
+
+  test('a TTL that setTtl extended is the one the runner enforces, with no gateway at all', async () => {
+    const backend = new DockerBackend({ docker: await requireDocker(), instanceId });
+    const id = sessionId('extended');
+    const spec = sessionSpec({ template: 'bash', ttlSeconds: 3 }, sessionPolicy());
+    const before = Date.now();
+    const sandbox = await backend.sessions.createSession(spec, { sessionId: id, principal: 'p' });
+    const opened = Date.now();
+    await sandbox.setTtl(7);
+    await backend.close(); // let go, still running
+    await new Promise((r) => setTimeout(r, Math.max(0, opened + 4500 - Date.now())));
+    const [c] = await sessionContainers(backend.docker, id);
+    assert.equal(c?.State, 'running', 'alive past its first TTL');
+    assert.equal(await exitCodeWhenStopped(id, 15_000), 3, "the runner's exit status for its TTL");
+    const { State } = await backend.docker.getContainer(c.Id).inspect();
+    const stopped = Date.parse(State.FinishedAt);
+    assert.ok(stopped >= before + 7000, `stopped ${stopped - before} ms after the create began`);
+    assert.ok(stopped <= opened + 7000 + 2000, `stopped ${stopped - opened} ms after the open`);
+    await backend.docker.getContainer(c.Id).remove({ force: true });
   });
 
   for (const [what, request, code] of [

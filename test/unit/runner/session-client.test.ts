@@ -89,3 +89,40 @@ describe('session client: untrusted runner frames', () => {
     }
   });
 });
+
+describe('session client: bulk reads', () => {
+  /** The record tags of the body of the last request sent. */
+  function tagsOfLast(sent: Buffer[]): string[] {
+    const req = sent.at(-1)!;
+    const body = req.subarray(9, 9 + req.readUInt32BE(5));
+    const tags: string[] = [];
+    for (let off = 0; off < body.length; off += 5 + body.readUInt32BE(off + 1))
+      tags.push(String.fromCharCode(body[off]!));
+    return tags;
+  }
+
+  for (const [version, bulk] of [
+    [3, false],
+    [4, true],
+  ] as const) {
+    test(`a read asks a protocol ${version} runner for bulk records: ${bulk}`, async () => {
+      const { c, key, sent } = client();
+      const opened = c.open({
+        ttlMs: 1000,
+        idleMs: 1000,
+        maxExecs: 1,
+        env: [],
+        workdir: '/workspace',
+        meta: '',
+        fileSizeBytes: 1,
+        openFiles: 1,
+      });
+      c.push(record(key, 'A', 1, `{"version":${version}}`));
+      assert.equal(await opened, version);
+      void c.read('f', 10).catch(() => {});
+      assert.equal(String.fromCharCode(sent.at(-1)![0]!), 'R');
+      assert.equal(tagsOfLast(sent).includes('B'), bulk);
+      c.end({ reason: 'TransportClosed', message: 'done' });
+    });
+  }
+});

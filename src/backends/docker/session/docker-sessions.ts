@@ -97,7 +97,10 @@ export class DockerSessions implements SessionBackend {
     const container =
       warm ?? (await SessionContainer.start(this.deps.docker, this.coldConfig(shape, options)));
     try {
-      const opening = this.open(container, spec, { sessionId, principal, createdAt: Date.now() });
+      const opening = this.open(container, spec, {
+        meta: { sessionId, principal, createdAt: Date.now() },
+        served: warm ? 'warm' : 'cold',
+      });
       const session = await (signal ? raceAbort(opening, signal) : opening);
       this.track(session, container);
       return session;
@@ -141,7 +144,7 @@ export class DockerSessions implements SessionBackend {
   private async open(
     container: SessionContainer,
     spec: EffectiveSessionSpec,
-    meta: Omit<SessionMeta, 'v' | 'spec'>,
+    { meta, served }: { meta: Omit<SessionMeta, 'v' | 'spec'>; served: 'warm' | 'cold' },
   ): Promise<RunnerSession> {
     const ready = await withTimeout(
       container.ready(),
@@ -168,7 +171,7 @@ export class DockerSessions implements SessionBackend {
       OPEN_TIMEOUT_MS,
       "the session's runner did not answer its open request",
     );
-    return new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec });
+    return new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec, served });
   }
 
   private track(session: RunnerSession, container: SessionContainer): void {

@@ -1,7 +1,11 @@
 /** How a stopped session container ended, from what the engine knows of it. */
+import { constants } from 'node:os';
 import type { SessionReason } from '../../../api/session.js';
 import { RUNNER_EXIT } from '../../../runner/session-protocol.js';
 import type { SandboxEnd } from '../../sessions.js';
+
+/** A main process killed by signal N exits 128 + N. */
+const KILLED = 128 + constants.signals.SIGKILL;
 
 export interface ContainerExit {
   exitCode: number;
@@ -17,6 +21,8 @@ export function sessionEnd(exit: ContainerExit): SandboxEnd | undefined {
     [RUNNER_EXIT.idle]: ['IdleExpired', 'the session was idle for its idleTimeoutSeconds'],
     [RUNNER_EXIT.closed]: ['Deleted', 'the session was closed'],
     [RUNNER_EXIT.stopped]: ['ContainerFailed', 'the container was stopped from outside'],
+    // With no OOM: `docker kill`, or a stop whose grace period ran out.
+    [KILLED]: ['ContainerFailed', 'the container was killed from outside (SIGKILL)'],
   };
   if (exit.exitCode === RUNNER_EXIT.neverOpened) return undefined;
   const known = reasons[exit.exitCode];

@@ -1,0 +1,129 @@
+/**
+ * The session record decoder reads bytes however they are split (a Docker attach stream hands
+ * over pieces of any size): the same records, the same skipped-byte count, and the data of every
+ * record intact, including forged bytes and partial keys between records.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  BULK_REC_DATA,
+  KEY_BYTES,
+  newKey,
+  REC_DATA,
+  REC_HEAD,
+  SessionRecordDecoder,
+  type SessionRecord,
+} from '../../../src/runner/session-protocol.js';
+
+function record(key: Buffer, type: string, id: number, data: Buffer): Buffer {
+  const head = Buffer.alloc(REC_HEAD);
+  key.copy(head);
+  head.write(type, KEY_BYTES, 'latin1');
+  head.writeUInt32BE(id, KEY_BYTES + 2);
+  head.writeUInt16BE(data.length, REC_HEAD - 2);
+  return Buffer.concat([head, data]);
+}
+
+/** A deterministic pseudo-random source, so that a failure can be replayed. */
+function rng(seed: number): (n: number) => number {
+  let s = seed >>> 0;
+  return (n) => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s % n;
+  };
+}
+
+const key = newKey();
+const rand = rng(14);
+const expected: { type: string; id: number; data: string }[] = [];
+const parts: Buffer[] = [];
+let forged = 0;
+for (let i = 0; i < 300; i++) {
+  // Output records of up to PIPE_BUF, and a bulk read's data records of up to 64 KiB.
+  const type = rand(2) ? 'O' : 'd';
+  const cap = type === 'd' ? BULK_REC_DATA : REC_DATA;
+  const size = [0, 1, cap, rand(cap)][rand(4)]!;
+  const data = Buffer.alloc(size, i & 0xff);
+  parts.push(record(key, type, i, data));
+  expected.push({ type, id: i, data: data.toString('latin1') });
+  if (rand(5) === 0) {
+    // What a program could write into the channel: a key prefix, or a record under another key.
+    const junk = rand(2) ? key.subarray(0, 1 + rand(KEY_BYTES - 1)) : record(newKey(), 'd', 9, data);
+    parts.push(junk);
+    forged += junk.length;
+  }
+}
+const stream = Buffer.concat(parts);
+
+function decode(pieces: Buffer[]): { records: SessionRecord[]; skipped: number } {
+  const d = new SessionRecordDecoder(key);
+  const records: SessionRecord[] = [];
+  for (const p of pieces) for (const r of d.push(p)) records.push({ ...r, data: Buffer.from(r.data) });
+  return { records, skipped: d.skippedBytes };
+}
+
+function check(pieces: Buffer[], what: string): void {
+  const { records, skipped } = decode(pieces);
+  assert.deepEqual(
+    records.map((r) => ({ type: r.type, id: r.id, data: r.data.toString('latin1') })),
+    expected,
+    what,
+  );
+  assert.equal(skipped, forged, `${what}: skipped bytes`);
+}
+
+test('whole, or in pieces of every size class: the same records and skipped bytes', () => {
+  check([stream], 'whole');
+  for (const size of [1, 7, KEY_BYTES, REC_HEAD + 1, 4095, 4096, 4097, 32 * 1024, 65_536, 200_000]) {
+    const pieces: Buffer[] = [];
+    for (let off = 0; off < stream.length; off += size) pieces.push(stream.subarray(off, off + size));
+    check(pieces, `pieces of ${size}`);
+  }
+});
+
+test('split at random points: the same records and skipped bytes', () => {
+  for (let round = 0; round < 50; round++) {
+    const pieces: Buffer[] = [];
+    for (let off = 0; off < stream.length;) {
+      const n = 1 + rand([20, 5000, 70_000][rand(3)]!);
+      pieces.push(stream.subarray(off, off + n));
+      off += n;
+    }
+    check(pieces, `round ${round}`);
+  }
+});
+
+test('a record longer than its type may be throws, wherever the split falls', () => {
+  for (const [type, len] of [
+    ['O', REC_DATA + 1],
+    ['A', REC_DATA + 1],
+    ['d', BULK_REC_DATA + 1],
+  ] as const) {
+    const bad = record(key, type, 1, Buffer.alloc(10));
+    bad.writeUInt16BE(len, REC_HEAD - 2);
+    for (let k = 1; k < REC_HEAD; k++) {
+      const d = new SessionRecordDecoder(key);
+      assert.throws(
+        () => {
+          d.push(bad.subarray(0, k));
+          d.push(bad.subarray(k));
+        },
+        /too large/,
+        `${type} of ${len}, split at ${k}`,
+      );
+    }
+  }
+});
+
+test('a record held across chunks is joined, one whole in a chunk is a view of it', () => {
+  const d = new SessionRecordDecoder(key);
+  const a = record(key, 'd', 1, Buffer.alloc(BULK_REC_DATA, 1));
+  const b = record(key, 'O', 2, Buffer.from('whole'));
+  const wire = Buffer.concat([a, b]);
+  assert.deepEqual(d.push(wire.subarray(0, 30_000)), []);
+  const [first, second] = d.push(wire.subarray(30_000));
+  assert.equal(first!.data.length, BULK_REC_DATA);
+  assert.ok(first!.data.every((x) => x === 1));
+  assert.equal(second!.data.toString(), 'whole');
+  assert.equal(second!.data.buffer, wire.buffer, 'a view of the pushed bytes');
+});
