@@ -801,9 +801,11 @@ int session_main(int argc, char **argv)
 		fatal("write");
 	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
-	/* Records are PIPE_BUF bytes each: a roomier pipe lets the runner and the engine's reader
-	   move many per wakeup instead of a few. Best effort: stdout may not be a pipe. */
-	fcntl(1, F_SETPIPE_SZ, STDOUT_PIPE_BYTES);
+	/* Roomier pipes both ways: the runner and the engine's shim move more per wakeup (an upload
+	   arrives in 1 MiB requests, a download leaves in 64 KiB records). Best effort: either may not
+	   be a pipe, or the kernel may refuse. */
+	fcntl(0, F_SETPIPE_SZ, STDIO_PIPE_BYTES);
+	fcntl(1, F_SETPIPE_SZ, STDIO_PIPE_BYTES);
 	open_deadline = now_ms() + open_within * 1000;
 
 	static struct pollfd pfds[MAX_POLL];

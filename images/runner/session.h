@@ -38,8 +38,8 @@ int session_main(int argc, char **argv);
 #define RETAINED_TAIL (64u << 10)
 #define MAX_RETAINED 64
 #define STDIN_WINDOW (1u << 20)
-/* The stdout pipe's size the runner asks for (fs.pipe-max-size is 1 MiB by default). */
-#define STDOUT_PIPE_BYTES (1 << 20)
+/* The size the runner asks of its stdin and stdout pipes (fs.pipe-max-size is 1 MiB by default). */
+#define STDIO_PIPE_BYTES (1 << 20)
 #define MAX_EXECS_CAP 256
 
 /* Exit statuses of the runner in session mode (the backend reads them from the container). */

@@ -26,7 +26,9 @@ import {
   newKey,
   OpenedSchema,
   ProcessesSchema,
+  READ_CREDIT,
   READ_WINDOW,
+  REC_DATA,
   ReadDoneSchema,
   ResyncSchema,
   SessionExitSchema,
@@ -45,8 +47,11 @@ import {
 } from './session-protocol.js';
 
 export interface SessionWriter {
-  /** Resolves once the transport took the bytes (it waits while the transport is full). */
-  write(data: Buffer): Promise<void>;
+  /**
+   * Writes `parts` in order, as one piece of the stream; resolves once the transport took them
+   * (it waits while the transport is full).
+   */
+  write(parts: readonly Buffer[]): Promise<void>;
 }
 
 export type ClientEnd =
@@ -303,8 +308,8 @@ class ExecOp implements Operation {
 }
 
 /**
- * A pull-fed stream of one download's bytes: the records that arrived together are handed over as
- * one chunk, and credit goes back to the runner as the reader takes them.
+ * A pull-fed stream of one download's bytes, handed over as they arrived (views, not copies), and
+ * credit going back to the runner as the reader takes them.
  */
 class Download implements AsyncIterable<Buffer> {
   private chunks: Buffer[] = [];
@@ -346,8 +351,7 @@ class Download implements AsyncIterable<Buffer> {
 
   private next(): Promise<IteratorResult<Buffer>> {
     if (this.chunks.length > 0) {
-      const value = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-      this.chunks = [];
+      const value = this.take();
       this.took(value.length);
       return Promise.resolve({ value, done: false });
     }
@@ -356,9 +360,21 @@ class Download implements AsyncIterable<Buffer> {
     return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
   }
 
+  /** The next piece: a bulk record's as it came, or a run of small ones (an older runner's) joined. */
+  private take(): Buffer {
+    const first = this.chunks[0]!;
+    let count = 1;
+    let bytes = first.length;
+    if (first.length <= REC_DATA)
+      while (count < this.chunks.length && this.chunks[count]!.length <= REC_DATA)
+        bytes += this.chunks[count++]!.length;
+    const taken = this.chunks.splice(0, count);
+    return count === 1 ? first : Buffer.concat(taken, bytes);
+  }
+
   private took(n: number): void {
     this.uncredited += n;
-    if (this.uncredited >= READ_WINDOW / 4) {
+    if (this.uncredited >= READ_CREDIT) {
       this.credit(this.uncredited);
       this.uncredited = 0;
     }
@@ -510,7 +526,7 @@ export class SessionClient {
     const answered = new Promise<ResyncInfo>(
       (resolve) => (this.resyncWaiter = { nonce: nonce.toString('hex'), resolve }),
     );
-    await this.writer.write(encodeResync(nonce));
+    await this.writer.write([encodeResync(nonce)]);
     const gone = this.ended.then((e) => Promise.reject(new Error(e.message)));
     const info = await Promise.race([answered, gone]);
     this.resyncWaiter = undefined;

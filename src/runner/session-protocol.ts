@@ -40,8 +40,14 @@ export const CHUNK_BYTES = 1024 * 1024;
 export const STDIN_WINDOW = 1024 * 1024;
 /** What the runner keeps of each stream of an exec whose report no gateway took (its RETAINED_TAIL). */
 export const RETAINED_OUTPUT_BYTES = 64 * 1024;
-/** Download bytes the runner may send ahead of what the reader took. */
-export const READ_WINDOW = 4 * 1024 * 1024;
+/**
+ * Download bytes the runner may send ahead of what the reader took: more than the path between
+ * them holds (its 1 MiB stdout pipe, the engine's buffers, the socket's), so that credit given
+ * back in READ_CREDIT steps comes before the runner runs out.
+ */
+export const READ_WINDOW = 8 * 1024 * 1024;
+/** The reader gives credit back once it took this much. */
+export const READ_CREDIT = 1024 * 1024;
 const TRAILER = Buffer.from('SPQE');
 const RESYNC_MARKER = Buffer.from('SANDPIT-RESYNC-1');
 const RESYNC_PAD = MAX_REQUEST + 64;
@@ -113,8 +119,15 @@ export function encodeFields(fields: readonly Field[]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** One request: its body is records, or raw bytes for 'D'. */
-export function encodeRequest(type: RequestType, id: number, body: Buffer | readonly Field[] = []): Buffer {
+/**
+ * One request, as the parts to write in order (an upload's data goes on as it is, never copied
+ * into a joined buffer): its body is records, or raw bytes for 'D'.
+ */
+export function encodeRequest(
+  type: RequestType,
+  id: number,
+  body: Buffer | readonly Field[] = [],
+): readonly Buffer[] {
   const data = Buffer.isBuffer(body) ? body : encodeFields(body);
   if (data.length > MAX_REQUEST)
     throw new RangeError(`a request of ${data.length} bytes is over ${MAX_REQUEST}`);
@@ -122,7 +135,7 @@ export function encodeRequest(type: RequestType, id: number, body: Buffer | read
   hdr.write(type, 0, 'latin1');
   hdr.writeUInt32BE(id >>> 0, 1);
   hdr.writeUInt32BE(data.length, 5);
-  return Buffer.concat([hdr, data, TRAILER]);
+  return [hdr, data, TRAILER];
 }
 
 /**
@@ -141,14 +154,16 @@ export interface SessionRecord {
   data: Buffer;
 }
 
+const BULK_TYPE = 0x64; // 'd'
 /** The most data a record of this type may carry: bulk read data, or what fits in PIPE_BUF. */
-const dataCap = (type: number): number => (type === 0x64 /* 'd' */ ? BULK_REC_DATA : REC_DATA);
+const dataCap = (type: number): number => (type === BULK_TYPE ? BULK_REC_DATA : REC_DATA);
 
 /**
  * The keyed records in what the runner writes, linear in the bytes pushed: it skips (and counts)
- * every byte that is not part of one. A record whole in one pushed chunk comes out as a view of
- * it; only a record split across chunks is joined (one copy of that record). Whoever keeps a
- * record's data long copies it.
+ * every byte that is not part of one. Data comes out as views of the pushed chunks, never copied:
+ * a record whole in one chunk as it is, and a 'd' record (a bulk read's, up to 64 KiB) split
+ * across chunks as one record per piece, in order. Only a small record split across chunks is
+ * joined. Whoever keeps a record's data long copies it.
  */
 export class SessionRecordDecoder {
   private key: Buffer;
@@ -158,6 +173,8 @@ export class SessionRecordDecoder {
   private heldBytes = 0;
   /** The whole size of the held record, once its header is in. */
   private heldSize = 0;
+  /** A 'd' record whose data goes on in the next chunks: its header, and the bytes still to come. */
+  private streaming: { type: string; id: number; left: number } | undefined;
   /** What may be the start of a key at the end of the last chunk (fewer than KEY_BYTES bytes). */
   private keyStart: Buffer = Buffer.alloc(0);
 
@@ -177,9 +194,29 @@ export class SessionRecordDecoder {
     // Only after bytes that were not a record (rare): a key may begin in them.
     if (this.keyStart.length > 0) bytes = Buffer.concat([this.keyStart, chunk]);
     this.keyStart = Buffer.alloc(0);
-    if (this.heldBytes > 0) off = this.completeHeld(bytes, out);
+    if (this.streaming) off = this.stream(bytes, 0, out);
+    else if (this.heldBytes > 0) off = this.completeHeld(bytes, out);
     if (off < bytes.length) this.scan(bytes, off, out);
     return out;
+  }
+
+  /** Hands on what `buf` has of the streamed record from `off`; returns where the bytes after it start. */
+  private stream(buf: Buffer, off: number, out: SessionRecord[]): number {
+    const s = this.streaming!;
+    const n = Math.min(s.left, buf.length - off);
+    if (n > 0) out.push({ type: s.type, more: false, id: s.id, data: buf.subarray(off, off + n) });
+    s.left -= n;
+    if (s.left === 0) this.streaming = undefined;
+    return off + n;
+  }
+
+  /** From now on the data of the 'd' record whose header starts at `at` goes on as it comes. */
+  private startStream(header: Buffer, at: number): void {
+    this.streaming = {
+      type: 'd',
+      id: header.readUInt32BE(at + KEY_BYTES + 2),
+      left: header.readUInt16BE(at + REC_HEAD - 2),
+    };
   }
 
   /** Feeds the held record; returns where in `chunk` the bytes after it start. */
@@ -187,7 +224,14 @@ export class SessionRecordDecoder {
     if (this.heldSize === 0) {
       const need = REC_HEAD - this.heldBytes;
       if (chunk.length < need) return this.hold(chunk);
-      this.heldSize = recordSize(Buffer.concat([...this.held, chunk.subarray(0, need)]), 0);
+      const header = Buffer.concat([...this.held, chunk.subarray(0, need)]);
+      this.heldSize = recordSize(header, 0);
+      if (header[KEY_BYTES] === BULK_TYPE && this.heldSize > REC_HEAD) {
+        this.held = [];
+        this.heldBytes = this.heldSize = 0;
+        this.startStream(header, 0);
+        return this.stream(chunk, need, out);
+      }
     }
     const need = this.heldSize - this.heldBytes;
     if (chunk.length < need) return this.hold(chunk);
@@ -204,7 +248,7 @@ export class SessionRecordDecoder {
     return piece.length;
   }
 
-  /** Takes the records of `buf` from `off` on, and holds the start of one it ends inside. */
+  /** Takes the records of `buf` from `off` on, and holds (or streams) the one it ends inside. */
   private scan(buf: Buffer, off: number, out: SessionRecord[]): void {
     while (off < buf.length) {
       const aligned =
@@ -219,12 +263,16 @@ export class SessionRecordDecoder {
       this.skippedBytes += at - off;
       if (buf.length - at < REC_HEAD) return void this.hold(buf.subarray(at));
       const size = recordSize(buf, at);
-      if (buf.length - at < size) {
+      if (buf.length - at >= size) {
+        out.push(recordAt(buf, at));
+        off = at + size;
+      } else if (buf[at + KEY_BYTES] === BULK_TYPE) {
+        this.startStream(buf, at);
+        return void this.stream(buf, at + REC_HEAD, out);
+      } else {
         this.heldSize = size;
         return void this.hold(buf.subarray(at));
       }
-      out.push(recordAt(buf, at));
-      off = at + size;
     }
   }
 }

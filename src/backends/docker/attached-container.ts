@@ -101,12 +101,18 @@ export class AttachedContainer {
     return !this.isEnded && this.removal === undefined;
   }
 
-  /** Writes to the main process's stdin; resolves once the stream took it (waits while it is full). */
-  write(data: Buffer): Promise<void> {
+  /**
+   * Writes `parts` to the main process's stdin in one go (corked: one writev, nothing joined);
+   * resolves once the stream took them (waits while it is full).
+   */
+  write(parts: readonly Buffer[]): Promise<void> {
     const stream = this.stream;
     if (!stream || !this.alive) return Promise.reject(new Error('the container is not attached'));
     return new Promise((resolve, reject) => {
-      const ok = stream.write(data, (e) => (e ? reject(e) : undefined));
+      let ok = true;
+      stream.cork();
+      for (const part of parts) ok = stream.write(part, (e) => (e ? reject(e) : undefined));
+      stream.uncork();
       if (ok) return resolve();
       const done = (): void => {
         stream.off('drain', done);

@@ -83,7 +83,7 @@ export class AttachedRunner {
     );
     const detach = onAbort(signal, () => kill('cancel'));
     try {
-      this.attached.write(encodeJob(spec, { key })).catch(() => {});
+      this.attached.write([encodeJob(spec, { key })]).catch(() => {});
       await Promise.race([this.reader.done, this.ended]);
     } finally {
       clearTimeout(timer);

@@ -25,8 +25,8 @@ function client(): { c: SessionClient; key: Buffer; sent: Buffer[] } {
   const sent: Buffer[] = [];
   const c = new SessionClient(
     {
-      write: (b) => {
-        sent.push(b);
+      write: (parts) => {
+        sent.push(Buffer.concat(parts));
         return Promise.resolve();
       },
     },

@@ -29,7 +29,7 @@ function rng(seed: number): (n: number) => number {
   let s = seed >>> 0;
   return (n) => {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s % n;
+    return Math.floor((s / 2 ** 32) * n); // the high bits: an LCG's low ones repeat with a short period
   };
 }
 
@@ -55,10 +55,17 @@ for (let i = 0; i < 300; i++) {
 }
 const stream = Buffer.concat(parts);
 
+/** The records decoded from `pieces`; the pieces a 'd' record streams out in are joined again. */
 function decode(pieces: Buffer[]): { records: SessionRecord[]; skipped: number } {
   const d = new SessionRecordDecoder(key);
   const records: SessionRecord[] = [];
-  for (const p of pieces) for (const r of d.push(p)) records.push({ ...r, data: Buffer.from(r.data) });
+  for (const p of pieces)
+    for (const r of d.push(p)) {
+      const last = records.at(-1);
+      if (r.type === 'd' && last?.type === 'd' && last.id === r.id)
+        last.data = Buffer.concat([last.data, r.data]);
+      else records.push({ ...r, data: Buffer.from(r.data) });
+    }
   return { records, skipped: d.skippedBytes };
 }
 
@@ -115,15 +122,30 @@ test('a record longer than its type may be throws, wherever the split falls', ()
   }
 });
 
-test('a record held across chunks is joined, one whole in a chunk is a view of it', () => {
+test('a bulk record split across chunks comes out as views of them, a small one joined', () => {
   const d = new SessionRecordDecoder(key);
-  const a = record(key, 'd', 1, Buffer.alloc(BULK_REC_DATA, 1));
-  const b = record(key, 'O', 2, Buffer.from('whole'));
-  const wire = Buffer.concat([a, b]);
-  assert.deepEqual(d.push(wire.subarray(0, 30_000)), []);
-  const [first, second] = d.push(wire.subarray(30_000));
-  assert.equal(first!.data.length, BULK_REC_DATA);
-  assert.ok(first!.data.every((x) => x === 1));
-  assert.equal(second!.data.toString(), 'whole');
-  assert.equal(second!.data.buffer, wire.buffer, 'a view of the pushed bytes');
+  const bulk = record(key, 'd', 1, Buffer.alloc(BULK_REC_DATA, 1));
+  const small = record(key, 'O', 2, Buffer.from('split in two'));
+  const whole = record(key, 'O', 3, Buffer.from('whole'));
+  const wire = Buffer.concat([bulk, small, whole]);
+  const cut = bulk.length + REC_HEAD + 3; // inside the small record's data
+  const first = d.push(wire.subarray(0, 30_000));
+  const second = d.push(wire.subarray(30_000, cut));
+  const third = d.push(wire.subarray(cut));
+  const pieces = [...first, ...second].filter((r) => r.id === 1);
+  assert.deepEqual(
+    pieces.map((r) => r.data.length),
+    [30_000 - REC_HEAD, BULK_REC_DATA - (30_000 - REC_HEAD)],
+  );
+  for (const p of pieces) assert.equal(p.data.buffer, wire.buffer, 'a view of the pushed bytes');
+  assert.ok(pieces.every((p) => p.data.every((x) => x === 1)));
+  assert.deepEqual(
+    third.map((r) => [r.id, r.data.toString()]),
+    [
+      [2, 'split in two'],
+      [3, 'whole'],
+    ],
+  );
+  assert.notEqual(third[0]!.data.buffer, wire.buffer, 'the split small record was joined');
+  assert.equal(third[1]!.data.buffer, wire.buffer);
 });

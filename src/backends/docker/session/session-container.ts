@@ -123,7 +123,7 @@ export class SessionContainer implements SessionHost {
 
   /** The client of this container's runner, whose records start with `key`. */
   connect(): SessionClient {
-    const client = new SessionClient({ write: (data) => this.attached.write(data) }, this.key);
+    const client = new SessionClient({ write: (parts) => this.attached.write(parts) }, this.key);
     const rest = Buffer.concat(this.head).subarray(this.readyBytes);
     this.head = [];
     this.client = client;
