@@ -15,6 +15,7 @@ import type Docker from 'dockerode';
 import type { SessionAuditRecord } from '../../../src/api/audit.js';
 import type { Session } from '../../../src/api/session.js';
 import { LABELS } from '../../../src/backends/docker/labels.js';
+import { currentOwner } from '../../../src/backends/docker/owner.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { readAuditFile } from '../../support/audit.js';
@@ -91,10 +92,11 @@ async function goneAt(containerId: string, ms: number): Promise<number | undefin
 }
 
 /** Session containers of this test process's services (cold or claimed from a pool), by name. */
+/** This process's session containers (another checkout's on the same engine are not ours to count). */
 async function liveSessionContainers(): Promise<string[]> {
   const all = await docker.listContainers({
     all: true,
-    filters: { label: [`${LABELS.mode}=session`] },
+    filters: { label: [`${LABELS.mode}=session`, `${LABELS.owner}=${currentOwner()}`] },
   });
   return all.flatMap((c) => c.Names).filter((n) => n.startsWith('/sandpit-session-ses-'));
 }
