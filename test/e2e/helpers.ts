@@ -15,7 +15,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
+import { LABELS, OWNED_FILTERS } from '../../src/backends/docker/labels.js';
+import { requireDocker } from '../support/docker.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist/cmd/cli.js');
@@ -122,8 +123,12 @@ export async function startServe(
 ): Promise<Served> {
   const dir = tempDir('serve');
   const configPath = join(dir, 'config.json');
-  writeFileSync(configPath, JSON.stringify(config));
   const port = await freePort();
+  // Each server its own instance, so none adopts another's sessions; a test that restarts one names its own.
+  const given = (config as { server?: { instanceId?: string } }).server?.instanceId;
+  const instanceId = given ?? `e2e-${process.pid}-${port}`;
+  const server = (config as { server?: object }).server;
+  writeFileSync(configPath, JSON.stringify({ ...config, server: { ...server, instanceId } }));
   const child = spawn(
     process.execPath,
     [CLI, 'serve', '--port', String(port), '--config', configPath, ...args],
@@ -152,7 +157,22 @@ export async function startServe(
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { url, pid: child.pid!, logs, stop: () => stopProcess(child) };
+  const stop = async (): Promise<number | null> => {
+    const code = await stopProcess(child);
+    // A stopped serve leaves its sessions for adoption: those of an instance only this call knew end here.
+    if (given === undefined) await removeInstanceSessions(instanceId);
+    return code;
+  };
+  return { url, pid: child.pid!, logs, stop };
+}
+
+async function removeInstanceSessions(instanceId: string): Promise<void> {
+  const docker = await requireDocker();
+  const left = await docker.listContainers({
+    all: true,
+    filters: { label: [...OWNED_FILTERS, `${LABELS.instance}=${instanceId}`] },
+  });
+  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true })));
 }
 
 export function stopProcess(child: ChildProcess): Promise<number | null> {
