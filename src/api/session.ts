@@ -30,6 +30,9 @@ export const SESSION_REASONS = [
   'EngineRestarted',
   'RunnerGone',
   'ImageNotFound',
+  'PolicyDenied',
+  'PendingTimeout',
+  'Unschedulable',
   'BackendError',
 ] as const;
 export const SessionReasonSchema = z.enum(SESSION_REASONS).describe('Why the session is in its state');

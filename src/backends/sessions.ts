@@ -15,6 +15,8 @@ export interface SessionOptions {
   sessionId: string;
   /** Who owns the session (recorded with the sandbox, so a restarted gateway knows). */
   principal: string;
+  /** The tenant's namespace (Kubernetes: where its Sandbox is made); the backend's own when absent. */
+  namespace?: string | undefined;
   signal?: AbortSignal | undefined;
 }
 

@@ -13,6 +13,8 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Who asked for the run (the Kubernetes backend records it on the SandboxRun). */
   principal?: string;
+  /** The tenant's namespace (Kubernetes: where its SandboxRun is made); the backend's own when absent. */
+  namespace?: string | undefined;
 }
 
 export interface RunExecution {

@@ -14,6 +14,8 @@ export interface Principal {
   maxConcurrentRuns?: number;
   /** Live sessions it may hold (the server's per-principal cap when absent). */
   maxSessions?: number;
+  /** Its tenant namespace on Kubernetes (`auth.tokens[].namespace`); the backend's own when absent. */
+  namespace?: string;
 }
 
 /** The caller of a local transport (CLI, stdio MCP, HTTP without tokens): bounded by policy only. */
