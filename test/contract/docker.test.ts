@@ -5,7 +5,9 @@ import type Docker from 'dockerode';
 import { LABELS, MANAGED_FILTER } from '../../src/backends/docker/labels.js';
 import type { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { makeBackend, requireDocker, sandpitContainers } from '../support/docker.js';
+import { eventually, sessionContainers } from '../support/sessions.js';
 import { contractCases } from './cases.js';
+import { sessionContractCases } from './session-cases.js';
 import { contractPolicy, CountingBackend, createService, type ContractTarget } from './target.js';
 
 let target: ContractTarget;
@@ -39,6 +41,15 @@ describe('contract: docker backend', () => {
         });
         return list.length;
       },
+      async waitSessionGone(sessionId, timeoutMs) {
+        const gone = await eventually(
+          async () => (await sessionContainers(docker, sessionId)).length === 0,
+          timeoutMs,
+        );
+        if (!gone)
+          throw new Error(`the container of session ${sessionId} still exists after ${timeoutMs} ms`);
+      },
+      idlePrecisionMs: 2000,
       separateStderr: true,
       liveOutputUnderGvisor: true,
       gvisor: { runtime: 'runsc', service },
@@ -48,4 +59,5 @@ describe('contract: docker backend', () => {
   after(() => target?.service.shutdown());
 
   contractCases(() => target);
+  sessionContractCases(() => target);
 });

@@ -82,6 +82,36 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
         return runs.split('\n').filter(Boolean).length + pods.items.length;
       },
       recordPhase: async (runId) => (await getRun(cluster, ns, runId))?.status?.phase,
+      async waitSessionGone(sessionId, timeoutMs) {
+        const deadline = Date.now() + timeoutMs;
+        const left = async () =>
+          (
+            await cluster.core.listNamespacedPod({
+              namespace: ns,
+              labelSelector: `sandpit.dev/session=${sessionId}`,
+            })
+          ).items.length +
+          (
+            await cluster.kubectl([
+              'get',
+              'sandboxes',
+              '-n',
+              ns,
+              '--ignore-not-found',
+              '-o',
+              'name',
+              sessionId,
+            ])
+          ).stdout
+            .split('\n')
+            .filter(Boolean).length;
+        while ((await left()) > 0) {
+          if (Date.now() > deadline)
+            throw new Error(`session ${sessionId} still has a Sandbox or pod after ${timeoutMs} ms`);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      },
+      idlePrecisionMs: 20_000,
       separateStderr: false,
       liveOutputUnderGvisor: false,
       gvisor: { runtime: GVISOR, service: createService(backend, contractPolicy([GVISOR])) },

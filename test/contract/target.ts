@@ -47,6 +47,10 @@ export class CountingBackend implements SandboxBackend {
     return this.inner.name;
   }
 
+  get sessions(): SandboxBackend['sessions'] {
+    return this.inner.sessions;
+  }
+
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
     this.starts++;
     return this.inner.start(spec, options);
@@ -86,6 +90,14 @@ export interface ContractTarget {
   liveOutputUnderGvisor: boolean;
   /** gVisor here: the runtime (Docker) or RuntimeClass (Kubernetes) a request names, and a service whose policy allows it. */
   gvisor: { runtime: string; service: SandpitService };
+  /** Waits until nothing of the session is left (its container; its Sandbox and pod); throws after `timeoutMs`. */
+  waitSessionGone(sessionId: string, timeoutMs: number): Promise<void>;
+  /**
+   * How late an idle session may end after its idle time: the contract's one allowed session
+   * difference. Docker's gateway expires it on the dot; Kubernetes' operator from the session
+   * Lease's renewTime, which the gateway writes at most every 10 s, plus 10 s of slack.
+   */
+  idlePrecisionMs: number;
   /** Wall time a run may take on top of its own duration here (container start, scheduling, status round trips). */
   overheadMs: number;
 }
