@@ -9,24 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { requireDocker } from '../support/docker.js';
 import { labelSets, observations, parseMetrics, sampleValue, type Scrape } from '../support/prometheus.js';
-import {
-  callTool,
-  connectHttp,
-  connectStdio,
-  ensureBuilt,
-  startServe,
-  type Connected,
-  type Served,
-} from './helpers.js';
+import { connectHttp, connectStdio, ensureBuilt, startServe, type Served } from './helpers.js';
+import { JSON_TYPE, mcpSessionFlow, restClient, seedCurlFlow, toolCaller } from './session-flows.js';
 
 const TOKEN = 'sessions-admin-token-0123';
 const OTHER = 'sessions-other-token-0123';
-const auth = (token = TOKEN) => ({ Authorization: `Bearer ${token}` });
-const JSON_TYPE = { 'Content-Type': 'application/json' };
-
 let served: Served;
 before(async () => {
   ensureBuilt();
@@ -38,55 +28,11 @@ before(async () => {
 });
 after(() => served?.stop());
 
-async function rest(
-  method: string,
-  path: string,
-  body?: string | Buffer,
-  headers: Record<string, string> = {},
-) {
-  const res = await fetch(`${served.url}${path}`, { method, headers: { ...auth(), ...headers }, body });
-  const bytes = Buffer.from(await res.arrayBuffer());
-  const text = bytes.toString('utf8');
-  let json: Record<string, unknown> = {};
-  try {
-    json = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // a download
-  }
-  return { status: res.status, json, bytes, text };
-}
-
-async function createSession(body = '{"image":"python:3.11","timeout":30}', token = TOKEN): Promise<string> {
-  const r = await rest('POST', '/sessions', body, { ...JSON_TYPE, ...auth(token) });
-  assert.equal(r.status, 201, r.text);
-  return r.json.id as string;
-}
-
-async function exec(id: string, command: string[]): Promise<Record<string, unknown>> {
-  const r = await rest('POST', `/sessions/${id}/exec`, JSON.stringify({ command }), JSON_TYPE);
-  assert.equal(r.status, 200, r.text);
-  return r.json;
-}
+const { auth, rest, createSession, exec } = restClient(() => served.url, TOKEN);
 
 describe('sessions over REST (sandpit serve, real engine)', () => {
-  test("use case 1: the seed's curl flow, then an artifact the script wrote is downloaded", async () => {
-    const id = await createSession();
-    const script =
-      'import json\nopen("out.json", "w").write(json.dumps({"answer": 42}))\nprint("wrote out.json")\n';
-    const put = await rest('PUT', `/sessions/${id}/files/script.py`, script, {
-      'Content-Type': 'application/x-www-form-urlencoded',
-    });
-    assert.equal(put.status, 201, put.text);
-    const r = await exec(id, ['python', 'script.py']);
-    assert.equal(r.exitCode, 0, JSON.stringify(r));
-    assert.equal(r.stdout, 'wrote out.json\n');
-    const out = await rest('GET', `/sessions/${id}/files/out.json`);
-    assert.deepEqual(JSON.parse(out.text), { answer: 42 });
-    const tar = await rest('GET', `/sessions/${id}/artifacts?path=out.json`);
-    assert.equal(tar.status, 200);
-    assert.ok(tar.bytes.includes(Buffer.from('{"answer": 42}')), 'the tar holds the file');
-    assert.equal((await rest('DELETE', `/sessions/${id}`)).json.state, 'Deleted');
-  });
+  test("use case 1: the seed's curl flow, then an artifact the script wrote is downloaded", () =>
+    seedCurlFlow(restClient(() => served.url, TOKEN)));
 
   test('use case 2: compile a C program in a session, run it, download the binary', async () => {
     const id = await createSession('{"template":"c"}');
@@ -186,34 +132,11 @@ describe('metrics of a REST session flow', () => {
   });
 });
 
-async function mcpFlow(connected: Connected): Promise<void> {
-  const call = async (name: string, args: Record<string, unknown>) => {
-    const r: CallToolResult = await callTool(connected.client, name, args);
-    assert.ok(!r.isError, JSON.stringify(r.content));
-    return r.structuredContent as Record<string, unknown>;
-  };
-  const id = (await call('sandbox_create', { language: 'python' })).id as string;
-  await call('sandbox_write_file', {
-    sessionId: id,
-    path: 'counter.py',
-    content:
-      'import pathlib\np = pathlib.Path("n")\nn = int(p.read_text()) if p.exists() else 0\np.write_text(str(n + 1))\nprint(n + 1)\n',
-  });
-  const outputs = [];
-  for (let i = 0; i < 3; i++)
-    outputs.push((await call('sandbox_exec', { sessionId: id, command: ['python', 'counter.py'] })).stdout);
-  assert.deepEqual(outputs, ['1\n', '2\n', '3\n'], 'three commands share files and state');
-  assert.equal((await call('sandbox_read_file', { sessionId: id, path: 'n' })).content, '3');
-  const files = (await call('sandbox_list_files', { sessionId: id })).entries as { path: string }[];
-  assert.deepEqual(files.map((f) => f.path).sort(), ['counter.py', 'n']);
-  assert.equal((await call('sandbox_delete', { sessionId: id })).state, 'Deleted');
-}
-
 describe('sessions over MCP (the SDK client)', () => {
   test('HTTP: three commands share files and state in one session', async () => {
     const connected = await connectHttp(`${served.url}/mcp`, TOKEN);
     try {
-      await mcpFlow(connected);
+      await mcpSessionFlow(connected);
     } finally {
       await connected.close();
     }
@@ -225,11 +148,7 @@ describe('sessions over MCP (the SDK client)', () => {
     connected.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
       updated.push(n.params.uri);
     });
-    const call = async (name: string, args: Record<string, unknown>) => {
-      const r: CallToolResult = await callTool(connected.client, name, args);
-      assert.ok(!r.isError, JSON.stringify(r.content));
-      return r.structuredContent as Record<string, unknown>;
-    };
+    const call = toolCaller(connected);
     try {
       const id = (await call('sandbox_create', { language: 'bash' })).id as string;
       await call('sandbox_write_file', { sessionId: id, path: 'watched.txt', content: 'one\n' });
@@ -259,7 +178,7 @@ describe('sessions over MCP (the SDK client)', () => {
   test('stdio: the same flow; the server ends its sessions when it exits', async () => {
     const connected = await connectStdio();
     try {
-      await mcpFlow(connected);
+      await mcpSessionFlow(connected);
     } finally {
       await connected.close();
     }
