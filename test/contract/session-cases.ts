@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { test } from 'node:test';
+import { after, describe } from 'node:test';
 import { extract } from 'tar-stream';
 import type { ExecRequestInput, ExecResult, Session, SessionRequestInput } from '../../src/api/session.js';
 import { AppError } from '../../src/shared/errors.js';
@@ -78,160 +78,169 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
     await target().waitSessionGone(id, 60_000);
   };
 
-  it('sessions: three commands share files, env and the workspace', async () => {
-    const s = await create({
-      template: 'python',
-      env: [{ name: 'GREETING', value: 'hello' }],
-      secrets: [{ name: 'TOKEN', value: 's3cret' }],
+  // The expiry case mostly waits (an idle timeout is at least 60 s on Kubernetes): it runs beside
+  // the others, two cases at a time.
+  describe('sessions', { concurrency: 2 }, () => {
+    it('sessions: TTL and idle expiry end the session and remove its sandbox', async () => {
+      const x = target();
+      const ttl = await create({ template: 'bash', ttlSeconds: 10 });
+      const idle = await create({ template: 'bash', idleTimeoutSeconds: 60, ttlSeconds: 600 });
+      const idleFrom = Date.now();
+      await exec(idle.id, { command: ['true'] });
+      const lastActivity = Date.now();
+      const ended = async (id: string) => {
+        const s = await sessions().get(id, PRINCIPAL);
+        return s.state !== 'Ready' ? s : undefined;
+      };
+      let ttlEnd: Session | undefined;
+      await until(
+        async () => (ttlEnd = await ended(ttl.id)) !== undefined,
+        10_000 + 30_000,
+        'the TTL ends it',
+      );
+      assert.deepEqual([ttlEnd?.state, ttlEnd?.reason], ['Expired', 'TTLExpired']);
+      await x.waitSessionGone(ttl.id, 60_000);
+      let idleEnd: Session | undefined;
+      await until(
+        async () => (idleEnd = await ended(idle.id)) !== undefined,
+        60_000 + x.idlePrecisionMs + 30_000,
+        'idleness ends it',
+      );
+      const endedAt = Date.now();
+      assert.deepEqual([idleEnd?.state, idleEnd?.reason], ['Expired', 'IdleExpired']);
+      // Not before its idle time (counted from the last exec), and within the backend's precision.
+      assert.ok(endedAt - lastActivity >= 60_000 - 1000, `ended ${endedAt - lastActivity} ms after activity`);
+      assert.ok(
+        endedAt - idleFrom <= 60_000 + x.idlePrecisionMs + 5000,
+        `ended ${endedAt - idleFrom} ms after creation; precision ${x.idlePrecisionMs} ms`,
+      );
+      await x.waitSessionGone(idle.id, 60_000);
     });
-    assert.equal(s.state, 'Ready');
-    assert.equal(s.backend, target().name);
-    const a = await exec(s.id, { shell: 'echo "$GREETING" > note.txt; mkdir -p data; echo 41 > data/n' });
-    assert.equal(a.phase, 'Succeeded', JSON.stringify(a));
-    await write(s.id, 'step.py', 'print(int(open("data/n").read()) + 1)\n');
-    const b = await exec(s.id, { command: ['python3', 'step.py'] });
-    assert.equal(b.stdout, '42\n');
-    const c = await exec(s.id, { shell: 'cat note.txt; echo "$TOKEN"; pwd; id -u; echo err >&2; exit 3' });
-    assert.equal(c.stdout, 'hello\ns3cret\n/workspace\n1000\n');
-    assert.equal(c.stderr, 'err\n', 'stdout and stderr apart on every backend');
-    assert.deepEqual([c.phase, c.reason, c.exitCode], ['Failed', 'Error', 3]);
-    assert.equal(await read(s.id, 'note.txt'), 'hello\n');
-    await remove(s.id);
-  });
 
-  it('sessions: execs run at once, and a background exec reports later', async () => {
-    const s = await create();
-    const t0 = performance.now();
-    const runs = await Promise.all([1, 2, 3].map((i) => exec(s.id, { shell: `sleep 2; echo ${i}` })));
-    const wall = performance.now() - t0;
-    assert.deepEqual(
-      runs.map((r) => r.stdout),
-      ['1\n', '2\n', '3\n'],
-    );
-    assert.ok(wall < 5800, `3 × 2 s took ${wall.toFixed(0)} ms: they did not run at once`);
-    const bg = sessions().exec(s.id, PRINCIPAL, {
-      shell: 'echo started; sleep 1; echo finished',
-      background: true,
+    it('sessions: three commands share files, env and the workspace', async () => {
+      const s = await create({
+        template: 'python',
+        env: [{ name: 'GREETING', value: 'hello' }],
+        secrets: [{ name: 'TOKEN', value: 's3cret' }],
+      });
+      assert.equal(s.state, 'Ready');
+      assert.equal(s.backend, target().name);
+      const a = await exec(s.id, { shell: 'echo "$GREETING" > note.txt; mkdir -p data; echo 41 > data/n' });
+      assert.equal(a.phase, 'Succeeded', JSON.stringify(a));
+      await write(s.id, 'step.py', 'print(int(open("data/n").read()) + 1)\n');
+      const b = await exec(s.id, { command: ['python3', 'step.py'] });
+      assert.equal(b.stdout, '42\n');
+      const c = await exec(s.id, { shell: 'cat note.txt; echo "$TOKEN"; pwd; id -u; echo err >&2; exit 3' });
+      assert.equal(c.stdout, 'hello\ns3cret\n/workspace\n1000\n');
+      assert.equal(c.stderr, 'err\n', 'stdout and stderr apart on every backend');
+      assert.deepEqual([c.phase, c.reason, c.exitCode], ['Failed', 'Error', 3]);
+      assert.equal(await read(s.id, 'note.txt'), 'hello\n');
+      await remove(s.id);
     });
-    const running = sessions().execResult(s.id, bg.execId, PRINCIPAL);
-    assert.equal(running.phase, 'Running');
-    const done = await bg.result;
-    assert.equal(done.stdout, 'started\nfinished\n');
-    assert.equal(sessions().execResult(s.id, bg.execId, PRINCIPAL).phase, 'Succeeded');
-    await remove(s.id);
-  });
 
-  it('sessions: the deadline, OOM and output caps, and the session lives on', async () => {
-    const s = await create({ template: 'python', resources: { memory: '128Mi' } });
-    const slow = await exec(s.id, { shell: 'echo before; sleep 30', timeoutSeconds: 2 });
-    assert.deepEqual([slow.phase, slow.reason, slow.timedOut], ['TimedOut', 'DeadlineExceeded', true]);
-    assert.equal(slow.stdout, 'before\n');
-    const oom = await exec(s.id, { command: ['python3', '-c', 'b = bytearray(1024 * 1024 * 1024)'] });
-    assert.equal(oom.reason, 'OOMKilled', JSON.stringify(oom));
-    const big = await exec(s.id, {
-      command: ['python3', '-c', 'import sys; sys.stdout.write("a" * 50000 + "END")'],
+    it('sessions: execs run at once, and a background exec reports later', async () => {
+      const s = await create();
+      const t0 = performance.now();
+      const runs = await Promise.all([1, 2, 3].map((i) => exec(s.id, { shell: `sleep 2; echo ${i}` })));
+      const wall = performance.now() - t0;
+      assert.deepEqual(
+        runs.map((r) => r.stdout),
+        ['1\n', '2\n', '3\n'],
+      );
+      assert.ok(wall < 5800, `3 × 2 s took ${wall.toFixed(0)} ms: they did not run at once`);
+      const bg = sessions().exec(s.id, PRINCIPAL, {
+        shell: 'echo started; sleep 1; echo finished',
+        background: true,
+      });
+      const running = sessions().execResult(s.id, bg.execId, PRINCIPAL);
+      assert.equal(running.phase, 'Running');
+      const done = await bg.result;
+      assert.equal(done.stdout, 'started\nfinished\n');
+      assert.equal(sessions().execResult(s.id, bg.execId, PRINCIPAL).phase, 'Succeeded');
+      await remove(s.id);
     });
-    assert.equal(big.truncated, true);
-    assert.equal(big.stdoutBytes, 50003);
-    assert.ok(big.stdout.length <= OUTPUT_BYTES + 200, `capped: ${big.stdout.length}`);
-    assert.ok(big.stdout.startsWith('aaaa') && big.stdout.endsWith('END'), 'head and tail kept');
-    const next = await exec(s.id, { command: ['echo', 'alive'] });
-    assert.equal(next.stdout, 'alive\n');
-    await remove(s.id);
-  });
 
-  it('sessions: paths stay in the workspace', async () => {
-    const s = await create({ template: 'bash' });
-    for (const path of ['../etc/passwd', '/etc/passwd', 'a/../../x', 'a\0b']) {
-      const r = await refusal(write(s.id, path, 'x'));
-      assert.deepEqual([r.code, r.fields], ['INVALID_REQUEST', ['path']], path);
-      const rr = await refusal(read(s.id, path));
-      assert.equal(rr.code, 'INVALID_REQUEST', path);
-    }
-    await exec(s.id, { shell: 'ln -s /etc out; ln -s /etc/passwd pw; mkdir -p d' });
-    for (const path of ['out/passwd', 'pw']) {
-      const r = await refusal(read(s.id, path));
-      assert.ok(['INVALID_REQUEST', 'NOT_FOUND'].includes(r.code), `${path}: ${r.code}`);
-      await assert.rejects(write(s.id, path, 'owned'), path);
-    }
-    const check = await exec(s.id, { shell: 'cat /etc/passwd | grep -c owned || true' });
-    assert.equal(check.stdout, '0\n', 'nothing was written through a link');
-    await remove(s.id);
-  });
-
-  it('sessions: artifacts come back as a tar of what the execs wrote', async () => {
-    const s = await create();
-    await exec(s.id, {
-      command: [
-        'python3',
-        '-c',
-        'import os; os.makedirs("out", exist_ok=True); open("out/r.txt","w").write("result 7")',
-      ],
+    it('sessions: the deadline, OOM and output caps, and the session lives on', async () => {
+      const s = await create({ template: 'python', resources: { memory: '128Mi' } });
+      const slow = await exec(s.id, { shell: 'echo before; sleep 30', timeoutSeconds: 2 });
+      assert.deepEqual([slow.phase, slow.reason, slow.timedOut], ['TimedOut', 'DeadlineExceeded', true]);
+      assert.equal(slow.stdout, 'before\n');
+      const oom = await exec(s.id, { command: ['python3', '-c', 'b = bytearray(1024 * 1024 * 1024)'] });
+      assert.equal(oom.reason, 'OOMKilled', JSON.stringify(oom));
+      const big = await exec(s.id, {
+        command: ['python3', '-c', 'import sys; sys.stdout.write("a" * 50000 + "END")'],
+      });
+      assert.equal(big.truncated, true);
+      assert.equal(big.stdoutBytes, 50003);
+      assert.ok(big.stdout.length <= OUTPUT_BYTES + 200, `capped: ${big.stdout.length}`);
+      assert.ok(big.stdout.startsWith('aaaa') && big.stdout.endsWith('END'), 'head and tail kept');
+      const next = await exec(s.id, { command: ['echo', 'alive'] });
+      assert.equal(next.stdout, 'alive\n');
+      await remove(s.id);
     });
-    await write(s.id, 'out/in.bin', Buffer.from([0, 1, 2, 255]));
-    const tar = await untar(sessions().artifacts(s.id, PRINCIPAL, 'out'));
-    assert.equal(tar.get('out/r.txt'), 'result 7');
-    assert.equal(sha(tar.get('out/in.bin') ?? ''), sha(Buffer.from([0, 1, 2, 255]).toString()));
-    await remove(s.id);
-  });
 
-  it('sessions: a new session starts clean', async () => {
-    const first = await create({ template: 'bash', env: [{ name: 'FIRST', value: 'yes' }] });
-    await exec(first.id, {
-      shell:
-        'echo left > /workspace/left; echo left > /tmp/left; setsid sleep 300 < /dev/null > /dev/null 2>&1 &',
+    it('sessions: paths stay in the workspace', async () => {
+      const s = await create({ template: 'bash' });
+      for (const path of ['../etc/passwd', '/etc/passwd', 'a/../../x', 'a\0b']) {
+        const r = await refusal(write(s.id, path, 'x'));
+        assert.deepEqual([r.code, r.fields], ['INVALID_REQUEST', ['path']], path);
+        const rr = await refusal(read(s.id, path));
+        assert.equal(rr.code, 'INVALID_REQUEST', path);
+      }
+      await exec(s.id, { shell: 'ln -s /etc out; ln -s /etc/passwd pw; mkdir -p d' });
+      for (const path of ['out/passwd', 'pw']) {
+        const r = await refusal(read(s.id, path));
+        assert.ok(['INVALID_REQUEST', 'NOT_FOUND'].includes(r.code), `${path}: ${r.code}`);
+        await assert.rejects(write(s.id, path, 'owned'), path);
+      }
+      const check = await exec(s.id, { shell: 'cat /etc/passwd | grep -c owned || true' });
+      assert.equal(check.stdout, '0\n', 'nothing was written through a link');
+      await remove(s.id);
     });
-    await remove(first.id);
-    const second = await create({ template: 'bash' });
-    const r = await exec(second.id, {
-      shell:
-        'find /workspace /tmp -mindepth 1; echo "find $?"; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
+
+    it('sessions: artifacts come back as a tar of what the execs wrote', async () => {
+      const s = await create();
+      await exec(s.id, {
+        command: [
+          'python3',
+          '-c',
+          'import os; os.makedirs("out", exist_ok=True); open("out/r.txt","w").write("result 7")',
+        ],
+      });
+      await write(s.id, 'out/in.bin', Buffer.from([0, 1, 2, 255]));
+      const tar = await untar(sessions().artifacts(s.id, PRINCIPAL, 'out'));
+      assert.equal(tar.get('out/r.txt'), 'result 7');
+      assert.equal(sha(tar.get('out/in.bin') ?? ''), sha(Buffer.from([0, 1, 2, 255]).toString()));
+      await remove(s.id);
     });
-    assert.equal(r.stdout, 'find 0\n0\n0\n');
-    const other = await refusal(sessions().get(second.id, { ...PRINCIPAL, id: 'someone-else' }));
-    assert.equal(other.code, 'NOT_FOUND', 'another principal cannot see it');
-    await remove(second.id);
-  });
 
-  it('sessions: TTL and idle expiry end the session and remove its sandbox', async () => {
-    const x = target();
-    const ttl = await create({ template: 'bash', ttlSeconds: 10 });
-    const idle = await create({ template: 'bash', idleTimeoutSeconds: 60, ttlSeconds: 600 });
-    const idleFrom = Date.now();
-    await exec(idle.id, { command: ['true'] });
-    const lastActivity = Date.now();
-    const ended = async (id: string) => {
-      const s = await sessions().get(id, PRINCIPAL);
-      return s.state !== 'Ready' ? s : undefined;
-    };
-    let ttlEnd: Session | undefined;
-    await until(async () => (ttlEnd = await ended(ttl.id)) !== undefined, 10_000 + 30_000, 'the TTL ends it');
-    assert.deepEqual([ttlEnd?.state, ttlEnd?.reason], ['Expired', 'TTLExpired']);
-    await x.waitSessionGone(ttl.id, 60_000);
-    let idleEnd: Session | undefined;
-    await until(
-      async () => (idleEnd = await ended(idle.id)) !== undefined,
-      60_000 + x.idlePrecisionMs + 30_000,
-      'idleness ends it',
-    );
-    const endedAt = Date.now();
-    assert.deepEqual([idleEnd?.state, idleEnd?.reason], ['Expired', 'IdleExpired']);
-    // Not before its idle time (counted from the last exec), and within the backend's precision.
-    assert.ok(endedAt - lastActivity >= 60_000 - 1000, `ended ${endedAt - lastActivity} ms after activity`);
-    assert.ok(
-      endedAt - idleFrom <= 60_000 + x.idlePrecisionMs + 5000,
-      `ended ${endedAt - idleFrom} ms after creation; precision ${x.idlePrecisionMs} ms`,
-    );
-    await x.waitSessionGone(idle.id, 60_000);
-  });
+    it('sessions: a new session starts clean', async () => {
+      const first = await create({ template: 'bash', env: [{ name: 'FIRST', value: 'yes' }] });
+      await exec(first.id, {
+        shell:
+          'echo left > /workspace/left; echo left > /tmp/left; setsid sleep 300 < /dev/null > /dev/null 2>&1 &',
+      });
+      await remove(first.id);
+      const second = await create({ template: 'bash' });
+      const r = await exec(second.id, {
+        shell:
+          'find /workspace /tmp -mindepth 1; echo "find $?"; env | grep -c FIRST || true; cat /proc/[0-9]*/cmdline | tr "\\0" " " | grep -c "[s]leep 300" || true',
+      });
+      assert.equal(r.stdout, 'find 0\n0\n0\n');
+      const other = await refusal(sessions().get(second.id, { ...PRINCIPAL, id: 'someone-else' }));
+      assert.equal(other.code, 'NOT_FOUND', 'another principal cannot see it');
+      await remove(second.id);
+    });
 
-  test('sessions: none left behind', { timeout: 120_000 }, async () => {
-    for (const id of open) {
-      const s = await sessions()
-        .get(id, PRINCIPAL)
-        .catch(() => undefined);
-      if (s?.state === 'Ready') await sessions().delete(id, PRINCIPAL);
-    }
-    for (const id of open) await target().waitSessionGone(id, 60_000);
+    // Every session a case made is gone (a failed case may leave its own; ended ones are checked too).
+    after(async () => {
+      for (const id of open) {
+        const s = await sessions()
+          .get(id, PRINCIPAL)
+          .catch(() => undefined);
+        if (s?.state === 'Ready') await sessions().delete(id, PRINCIPAL);
+      }
+      for (const id of open) await target().waitSessionGone(id, 60_000);
+    });
   });
 }
