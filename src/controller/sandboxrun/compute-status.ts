@@ -7,18 +7,8 @@ import { isTerminal, type Phase, type Reason } from '../../api/run.js';
 import { ConditionType, setCondition, type ConditionInput } from '../../api/v1alpha1/conditions.js';
 import type { Condition, RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
 import { networkRefusal } from '../../runner/protocol.js';
-import { IMAGE_MISSING, IMAGE_MISSING_FOR_GOOD, isPodFinished, type PodView } from '../pod/observe-pod.js';
-
-/** What keeps the pod from being created or from starting. */
-export interface Blocked {
-  reason: Extract<
-    Reason,
-    'ImageNotFound' | 'RuntimeClassNotFound' | 'QuotaExceeded' | 'Unschedulable' | 'BackendError'
-  >;
-  message: string;
-  /** Waiting cannot fix it: the run fails now instead of at the pending timeout. */
-  permanent: boolean;
-}
+import { isPodFinished, type PodView } from '../pod/observe-pod.js';
+import { pendingDeadlineMs, pendingEnd, pendingProblem, type Blocked } from '../pod/pending.js';
 
 /** The policy's verdict on the run (evaluate-run.ts), as the status reports it. */
 export type Verdict = { allowed: true } | { allowed: false; message: string };
@@ -242,31 +232,10 @@ export function podFacts(pod: PodView): RunFacts {
   };
 }
 
-/** Why a pending pod has not started, if it says. */
-export function pendingProblem(pod: PodView | undefined, blocked: Blocked | undefined): Blocked | undefined {
-  if (blocked) return blocked;
-  if (!pod) return undefined;
-  if (pod.waiting && IMAGE_MISSING.has(pod.waiting.reason)) {
-    return {
-      reason: 'ImageNotFound',
-      message: `${pod.waiting.reason}: ${pod.waiting.message}`.trim(),
-      permanent: IMAGE_MISSING_FOR_GOOD.has(pod.waiting.reason),
-    };
-  }
-  if (pod.unschedulable) return { reason: 'Unschedulable', message: pod.unschedulable, permanent: false };
-  return undefined;
-}
-
 function pending(i: StatusInput): Outcome {
   const problem = pendingProblem(i.pod, i.blocked);
-  if (problem?.permanent) return ended(i, 'Failed', problem.reason, problem.message);
-  const elapsed = (Date.parse(i.now) - Date.parse(i.createdAt)) / 1000;
-  if (elapsed >= i.pendingTimeoutSeconds) {
-    const why = `the pod did not start within ${i.pendingTimeoutSeconds}s`;
-    return problem
-      ? ended(i, 'Failed', problem.reason, `${why}: ${problem.message}`)
-      : ended(i, 'Failed', 'PendingTimeout', why);
-  }
+  const end = pendingEnd(problem, i, 'start');
+  if (end) return ended(i, 'Failed', end.reason, end.message);
   return waiting(i, problem);
 }
 
@@ -293,8 +262,7 @@ export function requeueAfterMs(
   },
 ): number | undefined {
   const now = Date.parse(input.now);
-  if (status.phase === 'Pending')
-    return Math.max(0, Date.parse(input.createdAt) + input.pendingTimeoutSeconds * 1000 - now);
+  if (status.phase === 'Pending') return pendingDeadlineMs(input);
   if (
     status.phase &&
     isTerminal(status.phase) &&

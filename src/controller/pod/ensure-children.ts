@@ -1,26 +1,20 @@
 /**
- * ensureChildren(): makes what an allowed run needs exist, in order (ConfigMap, deny-all
- * NetworkPolicy, then the Pod, so the pod never runs unconfined), and reports what it observed.
- * Every child is found under its deterministic name; one this run does not control is never
+ * ensureChildren(): makes what an owner's sandbox needs exist, in order (its inputs' ConfigMap if
+ * it has one, the deny-all NetworkPolicy, then the Pod, so the pod never runs unconfined), and
+ * reports what it observed of the pod. Whatever kind owns them (a SandboxRun, a Sandbox), every
+ * child is found under its deterministic name, and one the owner does not control is never
  * touched. Create calls are idempotent (AlreadyExists means a previous pass made it).
  */
-import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../../kube/client.js';
 import { isAlreadyExists, isForbidden, KubeApiError } from '../../kube/errors.js';
 import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
-import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { AppError } from '../../shared/errors.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import type { EventRecorder } from '../events.js';
-import { buildNetworkPolicy, sameNetworkPolicySpec } from '../pod/build-network-policy.js';
-import type { PodSettings } from '../pod/build-sandbox-pod.js';
-import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
-import { buildConfigMap } from './build-config-map.js';
-import { buildRunPod } from './build-run-pod.js';
-import type { Blocked } from './compute-status.js';
-import { readOutput, withReportedBytes, type OutputLimits } from './read-output.js';
-import { runChildMeta, runPodSelector } from './run-ref.js';
+import { sameNetworkPolicySpec } from './build-network-policy.js';
+import { isPodFinished, observePod, type PodView } from './observe-pod.js';
+import type { Blocked } from './pending.js';
 import { awaitsSandbox, missingHandler, sandboxFailureSelector } from './runtime-handler.js';
 
 export interface ChildrenDeps {
@@ -30,29 +24,31 @@ export interface ChildrenDeps {
   networkPolicies: Store<NetworkPolicy>;
   runtimeClasses: Store<RuntimeClass>;
   events: EventRecorder;
-  pod: PodSettings;
-  output: OutputLimits;
 }
 
-export interface Observed {
+/** The children an owner wants, as the builders made them. */
+export interface WantedChildren {
+  pod: Pod;
+  networkPolicy: NetworkPolicy;
+  configMap?: ConfigMap | undefined;
+  /** The pod's RuntimeClass: while it does not exist, no pod is made. */
+  runtimeClass: string | undefined;
+}
+
+export interface PodObservation {
   pod: PodView | undefined;
   blocked: Blocked | undefined;
+  /** The pod was created once and is gone now. */
   podLost: boolean;
-  output: RunOutput | undefined;
 }
 
-export const NOTHING_OBSERVED: Observed = {
-  pod: undefined,
-  blocked: undefined,
-  podLost: false,
-  output: undefined,
-};
+export const NOTHING_OBSERVED: PodObservation = { pod: undefined, blocked: undefined, podLost: false };
 
-const notOurs = (kind: string, name: string): Observed => ({
+const notOurs = (owner: ObjectRef, kind: string, name: string): PodObservation => ({
   ...NOTHING_OBSERVED,
   blocked: {
     reason: 'BackendError',
-    message: `${kind} ${name} exists and is not controlled by this run`,
+    message: `${kind} ${name} exists and is not controlled by this ${owner.kind}`,
     permanent: true,
   },
 });
@@ -61,52 +57,52 @@ const notOurs = (kind: string, name: string): Observed => ({
 const notCachedYet = (kind: string, name: string): AppError =>
   new AppError('BACKEND_ERROR', `${kind} ${name} exists but is not in the cache yet`);
 
-/** The observed pod, with its output once it has finished, or why its sandbox cannot be made. */
-export async function observeExisting(deps: ChildrenDeps, run: ObjectRef, pod: Pod): Promise<Observed> {
+/** The observed pod, or why its sandbox cannot be made while it is not finished. */
+export async function observeExisting(
+  deps: Pick<ChildrenDeps, 'kube'>,
+  owner: ObjectRef,
+  pod: Pod,
+): Promise<PodObservation> {
   const view = observePod(pod);
-  if (isPodFinished(view)) {
-    const read = await readOutput(deps.kube, run.namespace, view.name, deps.output);
-    const output = read && withReportedBytes(read, view.terminated?.report);
-    return { ...NOTHING_OBSERVED, pod: view, output };
-  }
-  return { ...NOTHING_OBSERVED, pod: view, blocked: await sandboxProblem(deps.kube, run, pod) };
+  if (isPodFinished(view)) return { ...NOTHING_OBSERVED, pod: view };
+  return { ...NOTHING_OBSERVED, pod: view, blocked: await sandboxProblem(deps.kube, owner, pod) };
 }
 
 /** A RuntimeClass whose handler the node lacks, from the kubelet's Events (best effort). */
-async function sandboxProblem(kube: KubeClient, run: ObjectRef, pod: Pod): Promise<Blocked | undefined> {
+async function sandboxProblem(kube: KubeClient, owner: ObjectRef, pod: Pod): Promise<Blocked | undefined> {
   if (!awaitsSandbox(pod)) return undefined;
-  const events = await kube.listEvents(run.namespace, sandboxFailureSelector(pod)).catch(() => []);
+  const events = await kube.listEvents(owner.namespace, sandboxFailureSelector(pod)).catch(() => []);
   return missingHandler(pod, events);
 }
 
 export async function ensureChildren(
   deps: ChildrenDeps,
-  run: ObjectRef & { podRecorded: boolean },
-  effective: EffectiveSpec,
-  job: Buffer,
-): Promise<Observed> {
-  const want = buildRunPod(run, effective, deps.pod);
-  const name = want.metadata?.name ?? '';
-  const cached = deps.pods.get(run.namespace, name);
+  owner: ObjectRef & { podRecorded: boolean },
+  want: WantedChildren,
+): Promise<PodObservation> {
+  const name = want.pod.metadata?.name ?? '';
+  const cached = deps.pods.get(owner.namespace, name);
   if (cached) {
-    if (!isControlledBy(cached, run)) return notOurs('Pod', name);
+    if (!isControlledBy(cached, owner)) return notOurs(owner, 'Pod', name);
     if (!isPodFinished(observePod(cached))) {
-      const np = await ensureNetworkPolicy(deps, run);
+      const np = await ensureNetworkPolicy(deps, owner, want.networkPolicy);
       if (np) return np;
     }
-    return observeExisting(deps, run, cached);
+    return observeExisting(deps, owner, cached);
   }
-  if (run.podRecorded) {
+  if (owner.podRecorded) {
     // The status says we created it: a cache miss is either lag or a deleted pod; ask the apiserver.
-    const live = await deps.kube.getPod(run.namespace, name);
+    const live = await deps.kube.getPod(owner.namespace, name);
     if (!live) return { ...NOTHING_OBSERVED, podLost: true };
-    return isControlledBy(live, run) ? observeExisting(deps, run, live) : notOurs('Pod', name);
+    return isControlledBy(live, owner) ? observeExisting(deps, owner, live) : notOurs(owner, 'Pod', name);
   }
-  const missingClass = runtimeClassMissing(deps, effective.runtime);
+  const missingClass = runtimeClassMissing(deps, want.runtimeClass);
   if (missingClass) return { ...NOTHING_OBSERVED, blocked: missingClass };
-  const problem = (await ensureConfigMap(deps, run, job)) ?? (await ensureNetworkPolicy(deps, run));
+  const problem =
+    (want.configMap ? await ensureConfigMap(deps, owner, want.configMap) : undefined) ??
+    (await ensureNetworkPolicy(deps, owner, want.networkPolicy));
   if (problem) return problem;
-  return createPod(deps, run, want);
+  return createPod(deps, owner, want.pod);
 }
 
 function runtimeClassMissing(deps: ChildrenDeps, runtime: string | undefined): Blocked | undefined {
@@ -121,33 +117,35 @@ function runtimeClassMissing(deps: ChildrenDeps, runtime: string | undefined): B
 
 async function ensureConfigMap(
   deps: ChildrenDeps,
-  run: ObjectRef,
-  job: Buffer,
-): Promise<Observed | undefined> {
-  const want = buildConfigMap(run, job);
+  owner: ObjectRef,
+  want: ConfigMap,
+): Promise<PodObservation | undefined> {
   const name = want.metadata?.name ?? '';
-  const have = deps.configMaps.get(run.namespace, name);
-  if (have) return isControlledBy(have, run) ? undefined : notOurs('ConfigMap', name);
-  return createChild('ConfigMap', name, () => deps.kube.createConfigMap(run.namespace, want));
+  const have = deps.configMaps.get(owner.namespace, name);
+  if (have) return isControlledBy(have, owner) ? undefined : notOurs(owner, 'ConfigMap', name);
+  return createChild('ConfigMap', name, () => deps.kube.createConfigMap(owner.namespace, want));
 }
 
-async function ensureNetworkPolicy(deps: ChildrenDeps, run: ObjectRef): Promise<Observed | undefined> {
-  const want = buildNetworkPolicy(runChildMeta(run), runPodSelector(run));
+async function ensureNetworkPolicy(
+  deps: ChildrenDeps,
+  owner: ObjectRef,
+  want: NetworkPolicy,
+): Promise<PodObservation | undefined> {
   const name = want.metadata?.name ?? '';
-  const have = deps.networkPolicies.get(run.namespace, name);
+  const have = deps.networkPolicies.get(owner.namespace, name);
   if (have) {
-    if (!isControlledBy(have, run)) return notOurs('NetworkPolicy', name);
+    if (!isControlledBy(have, owner)) return notOurs(owner, 'NetworkPolicy', name);
     if (want.spec && !sameNetworkPolicySpec(have.spec, want.spec)) {
-      await deps.kube.replaceNetworkPolicy(run.namespace, { ...have, spec: want.spec });
+      await deps.kube.replaceNetworkPolicy(owner.namespace, { ...have, spec: want.spec });
       await deps.events.warning(
-        run,
+        owner,
         'NetworkPolicyRestored',
         `NetworkPolicy ${name} had been changed; restored deny-all`,
       );
     }
     return undefined;
   }
-  return createChild('NetworkPolicy', name, () => deps.kube.createNetworkPolicy(run.namespace, want));
+  return createChild('NetworkPolicy', name, () => deps.kube.createNetworkPolicy(owner.namespace, want));
 }
 
 /** Creates a child; AlreadyExists means a previous pass made it and the cache has not caught up. */
@@ -173,11 +171,11 @@ export function createRefusal(e: KubeApiError): Blocked | undefined {
   return undefined;
 }
 
-async function createPod(deps: ChildrenDeps, run: ObjectRef, want: Pod): Promise<Observed> {
+async function createPod(deps: ChildrenDeps, owner: ObjectRef, want: Pod): Promise<PodObservation> {
   const name = want.metadata?.name ?? '';
   try {
-    const created = await deps.kube.createPod(run.namespace, want);
-    await deps.events.normal(run, 'CreatedPod', `Created pod ${name}`);
+    const created = await deps.kube.createPod(owner.namespace, want);
+    await deps.events.normal(owner, 'CreatedPod', `Created pod ${name}`);
     return { ...NOTHING_OBSERVED, pod: observePod(created) };
   } catch (e) {
     if (isAlreadyExists(e)) throw notCachedYet('Pod', name);

@@ -5,7 +5,7 @@ import {
   awaitsSandbox,
   missingHandler,
   sandboxFailureSelector,
-} from '../../../../src/controller/sandboxrun/runtime-handler.js';
+} from '../../../../src/controller/pod/runtime-handler.js';
 
 function pod(
   over: { runtimeClassName?: string; nodeName?: string; phase?: string; waiting?: string } = {},

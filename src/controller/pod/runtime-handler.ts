@@ -5,7 +5,7 @@
  * from the container runtime. This names the missing handler from it.
  */
 import type { KubeEvent, Pod } from '../../kube/objects.js';
-import type { Blocked } from './compute-status.js';
+import type { Blocked } from './pending.js';
 
 export const SANDBOX_FAILED_REASON = 'FailedCreatePodSandBox';
 
