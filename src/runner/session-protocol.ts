@@ -22,6 +22,19 @@ export const SESSION_PROTOCOL_VERSION = 4;
 /** The oldest session-mode runner this code accepts. */
 export const MIN_SESSION_PROTOCOL_VERSION = 3;
 
+/** The runner's first bytes in session mode: 'R', u32be 4, u32be its protocol version. */
+export const READY_FRAME_BYTES = 9;
+
+/**
+ * The protocol version a session runner's ready frame announces; undefined while `head` holds less
+ * than a whole frame; -1 when it starts with anything else.
+ */
+export function readyFrameVersion(head: Buffer): number | undefined {
+  if (head.length < READY_FRAME_BYTES) return undefined;
+  if (head[0] !== 0x52 || head.readUInt32BE(1) !== 4) return -1;
+  return head.readUInt32BE(5);
+}
+
 export const KEY_BYTES = 16;
 const REC_MAX = 4096;
 export const REC_HEAD = KEY_BYTES + 1 + 1 + 4 + 2;

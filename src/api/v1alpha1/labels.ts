@@ -11,6 +11,10 @@ export const MANAGED_BY_OPERATOR = 'sandpit-operator';
 export const LABEL_RUN = 'sandpit.dev/run';
 /** The run's UID: what the NetworkPolicy selects, so it matches exactly this run's pod. */
 export const LABEL_RUN_UID = 'sandpit.dev/run-uid';
+/** The Sandbox's name (hashed when it does not fit): on its pod, and on the session Lease the gateway keeps. */
+export const LABEL_SESSION = 'sandpit.dev/session';
+/** The Sandbox's UID: what its NetworkPolicy selects, so it matches exactly this session's pod. */
+export const LABEL_SESSION_UID = 'sandpit.dev/session-uid';
 export const LABEL_COMPONENT = 'sandpit.dev/component';
 /** Who asked for the run (set by the gateway); the audit record's principal. */
 export const ANNOTATION_PRINCIPAL = 'sandpit.dev/principal';

@@ -11,10 +11,15 @@
  * its renewTime as the last activity.
  */
 import * as z from 'zod';
-import { SessionReasonSchema, SessionRequestSchema, SessionStateSchema } from '../session.js';
+import {
+  SessionReasonSchema,
+  SessionRequestSchema,
+  SessionStateSchema,
+  type SessionRequestInput,
+} from '../session.js';
 import type { CrdDefinition } from './crd.js';
 import { API_VERSION, defineKind } from './group.js';
-import { ConditionSchema, ObjectMetaSchema } from './sandboxrun.js';
+import { ConditionSchema, ObjectMetaSchema, requestOfSpec } from './sandboxrun.js';
 
 export const SANDBOX = defineKind('Sandbox', 'sandboxes', ['sbx']);
 
@@ -62,6 +67,11 @@ export const SandboxSpecSchema = z.object({
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 export type SandboxSpecInput = z.input<typeof SandboxSpecSchema>;
+
+/** The spec as the session request it stands for (no secrets: they never enter an object). */
+export function toSessionRequestInput(spec: SandboxSpec): SessionRequestInput {
+  return requestOfSpec(spec);
+}
 
 const time = (what: string) =>
   z.string().describe(`${what} (RFC 3339)`).meta({ format: 'date-time' }).optional();

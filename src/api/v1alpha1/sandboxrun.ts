@@ -138,7 +138,13 @@ export const SandboxRunSchema = z.object({
 export type SandboxRun = z.input<typeof SandboxRunSchema>;
 
 /** The shared run request a spec describes (`runtimeClassName` is the request's `runtime`). */
-export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
+/** The fields a spec has besides its request: how long it waits, lives on, and its cancel switch. */
+type LifecycleFields = 'runtimeClassName' | 'ttlSecondsAfterFinished' | 'pendingTimeoutSeconds' | 'cancel';
+
+/** A SandboxRun's or a Sandbox's spec as the request it stands for: runtimeClassName spelled runtime. */
+export function requestOfSpec<T extends { [K in LifecycleFields]?: unknown }>(
+  spec: T,
+): Omit<T, LifecycleFields> & { runtime?: T['runtimeClassName'] } {
   const {
     runtimeClassName,
     ttlSecondsAfterFinished: _ttl,
@@ -147,6 +153,10 @@ export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
     ...rest
   } = spec;
   return { ...rest, ...(runtimeClassName !== undefined ? { runtime: runtimeClassName } : {}) };
+}
+
+export function toRunRequestInput(spec: SandboxRunSpec): RunRequestInput {
+  return requestOfSpec(spec);
 }
 
 /** The SandboxRun CRD: its names, schemas and `kubectl get` columns. */

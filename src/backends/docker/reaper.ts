@@ -11,7 +11,7 @@ import type { LostSession } from '../sessions.js';
 import { LABELS, OWNED_FILTERS } from './labels.js';
 import { ownerAlive } from './owner.js';
 import { namedSession } from './session/docker-sessions.js';
-import { sessionEnd } from './session/session-end.js';
+import { sessionEnd } from '../../runner/session-end.js';
 
 export interface ReapOptions {
   now?: number;

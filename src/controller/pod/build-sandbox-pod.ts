@@ -57,12 +57,19 @@ export interface SandboxProgram {
   command: string[];
   /** Inputs, mounted read-only. */
   inputs?: { mount: VolumeMount; volume: Volume }[];
+  /** Keep the container's stdin open for attaches (a session's runner reads its requests there). */
+  stdin?: boolean;
+  /** The container's environment (what `kubectl exec` sees; the runner gives its children their own). */
+  env?: { name: string; value: string }[];
 }
+
+/** What the pod is made of, from the policy's decision on a run or a session. */
+export type SandboxShape = Pick<EffectiveSpec, 'image' | 'workdir' | 'limits' | 'runtime'>;
 
 export interface SandboxPodInput {
   meta: ObjectMeta;
   /** The policy's decision: image, working directory, limits, RuntimeClass. */
-  spec: EffectiveSpec;
+  spec: SandboxShape;
   settings: PodSettings;
   program: SandboxProgram;
   /** The pod's hard end (activeDeadlineSeconds), when it has one. */
@@ -117,6 +124,7 @@ function sandboxContainer(i: SandboxPodInput): Container {
     image: i.spec.image,
     imagePullPolicy: i.settings.imagePullPolicy,
     command: i.program.command,
+    ...(i.program.env?.length ? { env: i.program.env } : {}),
     workingDir: i.spec.workdir,
     resources: {
       limits: { cpu: cpuQuantity(limits.cpuMilli), memory: formatSize(limits.memoryBytes) },
@@ -135,7 +143,10 @@ function sandboxContainer(i: SandboxPodInput): Container {
     // whatever the program wrote before); the kubelet reads at most 4 KiB of it.
     terminationMessagePath: '/dev/termination-log',
     terminationMessagePolicy: 'File',
-    stdin: false,
+    // stdinOnce false: the first attach closing must not close the runner's stdin (a restarted
+    // gateway attaches again).
+    stdin: i.program.stdin === true,
+    ...(i.program.stdin ? { stdinOnce: false } : {}),
     tty: false,
   };
 }

@@ -34,6 +34,8 @@ export interface PodView {
   reason: string | undefined;
   message: string | undefined;
   deleting: boolean;
+  /** The pod's Ready condition is True (its container runs; sandbox pods have no readiness probe). */
+  ready: boolean;
   waiting: { reason: string; message: string } | undefined;
   unschedulable: string | undefined;
   startedAt: string | undefined;
@@ -103,6 +105,7 @@ export function observePod(pod: Pod): PodView {
     reason: status.reason || undefined,
     message: status.message || undefined,
     deleting: metadata.deletionTimestamp !== undefined,
+    ready: status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') === true,
     waiting: waiting(c),
     unschedulable: unschedulable(pod),
     startedAt: startedAt(c),

@@ -9,9 +9,7 @@ import type { Condition, RunOutput, SandboxRunStatus } from '../../api/v1alpha1/
 import { networkRefusal } from '../../runner/protocol.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
 import { pendingDeadlineMs, pendingEnd, pendingProblem, type Blocked } from '../pod/pending.js';
-
-/** The policy's verdict on the run (evaluate-run.ts), as the status reports it. */
-export type Verdict = { allowed: true } | { allowed: false; message: string };
+import { admittedCondition, kstatusConditions, type Verdict } from '../verdict.js';
 
 export interface StatusInput {
   generation: number;
@@ -67,20 +65,24 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
   const reason = terminal ? (o.reason ?? o.phase) : o.phase;
   const succeeded = o.phase === 'Succeeded';
   // Finished, and the three that kstatus tools read (Ready, Stalled, Reconciling), all with the run's reason.
-  const summary = (type: ConditionType, on: boolean): ConditionInput => ({
-    type,
-    status: on ? 'True' : 'False',
-    reason,
-    message: o.message,
-    observedGeneration,
-  });
   const wanted: ConditionInput[] = [
-    admitted(i.verdict, observedGeneration),
+    admittedCondition(i.verdict, observedGeneration, 'run'),
     { type: ConditionType.Started, ...o.started, observedGeneration },
-    summary(ConditionType.Finished, terminal),
-    summary(ConditionType.Ready, succeeded),
-    summary(ConditionType.Stalled, terminal && !succeeded),
-    summary(ConditionType.Reconciling, !terminal),
+    {
+      type: ConditionType.Finished,
+      status: terminal ? 'True' : 'False',
+      reason,
+      message: o.message,
+      observedGeneration,
+    },
+    ...kstatusConditions({
+      ready: succeeded,
+      stalled: terminal && !succeeded,
+      reconciling: !terminal,
+      reason,
+      message: o.message,
+      observedGeneration,
+    }),
   ];
   const conditions = wanted.reduce<Condition[]>(
     (all, next) => setCondition(all, next, i.now),
@@ -98,25 +100,6 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
     output: o.output,
     observedGeneration,
   });
-}
-
-/** The Admitted condition: the policy's verdict. */
-function admitted(verdict: Verdict, observedGeneration: number): ConditionInput {
-  return verdict.allowed
-    ? {
-        type: ConditionType.Admitted,
-        status: 'True',
-        reason: 'PolicyAllowed',
-        message: 'the policy allows the run',
-        observedGeneration,
-      }
-    : {
-        type: ConditionType.Admitted,
-        status: 'False',
-        reason: 'PolicyDenied',
-        message: verdict.message,
-        observedGeneration,
-      };
 }
 
 function decide(i: StatusInput): Outcome {

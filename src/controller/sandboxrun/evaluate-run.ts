@@ -15,23 +15,12 @@ import {
 import { evaluate, type EffectiveSpec } from '../../policy/evaluate.js';
 import type { Policy } from '../../policy/policy.js';
 import { encodeJob } from '../../runner/protocol.js';
-import type { Violation } from '../../shared/errors.js';
 import { formatSize } from '../../shared/quantity.js';
+import { denied, type Denial } from '../verdict.js';
 import { MAX_JOB_BYTES } from './build-config-map.js';
 
 export type RunVerdict =
-  | { allowed: true; spec: SandboxRunSpec; effective: EffectiveSpec; job: Buffer }
-  | { allowed: false; spec: SandboxRunSpec | undefined; violations: Violation[]; message: string };
-
-export function describeViolations(violations: readonly Violation[]): string {
-  return violations
-    .map((v) => `${v.field}: ${v.message}${v.limit !== undefined ? ` (limit: ${v.limit})` : ''}`)
-    .join('; ');
-}
-
-function denied(spec: SandboxRunSpec | undefined, what: string, violations: Violation[]): RunVerdict {
-  return { allowed: false, spec, violations, message: `${what}: ${describeViolations(violations)}` };
-}
+  { allowed: true; spec: SandboxRunSpec; effective: EffectiveSpec; job: Buffer } | Denial<SandboxRunSpec>;
 
 export interface ClusterFacts {
   /** Declared in the config: the cluster enforces the run's deny-all NetworkPolicy. */
@@ -43,20 +32,9 @@ export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFa
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;
   const request = RunRequestSchema.safeParse(toRunRequestInput(spec));
-  if (!request.success) {
-    const violations = issuesToViolations(request.error.issues).map((v) => ({
-      ...v,
-      field: v.field === 'runtime' ? 'runtimeClassName' : v.field,
-    }));
-    return denied(spec, 'invalid spec', violations);
-  }
+  if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluate(request.data, policy);
-  if (!evaluation.ok) {
-    const violations = evaluation.violations.map((v) =>
-      v.field === 'runtime' ? { ...v, field: 'runtimeClassName' } : v,
-    );
-    return denied(spec, 'denied by policy', violations);
-  }
+  if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
   // Egress none fails closed: unless the cluster is declared to enforce the run's deny-all
   // NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo.
   const job = encodeJob(evaluation.spec, { requireNoNetwork: !cluster.networkPolicyEnforced });

@@ -27,7 +27,7 @@ import { buildContainerConfig, type ContainerShape } from '../container-config.j
 import { LABELS, MANAGED_FILTER } from '../labels.js';
 import type { PoolManager } from '../pool/pool-manager.js';
 import { SessionContainer } from './session-container.js';
-import { sessionEnd } from './session-end.js';
+import { sessionEnd } from '../../../runner/session-end.js';
 
 const READY_TIMEOUT_MS = 30_000;
 const OPEN_TIMEOUT_MS = 10_000;

@@ -5,17 +5,20 @@
  */
 import type Docker from 'dockerode';
 import { SessionClient } from '../../../runner/session-client.js';
-import { KEY_BYTES, MIN_SESSION_PROTOCOL_VERSION } from '../../../runner/session-protocol.js';
+import {
+  KEY_BYTES,
+  MIN_SESSION_PROTOCOL_VERSION,
+  READY_FRAME_BYTES,
+  readyFrameVersion,
+} from '../../../runner/session-protocol.js';
 import { AppError } from '../../../shared/errors.js';
 import { within } from '../../../shared/time.js';
 import type { SandboxEnd } from '../../sessions.js';
 import type { SessionHost } from '../../session-sandbox.js';
 import { AttachedContainer } from '../attached-container.js';
 import { LABELS } from '../labels.js';
-import { sessionEnd } from './session-end.js';
+import { sessionEnd } from '../../../runner/session-end.js';
 
-/** The ready frame: 'R', u32be length 4, u32be version. */
-const READY_BYTES = 9;
 /** How long an ended container is given to report its exit status. */
 const EXIT_WAIT_MS = 3000;
 
@@ -27,7 +30,7 @@ export class SessionContainer implements SessionHost {
   private head: Buffer[] = [];
   private headBytes = 0;
   /** Leading bytes that are the ready frame: none when adopted (the runner sent it long ago). */
-  private readyBytes = READY_BYTES;
+  private readyBytes = READY_FRAME_BYTES;
   private client: SessionClient | undefined;
   private readyResolve!: (version: number | undefined) => void;
   private readonly version = new Promise<number | undefined>((r) => (this.readyResolve = r));
@@ -96,8 +99,7 @@ export class SessionContainer implements SessionHost {
     if (before >= this.readyBytes || this.headBytes < this.readyBytes) return;
     const joined = Buffer.concat(this.head);
     this.head = [joined];
-    if (joined[0] !== 0x52 || joined.readUInt32BE(1) !== 4) return this.readyResolve(-1);
-    this.readyResolve(joined.readUInt32BE(5));
+    this.readyResolve(readyFrameVersion(joined) ?? -1);
   }
 
   /**

@@ -1,8 +1,15 @@
-/** How a stopped session container ended, from what the engine knows of it. */
+/**
+ * How a stopped session container ended, from what its engine knows of it (the main process's
+ * exit status, the OOM killer): the Docker backend reads a container, the operator a pod.
+ */
 import { constants } from 'node:os';
-import type { SessionReason } from '../../../api/session.js';
-import { RUNNER_EXIT } from '../../../runner/session-protocol.js';
-import type { SandboxEnd } from '../../sessions.js';
+import type { SessionReason } from '../api/session.js';
+import { RUNNER_EXIT } from './session-protocol.js';
+
+export interface SessionEnd {
+  reason: SessionReason;
+  message: string;
+}
 
 /** A main process killed by signal N exits 128 + N. */
 const KILLED = 128 + constants.signals.SIGKILL;
@@ -13,7 +20,7 @@ export interface ContainerExit {
 }
 
 /** The reason of a session whose container stopped; undefined for a pool container never opened. */
-export function sessionEnd(exit: ContainerExit): SandboxEnd | undefined {
+export function sessionEnd(exit: ContainerExit): SessionEnd | undefined {
   if (exit.oomKilled)
     return { reason: 'OOMKilled', message: 'the sandbox ran out of memory and its runner was killed' };
   const reasons: Partial<Record<number, [SessionReason, string]>> = {

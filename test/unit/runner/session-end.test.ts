@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sessionEnd } from '../../../../src/backends/docker/session/session-end.js';
-import { RUNNER_EXIT } from '../../../../src/runner/session-protocol.js';
+import { sessionEnd } from '../../../src/runner/session-end.js';
+import { RUNNER_EXIT } from '../../../src/runner/session-protocol.js';
 
 test('a stopped session container says why by its exit status, OOM first', () => {
   const reason = (exitCode: number, oomKilled = false) => sessionEnd({ exitCode, oomKilled })?.reason;
