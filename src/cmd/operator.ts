@@ -1,5 +1,5 @@
 /**
- * `sandpit operator`: the Kubernetes operator for SandboxRun resources. Composition root: reads the
+ * `sandpit operator`: the Kubernetes operator for SandboxRun and Sandbox resources. Composition root: reads the
  * config and credentials (a kubeconfig, or the pod's service account), builds the policy shared with
  * the Docker backend, serves /healthz, /readyz and /metrics, and shuts down on SIGTERM/SIGINT
  * (drains in-flight reconciles, then releases the Lease).
@@ -22,7 +22,7 @@ import { loadContext, openAudit } from './wiring.js';
 export const OPERATOR_USAGE = `
 usage: sandpit operator [options]
 
-Reconciles SandboxRun resources (sandpit.dev/v1alpha1) into hardened pods. Credentials: --kubeconfig
+Reconciles SandboxRun and Sandbox resources (sandpit.dev/v1alpha1) into hardened pods. Credentials: --kubeconfig
 (or KUBECONFIG), else the pod's service account when running in a cluster. Settings: kubernetes: and
 kubernetes.operator: in the config (SANDPIT_KUBERNETES_*), and the sandbox: limits the Docker backend
 shares.

@@ -44,11 +44,23 @@ export function isControlledBy(obj: KubeObject, owner: Pick<ObjectRef, 'uid'>): 
   return (obj.metadata?.ownerReferences ?? []).some((o) => o.controller === true && o.uid === owner.uid);
 }
 
-/** The object controlling `obj`: its apiVersion and kind, and its `namespace/name` key. */
-export function controllerOf(obj: KubeObject): { apiVersion: string; kind: string; key: string } | undefined {
-  const ref = (obj.metadata?.ownerReferences ?? []).find((o) => o.controller === true);
+/** An owner as the manager routes to it: its apiVersion and kind, and its `namespace/name` key. */
+export interface OwnerKey {
+  apiVersion: string;
+  kind: string;
+  key: string;
+}
+
+/** Every owner of `obj` (owners are in the object's own namespace). */
+export function ownersOf(obj: KubeObject, controllerOnly = false): OwnerKey[] {
   const namespace = obj.metadata?.namespace;
-  return ref && namespace
-    ? { apiVersion: ref.apiVersion, kind: ref.kind, key: `${namespace}/${ref.name}` }
-    : undefined;
+  if (!namespace) return [];
+  return (obj.metadata?.ownerReferences ?? [])
+    .filter((o) => !controllerOnly || o.controller === true)
+    .map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, key: `${namespace}/${o.name}` }));
+}
+
+/** The object controlling `obj`. */
+export function controllerOf(obj: KubeObject): OwnerKey | undefined {
+  return ownersOf(obj, true)[0];
 }

@@ -1,11 +1,11 @@
 /**
- * The contract between the manager and the controller of one kind (SandboxRun today; Sandbox and
- * SandboxPool next): the manager runs the caches, the queue and the workers; a kind's controller
+ * The contract between the manager and the controller of one kind (SandboxRun, Sandbox; SandboxPool
+ * next): the manager runs the caches, the queue and the workers; a kind's controller
  * names its kind and makes the reconciler that does one level-triggered pass per key.
  */
 import type { CustomKind } from '../api/v1alpha1/group.js';
 import type { KubeClient } from '../kube/client.js';
-import type { ConfigMap, KubeObject, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
+import type { ConfigMap, KubeObject, Lease, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
 import type { Store } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { EventRecorder } from './events.js';
@@ -29,6 +29,8 @@ export interface ReconcileContext<T extends KubeObject> {
   configMaps: Store<ConfigMap>;
   networkPolicies: Store<NetworkPolicy>;
   runtimeClasses: Store<RuntimeClass>;
+  /** Session Leases (labelled sandpit.dev/session): the gateway's record of a session's activity. */
+  leases: Store<Lease>;
 }
 
 export interface Reconciler {

@@ -12,19 +12,21 @@ import {
   objectKey,
   type ConfigMap,
   type KubeObject,
+  type Lease,
   type NetworkPolicy,
   type Pod,
   type RuntimeClass,
 } from '../kube/objects.js';
 import type { Logger } from '../observability/logger.js';
 import { pollUntil } from '../shared/time.js';
-import { controllerOf } from './children.js';
+import { controllerOf, ownersOf } from './children.js';
 import { createEventRecorder } from './events.js';
 import type { KindController, ReconcileContext, Reconciler } from './kind-controller.js';
 import type { OperatorMetrics } from './metrics.js';
 import {
   configMapSource,
   kindSource,
+  leaseSource,
   networkPolicySource,
   podSource,
   runtimeClassSource,
@@ -63,6 +65,7 @@ export class Manager {
   private readonly pods: InformerSet<Pod>;
   private readonly configMaps: InformerSet<ConfigMap>;
   private readonly networkPolicies: InformerSet<NetworkPolicy>;
+  private readonly leases: InformerSet<Lease>;
   private readonly runtimeClasses: Informer<RuntimeClass>;
   private workers: Promise<void>[] = [];
   private resync: NodeJS.Timeout | undefined;
@@ -79,6 +82,7 @@ export class Manager {
     this.pods = set((ns) => podSource(kube, ns));
     this.configMaps = set((ns) => configMapSource(kube, ns));
     this.networkPolicies = set((ns) => networkPolicySource(kube, ns));
+    this.leases = set((ns) => leaseSource(kube, ns));
     this.runtimeClasses = this.informer(runtimeClassSource(kube));
     const events = createEventRecorder({
       kube,
@@ -99,6 +103,7 @@ export class Manager {
         configMaps: this.configMaps,
         networkPolicies: this.networkPolicies,
         runtimeClasses: this.runtimeClasses,
+        leases: this.leases,
       };
       const queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
       return { controller, objects, queue, reconciler: controller.reconciler(context) };
@@ -128,8 +133,7 @@ export class Manager {
         });
       }
     }
-    const toOwner = (_type: string, obj: KubeObject): void => {
-      const owner = controllerOf(obj);
+    const enqueue = (owner: { apiVersion: string; kind: string; key: string } | undefined): void => {
       const k =
         owner &&
         this.kinds.find(
@@ -138,8 +142,10 @@ export class Manager {
       if (owner && k) k.queue.add(owner.key);
     };
     for (const set of [this.pods, this.configMaps, this.networkPolicies] as InformerSet<KubeObject>[]) {
-      for (const i of set.informers) i.on(toOwner);
+      for (const i of set.informers) i.on((_type, obj) => enqueue(controllerOf(obj)));
     }
+    // A session Lease is owned by its Sandbox, but not as its controller (the gateway writes it).
+    for (const i of this.leases.informers) i.on((_type, obj) => ownersOf(obj).forEach(enqueue));
     this.runtimeClasses.on(() => {
       for (const k of this.kinds)
         for (const key of k.reconciler.waitingForRuntimeClasses?.() ?? []) k.queue.add(key);
@@ -152,6 +158,7 @@ export class Manager {
       ...this.pods.informers,
       ...this.configMaps.informers,
       ...this.networkPolicies.informers,
+      ...this.leases.informers,
       this.runtimeClasses,
     ] as Informer<KubeObject>[];
   }
@@ -253,8 +260,9 @@ export class Manager {
       if (result === 'conflict') logger.debug(fields, 'Reconcile hit a conflict; retrying');
       else logger.warn(fields, 'Reconcile failed; retrying');
     } finally {
-      metrics.reconciles.inc({ result });
-      metrics.reconcileDuration.observe({ result }, (performance.now() - started) / 1000);
+      const kind = k.controller.kind.kind;
+      metrics.reconciles.inc({ kind, result });
+      metrics.reconcileDuration.observe({ kind, result }, (performance.now() - started) / 1000);
       k.queue.done(key);
     }
   }

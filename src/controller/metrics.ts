@@ -4,6 +4,7 @@
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { PHASES } from '../api/run.js';
+import { SESSION_STATES } from '../api/session.js';
 import { createRegistry } from '../observability/metrics.js';
 
 const LATENCY_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300];
@@ -12,20 +13,21 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
   const registry = createRegistry('operator', options);
   const registers = [registry];
   let phaseCounts: () => Map<string, number> = () => new Map();
+  let sandboxPhaseCounts: () => Map<string, number> = () => new Map();
   let queueDepth: () => number = () => 0;
   const metrics = {
     registry,
     reconcileDuration: new Histogram({
       name: 'sandpit_operator_reconcile_duration_seconds',
-      help: 'Time spent in one reconcile pass, by result',
-      labelNames: ['result'] as const,
+      help: 'Time spent in one reconcile pass, by kind and result',
+      labelNames: ['kind', 'result'] as const,
       buckets: [0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
       registers,
     }),
     reconciles: new Counter({
       name: 'sandpit_operator_reconciles_total',
-      help: 'Reconcile passes by result: success, requeue, conflict or error',
-      labelNames: ['result'] as const,
+      help: 'Reconcile passes by kind and result: success, requeue, conflict or error',
+      labelNames: ['kind', 'result'] as const,
       registers,
     }),
     runs: new Gauge({
@@ -57,6 +59,29 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
       buckets: LATENCY_BUCKETS,
       registers,
     }),
+    sandboxes: new Gauge({
+      name: 'sandpit_operator_sandboxes',
+      help: 'Sandboxes (sessions) in the watched namespaces, by phase',
+      labelNames: ['phase'] as const,
+      registers,
+      collect() {
+        const counts = sandboxPhaseCounts();
+        for (const phase of ['', ...SESSION_STATES])
+          this.set({ phase: phase || 'New' }, counts.get(phase) ?? 0);
+      },
+    }),
+    sandboxReady: new Histogram({
+      name: 'sandpit_operator_sandbox_ready_seconds',
+      help: 'Time from the creation of a Sandbox to its session being ready',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    sandboxesEnded: new Counter({
+      name: 'sandpit_operator_sandboxes_ended_total',
+      help: 'Sandboxes that ended, by phase (Expired, Deleted, Failed) and reason',
+      labelNames: ['phase', 'reason'] as const,
+      registers,
+    }),
     leader: new Gauge({
       name: 'sandpit_operator_leader',
       help: '1 while this replica holds the leader lease',
@@ -80,6 +105,10 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
     observeRunPhases(counts: () => Map<string, number>): void {
       phaseCounts = counts;
     },
+    /** Wires sandpit_operator_sandboxes, read at scrape time: Sandboxes by phase ('' when new). */
+    observeSandboxPhases(counts: () => Map<string, number>): void {
+      sandboxPhaseCounts = counts;
+    },
     /** Wires sandpit_operator_workqueue_depth, read at scrape time. */
     observeQueueDepth(depth: () => number): void {
       queueDepth = depth;
@@ -89,3 +118,15 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
 }
 
 export type OperatorMetrics = ReturnType<typeof createOperatorMetrics>;
+
+/** Objects by their status's phase ('' when they have none yet), for the by-phase gauges. */
+export function countPhases(
+  objects: readonly { status?: { phase?: string } | undefined }[],
+): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const o of objects) {
+    const phase = o.status?.phase ?? '';
+    counts.set(phase, (counts.get(phase) ?? 0) + 1);
+  }
+  return counts;
+}

@@ -1,5 +1,5 @@
 /**
- * The operator: the kinds it reconciles (SandboxRun), and its lifecycle. It campaigns for the
+ * The operator: the kinds it reconciles (SandboxRun, Sandbox), and its lifecycle. It campaigns for the
  * Lease (when leader election is on) and lets the manager act only while leading. The manager is
  * made on first leadership; when the Lease is lost (it could not be renewed in time, e.g. the
  * apiserver was down) it pauses (its caches stay warm, no work is taken) and resumes when the Lease
@@ -9,6 +9,7 @@
  */
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { Manager, type ManagerOptions } from './manager.js';
+import { sandboxController } from './sandbox/controller.js';
 import { sandboxRunController, type SandboxRunSettings } from './sandboxrun/controller.js';
 
 export interface OperatorOptions extends ManagerOptions, SandboxRunSettings {
@@ -39,7 +40,14 @@ export function createOperator(options: OperatorOptions): Operator {
       manager.setActive(true);
       return;
     }
-    manager = new Manager(options, [sandboxRunController(options)]);
+    manager = new Manager(options, [
+      sandboxRunController(options),
+      sandboxController({
+        policy: options.policy,
+        pod: options.pod,
+        defaultPendingTimeoutSeconds: options.runSettings.defaultPendingTimeoutSeconds,
+      }),
+    ]);
     starting = manager
       .start()
       .catch((e: unknown) => logger.error({ err: (e as Error).message }, 'Controller failed to start'));

@@ -16,13 +16,17 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: 'sandpit.dev', resource: 'sandboxruns', verbs: ['delete', 'list', 'watch'], scope: 'cluster' },
   // the one status write per pass (PUT …/status)
   { apiGroup: 'sandpit.dev', resource: 'sandboxruns/status', verbs: ['update'], scope: 'cluster' },
+  // informer (list, watch); TTL clean-up (delete)
+  { apiGroup: 'sandpit.dev', resource: 'sandboxes', verbs: ['delete', 'list', 'watch'], scope: 'cluster' },
+  // the one status write per pass (PUT …/status)
+  { apiGroup: 'sandpit.dev', resource: 'sandboxes/status', verbs: ['update'], scope: 'cluster' },
   // informer; create; cancel and clean-up; a live read when the cache has not seen a recorded pod
   { apiGroup: '', resource: 'pods', verbs: ['create', 'delete', 'get', 'list', 'watch'], scope: 'cluster' },
-  // the output tail
+  // a run's output tail; a session runner's ready frame (the log's first 9 bytes)
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job
   { apiGroup: '', resource: 'configmaps', verbs: ['create', 'list', 'watch'], scope: 'cluster' },
-  // Events on SandboxRuns; the kubelet's Events on a pod whose sandbox it cannot create
+  // Events on SandboxRuns and Sandboxes; the kubelet's Events on a pod whose sandbox it cannot create
   { apiGroup: '', resource: 'events', verbs: ['create', 'list'], scope: 'cluster' },
   // informer; deny-all; restoring a changed policy
   {
@@ -33,6 +37,8 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   },
   // informer: runs naming a missing RuntimeClass wait instead of making a pod that cannot start
   { apiGroup: 'node.k8s.io', resource: 'runtimeclasses', verbs: ['list', 'watch'], scope: 'cluster' },
+  // informer on session Leases (the gateway writes them; their renewTime is the last activity)
+  { apiGroup: 'coordination.k8s.io', resource: 'leases', verbs: ['list', 'watch'], scope: 'cluster' },
   // leader election
   {
     apiGroup: 'coordination.k8s.io',

@@ -1,14 +1,15 @@
 /**
  * What the manager watches: the objects of each kind it reconciles, and the Pods, ConfigMaps and
  * NetworkPolicies the operator made (selected by its managed-by label), in each watched namespace
- * or cluster-wide; and RuntimeClasses, so a run naming a missing one waits instead of making a pod
- * that can never start.
+ * or cluster-wide; the session Leases the gateway renews (selected by their sandpit.dev/session
+ * label; the operator only reads them); and RuntimeClasses, so a run naming a missing one waits
+ * instead of making a pod that can never start.
  */
 import type { CustomKind } from '../api/v1alpha1/group.js';
-import { LABEL_MANAGED_BY, MANAGED_BY_OPERATOR } from '../api/v1alpha1/labels.js';
+import { LABEL_MANAGED_BY, LABEL_SESSION, MANAGED_BY_OPERATOR } from '../api/v1alpha1/labels.js';
 import { collectionPath, customPrefix, type KubeClient } from '../kube/client.js';
 import type { InformerSource } from '../kube/informer.js';
-import type { ConfigMap, KubeObject, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
+import type { ConfigMap, KubeObject, Lease, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
 
 export const CHILD_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_OPERATOR}`;
 
@@ -52,6 +53,15 @@ export function networkPolicySource(
     labelSelector: CHILD_SELECTOR,
     list: (continueToken) =>
       kube.listNetworkPolicies({ namespace, labelSelector: CHILD_SELECTOR, continueToken }),
+  };
+}
+
+export function leaseSource(kube: KubeClient, namespace: string | undefined): InformerSource<Lease> {
+  return {
+    resource: 'leases',
+    path: collectionPath('/apis/coordination.k8s.io/v1', 'leases', namespace),
+    labelSelector: LABEL_SESSION,
+    list: (continueToken) => kube.listLeases({ namespace, labelSelector: LABEL_SESSION, continueToken }),
   };
 }
 

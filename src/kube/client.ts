@@ -286,6 +286,11 @@ export function createKubeClient(kc: KubeConfig) {
         await core.createNamespacedEvent({ namespace, body: model<CoreV1Event>(body) });
       }),
 
+    listLeases: (q: ListQuery): Promise<ListPage<Lease>> =>
+      listPages<Lease>('Leases', q, {
+        namespaced: (o) => coordination.listNamespacedLease(o),
+        all: (o) => coordination.listLeaseForAllNamespaces(o),
+      }),
     getLease: (namespace: string, name: string): Promise<Lease | undefined> =>
       unlessNotFound(
         kubeCall(`get Lease ${namespace}/${name}`, async () =>

@@ -10,6 +10,7 @@ import { networkRefusal } from '../../runner/protocol.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
 import { pendingDeadlineMs, pendingEnd, pendingProblem, type Blocked } from '../pod/pending.js';
 import { admittedCondition, kstatusConditions, type Verdict } from '../verdict.js';
+import { compact } from '../../shared/compact.js';
 
 export interface StatusInput {
   generation: number;
@@ -255,8 +256,4 @@ export function requeueAfterMs(
     return Math.max(0, Date.parse(status.completionTime) + input.ttlSecondsAfterFinished * 1000 - now);
   }
   return undefined;
-}
-
-function compact<T extends object>(obj: T): T {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as T;
 }

@@ -5,10 +5,10 @@
  */
 import { SANDBOX_RUN, type SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
 import { objectKey } from '../../kube/objects.js';
-import type { Store } from '../../kube/store.js';
 import type { AuditTrail } from '../../observability/audit-trail.js';
 import type { Policy } from '../../policy/policy.js';
 import type { KindController } from '../kind-controller.js';
+import { countPhases } from '../metrics.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
 import { StatusOverlay } from '../status-overlay.js';
 import type { OutputLimits } from './read-output.js';
@@ -30,12 +30,6 @@ export interface SandboxRunSettings {
 
 const phaseOf = (run: SandboxRun): string => run.status?.phase ?? '';
 
-function phaseCounts(runs: Store<SandboxRun>): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const run of runs.list()) counts.set(phaseOf(run), (counts.get(phaseOf(run)) ?? 0) + 1);
-  return counts;
-}
-
 export function sandboxRunController(settings: SandboxRunSettings): KindController<SandboxRun> {
   return {
     kind: SANDBOX_RUN,
@@ -43,7 +37,7 @@ export function sandboxRunController(settings: SandboxRunSettings): KindControll
     reconciler(context) {
       const runs = context.objects;
       const overlay = new StatusOverlay();
-      context.metrics.observeRunPhases(() => phaseCounts(runs));
+      context.metrics.observeRunPhases(() => countPhases(runs.list()));
       const deps = { ...context, ...settings, runs, overlay };
       return {
         reconcile: (key) => reconcileRun(deps, key),

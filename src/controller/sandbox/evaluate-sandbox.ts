@@ -1,0 +1,25 @@
+/**
+ * evaluateSandbox(): the authoritative policy verdict on a Sandbox (DESIGN.md §3): its spec is
+ * read as the shared session request and given to the same evaluateSession() the gateway uses, so
+ * a Sandbox made with kubectl gets exactly the limits one made through sandpit gets. Pure.
+ */
+import { SessionRequestSchema } from '../../api/session.js';
+import { issuesToViolations } from '../../api/validate.js';
+import { SandboxSpecSchema, toSessionRequestInput, type SandboxSpec } from '../../api/v1alpha1/sandbox.js';
+import type { Policy } from '../../policy/policy.js';
+import { evaluateSession, type EffectiveSessionSpec } from '../../policy/session.js';
+import { denied, type Denial } from '../verdict.js';
+
+export type SandboxVerdict =
+  { allowed: true; spec: SandboxSpec; effective: EffectiveSessionSpec } | Denial<SandboxSpec>;
+
+export function evaluateSandbox(rawSpec: unknown, policy: Policy): SandboxVerdict {
+  const parsed = SandboxSpecSchema.safeParse(rawSpec ?? {});
+  if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
+  const spec = parsed.data;
+  const request = SessionRequestSchema.safeParse(toSessionRequestInput(spec));
+  if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
+  const evaluation = evaluateSession(request.data, policy);
+  if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
+  return { allowed: true, spec, effective: evaluation.spec };
+}

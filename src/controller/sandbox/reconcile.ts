@@ -1,0 +1,225 @@
+/**
+ * reconcileSandbox(): one level-triggered, idempotent pass over one Sandbox, by key. It reads the
+ * Sandbox from the cache, takes the shared policy's verdict on it, makes sure its NetworkPolicy and
+ * Pod exist (the shared ensureChildren()), reads the runner's ready frame once the pod is Ready,
+ * reads the session Lease's renewTime as the last activity, computes the status purely, writes it
+ * once if it changed (PUT with the resourceVersion), reports the transition, and deletes the pod of
+ * a session that ended. It never writes the spec, never writes the Lease, and never touches
+ * children it does not control.
+ */
+import { SANDBOX_CONTAINER, childName } from '../../api/v1alpha1/labels.js';
+import {
+  SANDBOX,
+  SandboxStatusSchema,
+  type Sandbox,
+  type SandboxStatus,
+} from '../../api/v1alpha1/sandbox.js';
+import { isSessionEnded } from '../../api/session.js';
+import { isNotFound } from '../../kube/errors.js';
+import type { Lease } from '../../kube/objects.js';
+import type { Store } from '../../kube/store.js';
+import type { Policy } from '../../policy/policy.js';
+import {
+  MIN_SESSION_PROTOCOL_VERSION,
+  READY_FRAME_BYTES,
+  readyFrameVersion,
+} from '../../runner/session-protocol.js';
+import type { ObjectRef } from '../children.js';
+import type { ReconcileResult } from '../kind-controller.js';
+import {
+  earliest,
+  endedPass,
+  specNumber,
+  stopPod,
+  writeStatus,
+  type StatusWriteDeps,
+  type StopDeps,
+} from '../lifecycle.js';
+import { buildNetworkPolicy } from '../pod/build-network-policy.js';
+import type { PodSettings } from '../pod/build-sandbox-pod.js';
+import {
+  ensureChildren,
+  NOTHING_OBSERVED,
+  type ChildrenDeps,
+  type PodObservation,
+} from '../pod/ensure-children.js';
+import type { StatusOverlay } from '../status-overlay.js';
+import { buildSessionPod } from './build-session-pod.js';
+import { computeSandboxStatus, sandboxRequeueMs, type RunnerHello } from './compute-status.js';
+import { evaluateSandbox, type SandboxVerdict } from './evaluate-sandbox.js';
+import { reportSandbox, type SandboxReportDeps } from './report.js';
+import { sandboxRef, sessionChildMeta, sessionPodSelector } from './sandbox-ref.js';
+
+export interface SandboxSettings {
+  policy: Policy;
+  pod: PodSettings;
+  /** A Sandbox whose spec names no pendingTimeoutSeconds waits this long for its pod to be ready. */
+  defaultPendingTimeoutSeconds: number;
+}
+
+export interface SandboxReconcileDeps extends ChildrenDeps, SandboxReportDeps, StopDeps, StatusWriteDeps {
+  sandboxes: Store<Sandbox>;
+  leases: Store<Lease>;
+  overlay: StatusOverlay;
+  settings: SandboxSettings;
+}
+
+/** How soon to look again at a Ready pod whose runner has not written its ready frame yet. */
+export const READY_FRAME_POLL_MS = 250;
+
+interface SandboxView {
+  raw: Sandbox;
+  ref: ObjectRef;
+  key: string;
+  generation: number;
+  createdAt: string;
+  status: SandboxStatus;
+  timing: Parameters<typeof sandboxRequeueMs>[1];
+}
+
+function readSandbox(raw: Sandbox, key: string, deps: SandboxReconcileDeps): SandboxView {
+  const m = raw.metadata ?? {};
+  const parsed = SandboxStatusSchema.safeParse(raw.status ?? {});
+  const createdAt = m.creationTimestamp ?? new Date(0).toISOString();
+  return {
+    raw,
+    key,
+    ref: sandboxRef({ name: m.name ?? '', namespace: m.namespace ?? '', uid: m.uid ?? '' }),
+    generation: m.generation ?? 1,
+    createdAt,
+    status: parsed.success ? parsed.data : {},
+    timing: {
+      createdAt,
+      pendingTimeoutSeconds:
+        specNumber(raw.spec, 'pendingTimeoutSeconds') ?? deps.settings.defaultPendingTimeoutSeconds,
+      idleTimeoutSeconds: specNumber(raw.spec, 'idleTimeoutSeconds'),
+      ttlSecondsAfterFinished: specNumber(raw.spec, 'ttlSecondsAfterFinished'),
+      now: deps.now().toISOString(),
+    },
+  };
+}
+
+export async function reconcileSandbox(deps: SandboxReconcileDeps, key: string): Promise<ReconcileResult> {
+  const [namespace = '', name = ''] = key.split('/');
+  const raw = deps.overlay.latest(key, deps.sandboxes.get(namespace, name));
+  if (!raw || raw.metadata?.deletionTimestamp) return {}; // owner references garbage-collect the children
+  const sandbox = readSandbox(raw, key, deps);
+  if (sandbox.status.phase && isSessionEnded(sandbox.status.phase)) {
+    return endedPass(deps, {
+      kind: SANDBOX,
+      key,
+      ref: sandbox.ref,
+      raw,
+      generation: sandbox.generation,
+      status: sandbox.status,
+      endedAt: sandbox.status.finishedTime,
+      ttlSecondsAfterFinished: sandbox.timing.ttlSecondsAfterFinished,
+      now: sandbox.timing.now,
+    });
+  }
+  return liveSandbox(deps, sandbox);
+}
+
+/** A session not ended yet: the verdict, the children, the runner's hello, the status, the report. */
+async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Promise<ReconcileResult> {
+  const verdict = evaluateSandbox(sandbox.raw.spec, deps.settings.policy);
+  const cancel = verdict.spec?.cancel === true;
+  const observed =
+    verdict.allowed && !cancel ? await observeChildren(deps, sandbox, verdict) : NOTHING_OBSERVED;
+  const runner = await runnerHello(deps, sandbox, observed);
+  const podName = childName(sandbox.ref.name, sandbox.ref.uid);
+  const status = computeSandboxStatus({
+    generation: sandbox.generation,
+    createdAt: sandbox.createdAt,
+    current: sandbox.status,
+    verdict: verdict.allowed ? { allowed: true } : { allowed: false, message: verdict.message },
+    cancel,
+    pendingTimeoutSeconds: sandbox.timing.pendingTimeoutSeconds,
+    ttlSeconds: verdict.allowed ? verdict.effective.ttlSeconds : undefined,
+    idleTimeoutSeconds: sandbox.timing.idleTimeoutSeconds,
+    podName,
+    ...observed,
+    runner,
+    renewTime: renewTimeOf(deps.leases, sandbox.ref),
+    now: sandbox.timing.now,
+  });
+  await writeStatus(deps, {
+    kind: SANDBOX,
+    key: sandbox.key,
+    raw: sandbox.raw,
+    before: sandbox.status,
+    after: status,
+  });
+  await reportSandbox(deps, {
+    sandbox: sandbox.ref,
+    createdAt: sandbox.createdAt,
+    before: sandbox.status,
+    after: status,
+  });
+  const after = sandboxRequeueMs(status, sandbox.timing);
+  if (status.phase && isSessionEnded(status.phase))
+    return { requeueAfterMs: earliest(after, await stopPod(deps, sandbox.ref)) };
+  const polling = status.phase === 'Creating' && observed.pod?.ready ? READY_FRAME_POLL_MS : undefined;
+  return { requeueAfterMs: earliest(after, polling) };
+}
+
+function observeChildren(
+  deps: SandboxReconcileDeps,
+  sandbox: SandboxView,
+  verdict: Extract<SandboxVerdict, { allowed: true }>,
+): Promise<PodObservation> {
+  const { ref } = sandbox;
+  return ensureChildren(
+    deps,
+    { ...ref, podRecorded: sandbox.status.podName !== undefined },
+    {
+      networkPolicy: buildNetworkPolicy(sessionChildMeta(ref), sessionPodSelector(ref)),
+      pod: buildSessionPod(ref, verdict.effective, deps.settings.pod),
+      runtimeClass: verdict.effective.runtime,
+    },
+  );
+}
+
+/**
+ * Whether the runner answered: its ready frame is the first bytes of the pod's log. Read once,
+ * while the session is Creating and its pod is Ready; a session already Ready has been seen.
+ */
+async function runnerHello(
+  deps: SandboxReconcileDeps,
+  sandbox: SandboxView,
+  observed: PodObservation,
+): Promise<RunnerHello> {
+  if (sandbox.status.readyTime) return { state: 'ready' };
+  const pod = observed.pod;
+  if (!pod || pod.phase !== 'Running' || !pod.ready) return { state: 'waiting' };
+  let head: string;
+  try {
+    head = await deps.kube.readPodLog(
+      { namespace: sandbox.ref.namespace, name: pod.name },
+      { container: SANDBOX_CONTAINER, limitBytes: READY_FRAME_BYTES },
+    );
+  } catch (e) {
+    if (isNotFound(e)) return { state: 'waiting' };
+    throw e;
+  }
+  const version = readyFrameVersion(Buffer.from(head, 'latin1'));
+  if (version === undefined) return { state: 'waiting' };
+  if (version < MIN_SESSION_PROTOCOL_VERSION) {
+    return {
+      state: 'wrong',
+      message:
+        version < 0
+          ? `the image's runner did not start a session (its output does not begin with the ready frame)`
+          : `the image's runner speaks session protocol ${version}; this operator needs ${MIN_SESSION_PROTOCOL_VERSION} or later`,
+    };
+  }
+  return { state: 'ready' };
+}
+
+/** The session Lease's renewTime, when the Lease (same name) is owned by this very Sandbox. */
+function renewTimeOf(leases: Store<Lease>, sandbox: ObjectRef): string | undefined {
+  const lease = leases.get(sandbox.namespace, sandbox.name);
+  if (!lease?.metadata?.ownerReferences?.some((o) => o.uid === sandbox.uid)) return undefined;
+  const renewed = lease.spec?.renewTime;
+  return renewed && !Number.isNaN(Date.parse(renewed)) ? renewed : undefined;
+}
