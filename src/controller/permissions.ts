@@ -22,7 +22,7 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: 'sandpit.dev', resource: 'sandboxes/status', verbs: ['update'], scope: 'cluster' },
   // informer; create; cancel and clean-up; a live read when the cache has not seen a recorded pod
   { apiGroup: '', resource: 'pods', verbs: ['create', 'delete', 'get', 'list', 'watch'], scope: 'cluster' },
-  // a run's output tail; a session runner's ready frame (the log's first 9 bytes)
+  // the output tail
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job
   { apiGroup: '', resource: 'configmaps', verbs: ['create', 'list', 'watch'], scope: 'cluster' },

@@ -1,6 +1,6 @@
 /**
  * computeSandboxStatus(): the session's status from what the reconciler observed. Pure: time comes
- * in as an argument. Creating → Ready (the pod is Ready and its runner wrote the ready frame) →
+ * in as an argument. Creating → Ready (the pod is Ready: its runner runs, waiting on its stdin) →
  * Expired (TTLExpired, IdleExpired) | Deleted (spec.cancel) | Failed (PolicyDenied, PendingTimeout,
  * ImageNotFound, Unschedulable, OOMKilled, ContainerFailed, RunnerGone, …). An ended status never
  * changes again (only observedGeneration follows the spec).
@@ -22,9 +22,6 @@ import { earliest, msUntil } from '../lifecycle.js';
 import { admittedCondition, kstatusConditions, type Verdict } from '../verdict.js';
 import { compact } from '../../shared/compact.js';
 
-/** What the pod's log starts with: the runner's ready frame, nothing yet, or something else. */
-export type RunnerHello = { state: 'ready' } | { state: 'waiting' } | { state: 'wrong'; message: string };
-
 export interface SandboxStatusInput {
   generation: number;
   createdAt: string;
@@ -41,7 +38,6 @@ export interface SandboxStatusInput {
   blocked: Blocked | undefined;
   /** The pod was created once and is gone now. */
   podLost: boolean;
-  runner: RunnerHello;
   /** The session Lease's renewTime: the last activity through sandpit. */
   renewTime: string | undefined;
   now: string;
@@ -150,9 +146,7 @@ function alive(i: SandboxStatusInput, t: Times): Outcome {
       reason: 'RunnerGone',
       message: `pod ${i.podName} was deleted while the session lived`,
     };
-  if (i.runner.state === 'wrong')
-    return { phase: 'Failed', reason: 'ProtocolError', message: i.runner.message };
-  if (i.pod?.phase === 'Running' && i.pod.ready && i.runner.state === 'ready')
+  if (i.pod?.phase === 'Running' && i.pod.ready)
     return { phase: 'Ready', message: `the session is ready in pod ${i.podName}` };
   if (t.readyTime)
     return { phase: 'Failed', reason: 'RunnerGone', message: `pod ${i.podName} is no longer ready` };
@@ -170,8 +164,7 @@ function creating(i: SandboxStatusInput): Outcome {
   const problem = pendingProblem(i.pod, i.blocked);
   const end = pendingEnd(problem, i, 'become ready');
   if (end) return { phase: 'Failed', reason: sessionReason(end.reason), message: end.message };
-  const waitingFor =
-    i.pod?.waiting?.reason ?? (i.pod ? (i.pod.ready ? 'RunnerStarting' : 'PodPending') : 'PodNotCreated');
+  const waitingFor = i.pod?.waiting?.reason ?? (i.pod ? 'PodPending' : 'PodNotCreated');
   const detail =
     problem?.message ?? (i.pod ? `pod ${i.podName} is ${waitingFor}` : `creating pod ${i.podName}`);
   return {

@@ -1,13 +1,12 @@
 /**
  * reconcileSandbox(): one level-triggered, idempotent pass over one Sandbox, by key. It reads the
  * Sandbox from the cache, takes the shared policy's verdict on it, makes sure its NetworkPolicy and
- * Pod exist (the shared ensureChildren()), reads the runner's ready frame once the pod is Ready,
- * reads the session Lease's renewTime as the last activity, computes the status purely, writes it
+ * Pod exist (the shared ensureChildren()), reads the session Lease's renewTime as the last activity, computes the status purely, writes it
  * once if it changed (PUT with the resourceVersion), reports the transition, and deletes the pod of
  * a session that ended. It never writes the spec, never writes the Lease, and never touches
  * children it does not control.
  */
-import { SANDBOX_CONTAINER, childName } from '../../api/v1alpha1/labels.js';
+import { childName } from '../../api/v1alpha1/labels.js';
 import {
   SANDBOX,
   SandboxStatusSchema,
@@ -15,15 +14,9 @@ import {
   type SandboxStatus,
 } from '../../api/v1alpha1/sandbox.js';
 import { isSessionEnded } from '../../api/session.js';
-import { isNotFound } from '../../kube/errors.js';
 import type { Lease } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
 import type { Policy } from '../../policy/policy.js';
-import {
-  MIN_SESSION_PROTOCOL_VERSION,
-  READY_FRAME_BYTES,
-  readyFrameVersion,
-} from '../../runner/session-protocol.js';
 import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import {
@@ -45,7 +38,7 @@ import {
 } from '../pod/ensure-children.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { buildSessionPod } from './build-session-pod.js';
-import { computeSandboxStatus, sandboxRequeueMs, type RunnerHello } from './compute-status.js';
+import { computeSandboxStatus, sandboxRequeueMs } from './compute-status.js';
 import { evaluateSandbox, type SandboxVerdict } from './evaluate-sandbox.js';
 import { reportSandbox, type SandboxReportDeps } from './report.js';
 import { sandboxRef, sessionChildMeta, sessionPodSelector } from './sandbox-ref.js';
@@ -63,9 +56,6 @@ export interface SandboxReconcileDeps extends ChildrenDeps, SandboxReportDeps, S
   overlay: StatusOverlay;
   settings: SandboxSettings;
 }
-
-/** How soon to look again at a Ready pod whose runner has not written its ready frame yet. */
-export const READY_FRAME_POLL_MS = 250;
 
 interface SandboxView {
   raw: Sandbox;
@@ -120,13 +110,12 @@ export async function reconcileSandbox(deps: SandboxReconcileDeps, key: string):
   return liveSandbox(deps, sandbox);
 }
 
-/** A session not ended yet: the verdict, the children, the runner's hello, the status, the report. */
+/** A session not ended yet: the verdict, the children, the status, the report. */
 async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Promise<ReconcileResult> {
   const verdict = evaluateSandbox(sandbox.raw.spec, deps.settings.policy);
   const cancel = verdict.spec?.cancel === true;
   const observed =
     verdict.allowed && !cancel ? await observeChildren(deps, sandbox, verdict) : NOTHING_OBSERVED;
-  const runner = await runnerHello(deps, sandbox, observed);
   const podName = childName(sandbox.ref.name, sandbox.ref.uid);
   const status = computeSandboxStatus({
     generation: sandbox.generation,
@@ -139,7 +128,6 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
     idleTimeoutSeconds: sandbox.timing.idleTimeoutSeconds,
     podName,
     ...observed,
-    runner,
     renewTime: renewTimeOf(deps.leases, sandbox.ref),
     now: sandbox.timing.now,
   });
@@ -159,8 +147,7 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
   const after = sandboxRequeueMs(status, sandbox.timing);
   if (status.phase && isSessionEnded(status.phase))
     return { requeueAfterMs: earliest(after, await stopPod(deps, sandbox.ref)) };
-  const polling = status.phase === 'Creating' && observed.pod?.ready ? READY_FRAME_POLL_MS : undefined;
-  return { requeueAfterMs: earliest(after, polling) };
+  return { requeueAfterMs: after };
 }
 
 function observeChildren(
@@ -178,42 +165,6 @@ function observeChildren(
       runtimeClass: verdict.effective.runtime,
     },
   );
-}
-
-/**
- * Whether the runner answered: its ready frame is the first bytes of the pod's log. Read once,
- * while the session is Creating and its pod is Ready; a session already Ready has been seen.
- */
-async function runnerHello(
-  deps: SandboxReconcileDeps,
-  sandbox: SandboxView,
-  observed: PodObservation,
-): Promise<RunnerHello> {
-  if (sandbox.status.readyTime) return { state: 'ready' };
-  const pod = observed.pod;
-  if (!pod || pod.phase !== 'Running' || !pod.ready) return { state: 'waiting' };
-  let head: string;
-  try {
-    head = await deps.kube.readPodLog(
-      { namespace: sandbox.ref.namespace, name: pod.name },
-      { container: SANDBOX_CONTAINER, limitBytes: READY_FRAME_BYTES },
-    );
-  } catch (e) {
-    if (isNotFound(e)) return { state: 'waiting' };
-    throw e;
-  }
-  const version = readyFrameVersion(Buffer.from(head, 'latin1'));
-  if (version === undefined) return { state: 'waiting' };
-  if (version < MIN_SESSION_PROTOCOL_VERSION) {
-    return {
-      state: 'wrong',
-      message:
-        version < 0
-          ? `the image's runner did not start a session (its output does not begin with the ready frame)`
-          : `the image's runner speaks session protocol ${version}; this operator needs ${MIN_SESSION_PROTOCOL_VERSION} or later`,
-    };
-  }
-  return { state: 'ready' };
 }
 
 /** The session Lease's renewTime, when the Lease (same name) is owned by this very Sandbox. */
