@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { SessionRequestSchema } from '../../../../src/api/session.js';
+import type { ObjectRef } from '../../../../src/controller/children.js';
+import { buildSessionPod } from '../../../../src/controller/sandbox/build-session-pod.js';
+import { evaluateSandbox } from '../../../../src/controller/sandbox/evaluate-sandbox.js';
+import { createPolicy } from '../../../../src/policy/policy.js';
+import { evaluateSession } from '../../../../src/policy/session.js';
+import { SETTINGS } from '../fixtures.js';
+
+const SBX: ObjectRef = {
+  apiVersion: 'sandpit.dev/v1alpha1',
+  kind: 'Sandbox',
+  name: 'notebook',
+  namespace: 'agents',
+  uid: '7c1d2e3f-aaaa-bbbb-cccc-ddddeeeeffff',
+};
+
+function session(input: Record<string, unknown>) {
+  const r = evaluateSession(SessionRequestSchema.parse(input), createPolicy());
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return r.spec;
+}
+
+describe('buildSessionPod', () => {
+  const spec = session({ template: 'python', ttlSeconds: 900, env: [{ name: 'MODE', value: 'x' }] });
+  const pod = buildSessionPod(SBX, spec, SETTINGS);
+  const c = pod.spec?.containers[0];
+
+  test('the session runner waits its whole TTL for an open, on an attachable stdin', () => {
+    assert.deepEqual(c?.command, ['/usr/local/bin/sandpit-runner', '--session', '--open-within', '900']);
+    assert.equal(c?.stdin, true);
+    assert.equal(c?.stdinOnce, false);
+    assert.equal(c?.tty, false);
+    assert.equal(pod.spec?.activeDeadlineSeconds, 900 + SETTINGS.startGraceSeconds);
+  });
+
+  test('the run pod hardening', () => {
+    assert.equal(pod.spec?.automountServiceAccountToken, false);
+    assert.equal(pod.spec?.restartPolicy, 'Never');
+    assert.equal(pod.spec?.dnsPolicy, 'None');
+    assert.equal(c?.securityContext?.readOnlyRootFilesystem, true);
+    assert.equal(c?.securityContext?.runAsUser, 1000);
+    assert.deepEqual(c?.securityContext?.capabilities, { drop: ['ALL'] });
+    assert.equal(c?.image, spec.image);
+    assert.deepEqual(c?.resources?.limits, { cpu: '1', memory: '512Mi' });
+  });
+
+  test('labels, owner and the environment kubectl exec sees (no secrets exist here)', () => {
+    assert.equal(pod.metadata?.name, 'notebook-' + pod.metadata?.name?.slice(-5));
+    assert.equal(pod.metadata?.labels?.['sandpit.dev/session'], 'notebook');
+    assert.equal(pod.metadata?.labels?.['sandpit.dev/session-uid'], SBX.uid);
+    assert.equal(pod.metadata?.labels?.['sandpit.dev/managed-by'], 'sandpit-operator');
+    assert.deepEqual(pod.metadata?.ownerReferences, [
+      {
+        apiVersion: 'sandpit.dev/v1alpha1',
+        kind: 'Sandbox',
+        name: 'notebook',
+        uid: SBX.uid,
+        controller: true,
+      },
+    ]);
+    assert.ok(c?.env?.some((e) => e.name === 'MODE' && e.value === 'x'));
+  });
+
+  test('a long name is hashed in the label', () => {
+    const long = buildSessionPod({ ...SBX, name: 'n'.repeat(80) }, spec, SETTINGS);
+    assert.match(long.metadata?.labels?.['sandpit.dev/session'] ?? '', /^h-[0-9a-f]{20}$/);
+  });
+});
+
+describe('evaluateSandbox', () => {
+  const policy = createPolicy();
+  test('an allowed spec: the session decision the gateway would take', () => {
+    const v = evaluateSandbox({ template: 'python', runtimeClassName: 'runc', ttlSeconds: 120 }, policy);
+    assert.equal(v.allowed, true);
+    if (v.allowed) {
+      assert.equal(v.effective.ttlSeconds, 120);
+      assert.equal(v.effective.runtime, 'runc');
+    }
+  });
+  test('refusals name the spec field', () => {
+    const memory = evaluateSandbox({ template: 'python', resources: { memory: '64Gi' } }, policy);
+    assert.equal(memory.allowed, false);
+    if (!memory.allowed) assert.match(memory.message, /^denied by policy: resources\.memory/);
+    const runtime = evaluateSandbox({ template: 'python', runtimeClassName: 'kata' }, policy);
+    assert.ok(!runtime.allowed && /runtimeClassName/.test(runtime.message), JSON.stringify(runtime));
+    const invalid = evaluateSandbox({ template: 'python', idleTimeoutSeconds: 5 }, policy);
+    assert.ok(!invalid.allowed && /^invalid spec: idleTimeoutSeconds/.test(invalid.message));
+    const neither = evaluateSandbox({ ttlSeconds: 5 }, policy);
+    assert.ok(!neither.allowed && /template/.test(neither.message));
+  });
+});
