@@ -46,6 +46,7 @@ export function createOperator(options: OperatorOptions): Operator {
         policy: options.policy,
         pod: options.pod,
         defaultPendingTimeoutSeconds: options.runSettings.defaultPendingTimeoutSeconds,
+        networkPolicyEnforced: options.networkPolicyEnforced,
       }),
     ]);
     starting = manager

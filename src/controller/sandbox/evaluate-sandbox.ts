@@ -1,7 +1,10 @@
 /**
  * evaluateSandbox(): the authoritative policy verdict on a Sandbox (DESIGN.md §3): its spec is
  * read as the shared session request and given to the same evaluateSession() the gateway uses, so
- * a Sandbox made with kubectl gets exactly the limits one made through sandpit gets. Pure.
+ * a Sandbox made with kubectl gets exactly the limits one made through sandpit gets. Egress none
+ * fails closed: the session runner does not check the sandbox's interfaces (a run's does), so
+ * unless the cluster is declared to enforce the session's deny-all NetworkPolicy, no session pod
+ * is made. Pure.
  */
 import { SessionRequestSchema } from '../../api/session.js';
 import { issuesToViolations } from '../../api/validate.js';
@@ -13,7 +16,13 @@ import { denied, type Denial } from '../verdict.js';
 export type SandboxVerdict =
   { allowed: true; spec: SandboxSpec; effective: EffectiveSessionSpec } | Denial<SandboxSpec>;
 
-export function evaluateSandbox(rawSpec: unknown, policy: Policy): SandboxVerdict {
+export const NETWORK_SETTING = 'kubernetes.operator.networkPolicyEnforced';
+
+export function evaluateSandbox(
+  rawSpec: unknown,
+  policy: Policy,
+  cluster: { networkPolicyEnforced: boolean },
+): SandboxVerdict {
   const parsed = SandboxSpecSchema.safeParse(rawSpec ?? {});
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;
@@ -21,5 +30,13 @@ export function evaluateSandbox(rawSpec: unknown, policy: Policy): SandboxVerdic
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluateSession(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
+  if (!cluster.networkPolicyEnforced) {
+    return denied(spec, 'denied by policy', [
+      {
+        field: 'network',
+        message: `egress is none, and this cluster is not declared to enforce NetworkPolicy (${NETWORK_SETTING}), which is the only isolation of a session pod`,
+      },
+    ]);
+  }
   return { allowed: true, spec, effective: evaluation.spec };
 }

@@ -48,6 +48,8 @@ export interface SandboxSettings {
   pod: PodSettings;
   /** A Sandbox whose spec names no pendingTimeoutSeconds waits this long for its pod to be ready. */
   defaultPendingTimeoutSeconds: number;
+  /** The cluster enforces NetworkPolicy (declared in the config): without it no session pod is made. */
+  networkPolicyEnforced: boolean;
 }
 
 export interface SandboxReconcileDeps extends ChildrenDeps, SandboxReportDeps, StopDeps, StatusWriteDeps {
@@ -112,7 +114,7 @@ export async function reconcileSandbox(deps: SandboxReconcileDeps, key: string):
 
 /** A session not ended yet: the verdict, the children, the status, the report. */
 async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Promise<ReconcileResult> {
-  const verdict = evaluateSandbox(sandbox.raw.spec, deps.settings.policy);
+  const verdict = evaluateSandbox(sandbox.raw.spec, deps.settings.policy, deps.settings);
   const cancel = verdict.spec?.cancel === true;
   const observed =
     verdict.allowed && !cancel ? await observeChildren(deps, sandbox, verdict) : NOTHING_OBSERVED;

@@ -34,6 +34,21 @@ async function eventsOf(s: Suite, obj: Sandbox): Promise<CoreV1Event[]> {
   );
 }
 
+/** Waits for an Event on the Sandbox (the operator writes it right after the status). */
+async function expectEvent(
+  s: Suite,
+  obj: Sandbox,
+  type: 'Normal' | 'Warning',
+  reason: string,
+): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if ((await eventsOf(s, obj)).some((e) => e.type === type && e.reason === reason)) return;
+    if (Date.now() > deadline) assert.fail(`no ${type} Event ${reason} on Sandbox ${obj.metadata?.name}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 function assertGenerations(s: Sandbox): void {
   const generation = s.metadata?.generation;
   assert.equal(s.status?.observedGeneration, generation, 'status.observedGeneration');
@@ -128,15 +143,8 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
     assert.equal(exec.code, 0, exec.stderr);
     assert.equal(exec.stdout, '1000\nread-only\nkept\n42\n');
 
-    const events = await eventsOf(ops.suite, ready);
-    assert.ok(
-      events.some((e) => e.type === 'Normal' && e.reason === 'CreatedPod'),
-      'CreatedPod event',
-    );
-    assert.ok(
-      events.some((e) => e.type === 'Normal' && e.reason === 'Ready'),
-      'Ready event',
-    );
+    await expectEvent(ops.suite, ready, 'Normal', 'CreatedPod');
+    await expectEvent(ops.suite, ready, 'Normal', 'Ready');
 
     await cancelSandbox(cluster, ns, 'python-session');
     const ended = await waitForEnd(cluster, ns, 'python-session');
@@ -147,10 +155,7 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
     assert.equal(ended.metadata?.generation, 2, 'the cancel patch is a new generation');
     assertGenerations(ended);
     await waitNoPods(cluster, ns, ended);
-    assert.ok(
-      (await eventsOf(ops.suite, ended)).some((e) => e.reason === 'Deleted'),
-      'Deleted event',
-    );
+    await expectEvent(ops.suite, ended, 'Normal', 'Deleted');
   });
 
   it('ttlSeconds: Expired/TTLExpired at expiresAt, its pod deleted; ttlSecondsAfterFinished then removes it', async () => {
@@ -172,7 +177,7 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
       `ended ${took.toFixed(1)} s after creation (TTL ${ttlSeconds} s; reaction ${reactionMs.toFixed(0)} ms)`,
     );
     assertGenerations(ended);
-    assert.ok((await eventsOf(ops.suite, ended)).some((e) => e.type === 'Normal' && e.reason === 'Expired'));
+    await expectEvent(ops.suite, ended, 'Normal', 'Expired');
     const deadline = Date.now() + 30_000;
     while ((await getSandbox(cluster, ns, 'short')) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 250));
@@ -263,7 +268,7 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
     assert.ok(['RunnerGone', 'ContainerFailed'].includes(ended.status?.reason ?? ''), ended.status?.reason);
     assert.equal(condition(ended, 'Stalled')?.status, 'True');
     assert.equal(condition(ended, 'Ready')?.status, 'False');
-    assert.ok((await eventsOf(ops.suite, ended)).some((e) => e.type === 'Warning' && e.reason === 'Failed'));
+    await expectEvent(ops.suite, ended, 'Warning', 'Failed');
     await waitNoPods(cluster, ns, ended);
     assert.equal((await sessionPods(cluster, ns, ended)).length, 0, 'no new pod was made for it');
   });
@@ -301,6 +306,6 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
     assertGenerations(ended);
     assert.equal(ended.status?.podName, undefined);
     assert.equal((await sessionPods(cluster, ns, ended)).length, 0);
-    assert.ok((await eventsOf(ops.suite, ended)).some((e) => e.type === 'Warning' && e.reason === 'Failed'));
+    await expectEvent(ops.suite, ended, 'Warning', 'Failed');
   });
 });

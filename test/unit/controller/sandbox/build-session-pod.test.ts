@@ -71,8 +71,13 @@ describe('buildSessionPod', () => {
 
 describe('evaluateSandbox', () => {
   const policy = createPolicy();
+  const ENFORCED = { networkPolicyEnforced: true };
   test('an allowed spec: the session decision the gateway would take', () => {
-    const v = evaluateSandbox({ template: 'python', runtimeClassName: 'runc', ttlSeconds: 120 }, policy);
+    const v = evaluateSandbox(
+      { template: 'python', runtimeClassName: 'runc', ttlSeconds: 120 },
+      policy,
+      ENFORCED,
+    );
     assert.equal(v.allowed, true);
     if (v.allowed) {
       assert.equal(v.effective.ttlSeconds, 120);
@@ -80,14 +85,16 @@ describe('evaluateSandbox', () => {
     }
   });
   test('refusals name the spec field', () => {
-    const memory = evaluateSandbox({ template: 'python', resources: { memory: '64Gi' } }, policy);
+    const memory = evaluateSandbox({ template: 'python', resources: { memory: '64Gi' } }, policy, ENFORCED);
     assert.equal(memory.allowed, false);
     if (!memory.allowed) assert.match(memory.message, /^denied by policy: resources\.memory/);
-    const runtime = evaluateSandbox({ template: 'python', runtimeClassName: 'kata' }, policy);
+    const runtime = evaluateSandbox({ template: 'python', runtimeClassName: 'kata' }, policy, ENFORCED);
     assert.ok(!runtime.allowed && /runtimeClassName/.test(runtime.message), JSON.stringify(runtime));
-    const invalid = evaluateSandbox({ template: 'python', idleTimeoutSeconds: 5 }, policy);
+    const invalid = evaluateSandbox({ template: 'python', idleTimeoutSeconds: 5 }, policy, ENFORCED);
     assert.ok(!invalid.allowed && /^invalid spec: idleTimeoutSeconds/.test(invalid.message));
-    const neither = evaluateSandbox({ ttlSeconds: 5 }, policy);
+    const open = evaluateSandbox({ template: 'python' }, policy, { networkPolicyEnforced: false });
+    assert.ok(!open.allowed && /^denied by policy: network: .*networkPolicyEnforced/.test(open.message));
+    const neither = evaluateSandbox({ ttlSeconds: 5 }, policy, ENFORCED);
     assert.ok(!neither.allowed && /template/.test(neither.message));
   });
 });
