@@ -6,7 +6,9 @@
  * (src/runner/session-protocol.ts is the other side; keep the two in step.)
  *
  * Start: the runner writes the unkeyed ready frame of the one-shot mode, 'R' u32be:4
- * u32be:version, and waits for an open request. Without one within --open-within seconds
+ * u32be:version, then a newline (a pod's log holds a partial line back until one comes, and the
+ * operator reads the frame there; the gateway's record decoder skips it), and waits for an open
+ * request. Without one within --open-within seconds
  * (default 60) it exits 6, so a warm-pool container nobody claimed stops by itself.
  *
  * Requests (stdin): u8 type | u32be id | u32be len | body[len] | "SPQE"
@@ -795,8 +797,8 @@ int session_main(int argc, char **argv)
 	if (!in.buf)
 		fatal("out of memory");
 
-	const unsigned char ready[9] = {'R', 0, 0, 0, 4, SESSION_PROTOCOL_VERSION >> 24, SESSION_PROTOCOL_VERSION >> 16 & 0xff,
-					SESSION_PROTOCOL_VERSION >> 8 & 0xff, SESSION_PROTOCOL_VERSION & 0xff};
+	const unsigned char ready[10] = {'R', 0, 0, 0, 4, SESSION_PROTOCOL_VERSION >> 24, SESSION_PROTOCOL_VERSION >> 16 & 0xff,
+					 SESSION_PROTOCOL_VERSION >> 8 & 0xff, SESSION_PROTOCOL_VERSION & 0xff, '\n'};
 	if (write(1, ready, sizeof ready) != (ssize_t)sizeof ready)
 		fatal("write");
 	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);

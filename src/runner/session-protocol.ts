@@ -22,7 +22,10 @@ export const SESSION_PROTOCOL_VERSION = 4;
 /** The oldest session-mode runner this code accepts. */
 export const MIN_SESSION_PROTOCOL_VERSION = 3;
 
-/** The runner's first bytes in session mode: 'R', u32be 4, u32be its protocol version. */
+/**
+ * The runner's first bytes in session mode: 'R', u32be 4, u32be its protocol version. A newline
+ * follows (so that a pod's log shows the frame; the record decoder skips it).
+ */
 export const READY_FRAME_BYTES = 9;
 
 /**

@@ -1,6 +1,7 @@
 /**
  * computeSandboxStatus(): the session's status from what the reconciler observed. Pure: time comes
- * in as an argument. Creating → Ready (the pod is Ready: its runner runs, waiting on its stdin) →
+ * in as an argument. Creating → Ready (the pod is Ready and its runner answered: its ready frame
+ * opens the pod's log; it waits on its stdin) →
  * Expired (TTLExpired, IdleExpired) | Deleted (spec.cancel) | Failed (PolicyDenied, PendingTimeout,
  * ImageNotFound, Unschedulable, OOMKilled, ContainerFailed, RunnerGone, …). An ended status never
  * changes again (only observedGeneration follows the spec).
@@ -40,6 +41,8 @@ export interface SandboxStatusInput {
   podLost: boolean;
   /** The session Lease's renewTime: the last activity through sandpit. */
   renewTime: string | undefined;
+  /** The runner's ready frame is at the start of the pod's log (read once its pod is Ready). */
+  runnerAnswered: boolean;
   now: string;
 }
 
@@ -146,10 +149,13 @@ function alive(i: SandboxStatusInput, t: Times): Outcome {
       reason: 'RunnerGone',
       message: `pod ${i.podName} was deleted while the session lived`,
     };
-  if (i.pod?.phase === 'Running' && i.pod.ready)
+  const podReady = i.pod?.phase === 'Running' && i.pod.ready;
+  if (podReady && (t.readyTime || i.runnerAnswered))
     return { phase: 'Ready', message: `the session is ready in pod ${i.podName}` };
   if (t.readyTime)
     return { phase: 'Failed', reason: 'RunnerGone', message: `pod ${i.podName} is no longer ready` };
+  if (podReady)
+    return { phase: 'Creating', message: `pod ${i.podName} is ready; waiting for its runner to answer` };
   return creating(i);
 }
 

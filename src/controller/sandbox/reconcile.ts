@@ -1,12 +1,13 @@
 /**
  * reconcileSandbox(): one level-triggered, idempotent pass over one Sandbox, by key. It reads the
  * Sandbox from the cache, takes the shared policy's verdict on it, makes sure its NetworkPolicy and
- * Pod exist (the shared ensureChildren()), reads the session Lease's renewTime as the last activity, computes the status purely, writes it
+ * Pod exist (the shared ensureChildren()), reads the runner's ready frame at the start of the pod's
+ * log once the pod is Ready, reads the session Lease's renewTime as the last activity, computes the status purely, writes it
  * once if it changed (PUT with the resourceVersion), reports the transition, and deletes the pod of
  * a session that ended. It never writes the spec, never writes the Lease, and never touches
  * children it does not control.
  */
-import { childName } from '../../api/v1alpha1/labels.js';
+import { childName, SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import {
   SANDBOX,
   SandboxStatusSchema,
@@ -17,6 +18,11 @@ import { isSessionEnded } from '../../api/session.js';
 import type { Lease } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
 import type { Policy } from '../../policy/policy.js';
+import {
+  MIN_SESSION_PROTOCOL_VERSION,
+  READY_FRAME_BYTES,
+  readyFrameVersion,
+} from '../../runner/session-protocol.js';
 import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import {
@@ -119,6 +125,9 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
   const observed =
     verdict.allowed && !cancel ? await observeChildren(deps, sandbox, verdict) : NOTHING_OBSERVED;
   const podName = childName(sandbox.ref.name, sandbox.ref.uid);
+  const podReady = observed.pod?.phase === 'Running' && observed.pod.ready;
+  const runnerAnswered =
+    podReady && !sandbox.status.readyTime && (await runnerAnsweredIn(deps, sandbox.ref, podName));
   const status = computeSandboxStatus({
     generation: sandbox.generation,
     createdAt: sandbox.createdAt,
@@ -131,6 +140,7 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
     podName,
     ...observed,
     renewTime: renewTimeOf(deps.leases, sandbox.ref),
+    runnerAnswered,
     now: sandbox.timing.now,
   });
   await writeStatus(deps, {
@@ -146,7 +156,9 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
     before: sandbox.status,
     after: status,
   });
-  const after = sandboxRequeueMs(status, sandbox.timing);
+  // Nothing is watched that shows the frame reaching the log: look again soon.
+  const waitingForRunner = podReady && status.phase === 'Creating' ? RUNNER_POLL_MS : undefined;
+  const after = earliest(sandboxRequeueMs(status, sandbox.timing), waitingForRunner);
   if (status.phase && isSessionEnded(status.phase))
     return { requeueAfterMs: earliest(after, await stopPod(deps, sandbox.ref)) };
   return { requeueAfterMs: after };
@@ -167,6 +179,25 @@ function observeChildren(
       runtimeClass: verdict.effective.runtime,
     },
   );
+}
+
+/** How often a Sandbox whose pod is Ready looks for its runner's ready frame in the pod's log. */
+const RUNNER_POLL_MS = 250;
+
+/** Whether the runner's ready frame opens the pod's log (it answered: it waits for a session). */
+async function runnerAnsweredIn(
+  deps: SandboxReconcileDeps,
+  sandbox: ObjectRef,
+  pod: string,
+): Promise<boolean> {
+  const head = await deps.kube
+    .readPodLog(
+      { namespace: sandbox.namespace, name: pod },
+      { container: SANDBOX_CONTAINER, limitBytes: READY_FRAME_BYTES + 1 },
+    )
+    .catch(() => '');
+  const version = readyFrameVersion(Buffer.from(head, 'latin1'));
+  return version !== undefined && version >= MIN_SESSION_PROTOCOL_VERSION;
 }
 
 /** The session Lease's renewTime, when the Lease (same name) is owned by this very Sandbox. */

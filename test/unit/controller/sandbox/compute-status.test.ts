@@ -67,6 +67,7 @@ function input(over: Partial<SandboxStatusInput> = {}): SandboxStatusInput {
     blocked: undefined,
     podLost: false,
     renewTime: undefined,
+    runnerAnswered: true,
     now: at(1),
     ...over,
   };
@@ -89,14 +90,25 @@ describe('computeSandboxStatus', () => {
     assert.ok(s.conditions?.every((c) => c.observedGeneration === 3));
   });
 
-  test('the pod is Ready: Ready with readyTime now, kept on later passes', () => {
+  test('the pod is Ready but its runner has not answered yet: still Creating, Ready False', () => {
+    const s = computeSandboxStatus(input({ pod: running(), runnerAnswered: false, now: at(4) }));
+    assert.equal(s.phase, 'Creating');
+    assert.match(s.message ?? '', /waiting for its runner to answer/);
+    assert.equal(s.readyTime, undefined);
+    assert.equal(cond(s, 'Ready')?.status, 'False');
+  });
+
+  test('the pod is Ready and the runner answered: Ready with readyTime now, kept on later passes', () => {
     const s = computeSandboxStatus(input({ pod: running(), now: at(4) }));
     assert.equal(s.phase, 'Ready');
     assert.equal(s.readyTime, at(4));
     assert.equal(s.podName, 'sbx-abcde');
     assert.equal(cond(s, 'Ready')?.status, 'True');
     assert.equal(cond(s, 'Reconciling')?.status, 'False');
-    const again = computeSandboxStatus(input({ current: s, pod: running(), now: at(9) }));
+    // Once Ready, the frame is not looked for again.
+    const again = computeSandboxStatus(
+      input({ current: s, pod: running(), runnerAnswered: false, now: at(9) }),
+    );
     assert.deepEqual(again, s, 'nothing changed: the same status (no write)');
   });
 
