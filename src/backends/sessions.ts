@@ -21,6 +21,8 @@ export interface SessionOptions {
 }
 
 export interface SessionBackend {
+  /** The shortest idle timeout this backend can enforce (policy refuses less); none when absent. */
+  readonly minIdleTimeoutSeconds?: number | undefined;
   /** Makes and starts the session's sandbox; resolves once its runner answered. */
   createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox>;
   /**

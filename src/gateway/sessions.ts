@@ -160,7 +160,9 @@ export class SessionUseCases {
     try {
       const backend = this.backend;
       const request = parseInput(SessionRequestSchema, fromSeedSessionBody(input), 'session request');
-      const evaluation = evaluateSession(request, policy, principal.scope);
+      const evaluation = evaluateSession(request, policy, principal.scope, {
+        minIdleTimeoutSeconds: backend.minIdleTimeoutSeconds,
+      });
       if (!evaluation.ok) throw policyDenied(evaluation.violations);
       audit.assertAvailable();
       this.checkCaps(principal);
