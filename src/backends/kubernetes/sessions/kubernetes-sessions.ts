@@ -224,14 +224,14 @@ export class KubernetesSessions implements SessionBackend {
    * taken over for `principal`; NOT_FOUND when there is none, or it is another principal's.
    */
   async findSession(sessionId: string, principal: string, namespace = this.o.namespace): Promise<AdoptedSession> {
-    const existing = this.live.get(sessionId);
-    if (existing) throw new AppError('INVALID_REQUEST', `session ${sessionId} is served here already`);
     const sandbox = await this.o.kube.getObject<SandboxObject>(SANDBOX, namespace, sessionId).catch((e: unknown) => {
       throw gatewayError(e, this.context('get', 'sandboxes', namespace));
     });
     const owner = sandbox?.metadata?.annotations?.[ANNOTATION_PRINCIPAL];
     if (!sandbox || owner !== principal || sandbox.metadata?.labels?.[LABEL_MANAGED_BY] !== MANAGED_BY_GATEWAY)
       throw new AppError('NOT_FOUND', `no session ${sessionId}`);
+    if (this.live.has(sessionId))
+      throw new AppError('INVALID_REQUEST', `session ${sessionId} is served by this replica already`);
     return this.take(sandbox, { waitMs: this.deps.takeWaitMs });
   }
 

@@ -150,6 +150,8 @@ export class LeasedSession implements SessionSandbox {
   ): Promise<{ held: Held; info: ResyncInfo }> {
     await this.releasing;
     const { kube, holder, takeWaitMs, logger } = this.deps;
+    // The ownership check first: a forged Sandbox gets no Lease write either.
+    await verifiedPod(kube, this.ref, this.principal);
     const lease = await SessionLease.take(
       kube,
       { namespace: this.ref.namespace, name: this.ref.name, holder, waitMs: takeWaitMs },
@@ -157,7 +159,6 @@ export class LeasedSession implements SessionSandbox {
     );
     let channel: PodChannel | undefined;
     try {
-      await verifiedPod(kube, this.ref, this.principal);
       channel = await PodChannel.attach(kube, this.ref, lease.channelKey);
       const info = await withTimeout(channel.client.resync(), RESYNC_TIMEOUT_MS, "the session's runner did not answer");
       if (specOf) this.spec = specOf(info);
