@@ -34,5 +34,10 @@ export function openRequest(spec: EffectiveSessionSpec, meta: Omit<SessionMeta, 
 /** The spec an adopter works with: as created, with the lifetime the runner holds now (a PATCH may have changed it). */
 export function adoptedSpec(meta: SessionMeta, ttlMs: number | undefined): EffectiveSessionSpec {
   const { spec } = meta;
-  return { ...spec, template: spec.template, runtime: spec.runtime, ttlSeconds: Math.round((ttlMs ?? 0) / 1000) };
+  return {
+    ...spec,
+    template: spec.template,
+    runtime: spec.runtime,
+    ttlSeconds: Math.round((ttlMs ?? 0) / 1000),
+  };
 }

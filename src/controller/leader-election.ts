@@ -37,7 +37,6 @@ export interface Observation {
   observedAt: number;
 }
 
-
 export function leaseRecord(lease: Lease): LeaseRecord {
   const s = lease.spec ?? {};
   return {

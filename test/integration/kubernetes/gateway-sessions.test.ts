@@ -22,7 +22,10 @@ let ns: string;
 let pods: ReturnType<typeof serveSessionPods>;
 const backends: KubernetesBackend[] = [];
 
-function gateway(replicaId: string, sessions: { lingerMs?: number; takeWaitMs?: number } = {}): KubernetesBackend {
+function gateway(
+  replicaId: string,
+  sessions: { lingerMs?: number; takeWaitMs?: number } = {},
+): KubernetesBackend {
   const b = new KubernetesBackend({
     kubeConfig: cluster.kubeConfigFor('gateway', ns),
     namespace: ns,
@@ -37,7 +40,10 @@ function gateway(replicaId: string, sessions: { lingerMs?: number; takeWaitMs?: 
   return b;
 }
 
-const id = (): string => sessionId('ses').toLowerCase().replace(/[^a-z0-9-]/g, '-');
+const id = (): string =>
+  sessionId('ses')
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-');
 
 const ms = (v: unknown): number => (v instanceof Date ? v.getTime() : Date.parse(String(v)));
 
@@ -82,9 +88,14 @@ describe('kubernetes sessions through the gateway backend', { timeout: 900_000 }
     const sid = id();
     const sandbox = await a.sessions.createSession(spec, { sessionId: sid, principal: 'tester' });
     first = { sandbox, spec, id: sid };
-    const one = await runExec(sandbox, spec, { shell: 'echo "$GREETING" > note.txt; mkdir -p data; echo 41 > data/n' });
+    const one = await runExec(sandbox, spec, {
+      shell: 'echo "$GREETING" > note.txt; mkdir -p data; echo 41 > data/n',
+    });
     assert.equal(one.outcome.phase, 'Succeeded', one.stderr.text);
-    await sandbox.writeFile({ path: 'step.py', data: Buffer.from('print(int(open("data/n").read()) + 1)\n') });
+    await sandbox.writeFile({
+      path: 'step.py',
+      data: Buffer.from('print(int(open("data/n").read()) + 1)\n'),
+    });
     const two = await runExec(sandbox, spec, { command: ['python3', 'step.py'] });
     assert.equal(two.stdout.text, '42\n');
     const three = await runExec(sandbox, spec, { shell: 'cat note.txt; echo "$TOKEN"; pwd; id -u; exit 3' });
@@ -118,7 +129,16 @@ describe('kubernetes sessions through the gateway backend', { timeout: 900_000 }
     assert.equal(x.stdout.text + y.stdout.text, 'x\ny\n');
     assert.ok(Date.now() - started < 3900, 'the two ran at once');
     const bg = sandbox.exec(
-      { argv: ['sh', '-c', 'sleep 1; echo late'], env: [], cwd: '', timeoutSeconds: 30, stdin: Buffer.alloc(0), background: true, tty: false, outputBytes: 65536 },
+      {
+        argv: ['sh', '-c', 'sleep 1; echo late'],
+        env: [],
+        cwd: '',
+        timeoutSeconds: 30,
+        stdin: Buffer.alloc(0),
+        background: true,
+        tty: false,
+        outputBytes: 65536,
+      },
       { execId: 'bg1', onOutput: () => {} },
     );
     const quick = await runExec(sandbox, spec, { command: ['echo', 'now'] });
@@ -174,9 +194,18 @@ describe('kubernetes sessions through the gateway backend', { timeout: 900_000 }
   });
 
   test('a restarted gateway adopts the session by its Sandbox, a running exec included', async () => {
-    const { sandbox, spec } = first;
+    const { sandbox } = first;
     const running = sandbox.exec(
-      { argv: ['sh', '-c', 'sleep 3; echo survived'], env: [], cwd: '', timeoutSeconds: 30, stdin: Buffer.alloc(0), background: true, tty: false, outputBytes: 65536 },
+      {
+        argv: ['sh', '-c', 'sleep 3; echo survived'],
+        env: [],
+        cwd: '',
+        timeoutSeconds: 30,
+        stdin: Buffer.alloc(0),
+        background: true,
+        tty: false,
+        outputBytes: 65536,
+      },
       { execId: 'across', onOutput: () => {} },
     );
     void running.result.catch(() => {});
@@ -194,8 +223,17 @@ describe('kubernetes sessions through the gateway backend', { timeout: 900_000 }
     await mine.sandbox.close('Deleted');
     const gone = await cluster.kc
       .makeApiClient(CustomObjectsApi)
-      .getNamespacedCustomObject({ group: SANDBOX.group, version: SANDBOX.version, plural: SANDBOX.plural, namespace: ns, name: first.id })
-      .then(() => false, () => true);
+      .getNamespacedCustomObject({
+        group: SANDBOX.group,
+        version: SANDBOX.version,
+        plural: SANDBOX.plural,
+        namespace: ns,
+        name: first.id,
+      })
+      .then(
+        () => false,
+        () => true,
+      );
     assert.ok(gone, 'delete removes the Sandbox');
   });
 
@@ -203,23 +241,35 @@ describe('kubernetes sessions through the gateway backend', { timeout: 900_000 }
     const sid = id();
     const kube = cluster.kc.makeApiClient(CustomObjectsApi);
     // A Sandbox the test makes as the gateway would, whose status (written as the operator) names a foreign pod.
-    const spec = sessionSpec({ template: 'python' });
     const body: Sandbox = {
       apiVersion: 'sandpit.dev/v1alpha1',
       kind: 'Sandbox',
-      metadata: { name: sid, namespace: ns, labels: { 'sandpit.dev/managed-by': 'sandpit-gateway' }, annotations: { 'sandpit.dev/principal': 'tester' } },
+      metadata: {
+        name: sid,
+        namespace: ns,
+        labels: { 'sandpit.dev/managed-by': 'sandpit-gateway' },
+        annotations: { 'sandpit.dev/principal': 'tester' },
+      },
       spec: { template: 'python', ttlSeconds: 300 },
     };
     pods.stop(); // this one the test reconciles itself
-    const made = (await kube.createNamespacedCustomObject({ group: SANDBOX.group, version: SANDBOX.version, plural: SANDBOX.plural, namespace: ns, body })) as Sandbox;
+    const made = (await kube.createNamespacedCustomObject({
+      group: SANDBOX.group,
+      version: SANDBOX.version,
+      plural: SANDBOX.plural,
+      namespace: ns,
+      body,
+    })) as Sandbox;
     const foreign = sessionPod(made, { name: `${sid}-foreign`, owned: false });
     await cluster.core.createNamespacedPod({ namespace: ns, body: foreign });
     await waitRunnerReady(cluster, ns, `${sid}-foreign`);
-    await writeStatus(cluster, await getSandbox(cluster, ns, sid), { phase: 'Ready', podName: `${sid}-foreign` });
+    await writeStatus(cluster, await getSandbox(cluster, ns, sid), {
+      phase: 'Ready',
+      podName: `${sid}-foreign`,
+    });
     const d = gateway('replica-d');
     const err = await refusal(d.sessions.findSession(sid, 'tester'));
     assert.equal(err.code, 'FORBIDDEN', err.message);
     assert.match(err.message, /not controlled by Sandbox/);
-    void spec;
   });
 });

@@ -6,7 +6,12 @@
 // pod's name in one resourceVersion-guarded PUT. It runs as admin: it stands in for the operator,
 // while the gateway under test keeps its own RBAC identity.
 import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
-import { LABEL_MANAGED_BY, LABEL_SESSION, MANAGED_BY_OPERATOR, labelValueFor } from '../../../src/api/v1alpha1/labels.js';
+import {
+  LABEL_MANAGED_BY,
+  LABEL_SESSION,
+  MANAGED_BY_OPERATOR,
+  labelValueFor,
+} from '../../../src/api/v1alpha1/labels.js';
 import { SANDBOX, type Sandbox, type SandboxStatus } from '../../../src/api/v1alpha1/sandbox.js';
 import { buildSandboxPod, type PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
 import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
@@ -72,24 +77,36 @@ export function sessionPod(sandbox: Sandbox, override: { name?: string; owned?: 
  * in the CRI log writer's line buffer until the runner writes a newline, so the stand-in does not
  * wait for it: the gateway opens without it anyway (its attach starts after the frame was written).
  */
-export async function waitRunnerReady(cluster: KubeCluster, namespace: string, pod: string, timeoutMs = 120_000): Promise<void> {
+export async function waitRunnerReady(
+  cluster: KubeCluster,
+  namespace: string,
+  pod: string,
+  timeoutMs = 120_000,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const p = await cluster.core.readNamespacedPod({ namespace, name: pod }).catch(() => undefined);
     if (p?.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready) return;
     if (p?.status?.phase === 'Failed' || p?.status?.phase === 'Succeeded')
       throw new Error(`session pod ${namespace}/${pod} ended: ${JSON.stringify(p.status)}`);
-    if (Date.now() > until) throw new Error(`session pod ${namespace}/${pod} not ready: ${JSON.stringify(p?.status)}`);
+    if (Date.now() > until)
+      throw new Error(`session pod ${namespace}/${pod} not ready: ${JSON.stringify(p?.status)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 export async function getSandbox(cluster: KubeCluster, namespace: string, name: string): Promise<Sandbox> {
-  return (await cluster.kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ ...api, namespace, name })) as Sandbox;
+  return (await cluster.kc
+    .makeApiClient(CustomObjectsApi)
+    .getNamespacedCustomObject({ ...api, namespace, name })) as Sandbox;
 }
 
 /** Writes the Sandbox's status in one resourceVersion-guarded PUT, as the operator does. */
-export async function writeStatus(cluster: KubeCluster, sandbox: Sandbox, status: SandboxStatus): Promise<Sandbox> {
+export async function writeStatus(
+  cluster: KubeCluster,
+  sandbox: Sandbox,
+  status: SandboxStatus,
+): Promise<Sandbox> {
   const namespace = sandbox.metadata.namespace ?? '';
   const name = sandbox.metadata.name ?? '';
   return (await cluster.kc.makeApiClient(CustomObjectsApi).replaceNamespacedCustomObjectStatus({
@@ -101,7 +118,10 @@ export async function writeStatus(cluster: KubeCluster, sandbox: Sandbox, status
 }
 
 /** Plays the operator for every Sandbox made in `namespace` until stopped. */
-export function serveSessionPods(cluster: KubeCluster, namespace: string): { stop(): void; done: Promise<void> } {
+export function serveSessionPods(
+  cluster: KubeCluster,
+  namespace: string,
+): { stop(): void; done: Promise<void> } {
   let stopped = false;
   const seen = new Set<string>();
   const serveOne = async (sandbox: Sandbox): Promise<void> => {
@@ -112,11 +132,20 @@ export function serveSessionPods(cluster: KubeCluster, namespace: string): { sto
       await cluster.core.createNamespacedPod({ namespace, body: podBody });
       await waitRunnerReady(cluster, namespace, podName);
       const fresh = await getSandbox(cluster, namespace, name);
-      await writeStatus(cluster, fresh, { phase: 'Ready', reason: 'Created', podName, readyTime: new Date().toISOString() });
+      await writeStatus(cluster, fresh, {
+        phase: 'Ready',
+        reason: 'Created',
+        podName,
+        readyTime: new Date().toISOString(),
+      });
     } catch (e) {
       const fresh = await getSandbox(cluster, namespace, name).catch(() => undefined);
       if (fresh && !stopped)
-        await writeStatus(cluster, fresh, { phase: 'Failed', reason: 'BackendError', message: (e as Error).message }).catch(() => {});
+        await writeStatus(cluster, fresh, {
+          phase: 'Failed',
+          reason: 'BackendError',
+          message: (e as Error).message,
+        }).catch(() => {});
     }
   };
   const done = (async () => {

@@ -38,7 +38,6 @@ const RESYNC_TIMEOUT_MS = 10_000;
 const COLD_OPEN_WITHIN_SECONDS = 60;
 export const SESSION_NAME_PREFIX = 'sandpit-session-';
 
-
 export interface DockerSessionsDeps {
   docker: Docker;
   owner: string;

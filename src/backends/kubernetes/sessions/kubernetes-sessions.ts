@@ -24,7 +24,13 @@ import { cancelled } from '../../../shared/abort.js';
 import { AppError, toAppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
 import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
-import type { AdoptedSession, Adoption, SessionBackend, SessionOptions, SessionSandbox } from '../../sessions.js';
+import type {
+  AdoptedSession,
+  Adoption,
+  SessionBackend,
+  SessionOptions,
+  SessionSandbox,
+} from '../../sessions.js';
 import { MANAGED_BY_GATEWAY } from '../build-sandbox-run.js';
 import { gatewayError } from '../errors.js';
 import { followObject } from '../follow-object.js';
@@ -87,8 +93,15 @@ export class KubernetesSessions implements SessionBackend {
   async createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox> {
     const { sessionId, principal, signal } = options;
     const namespace = options.namespace ?? this.o.namespace;
-    if (!SESSION_ID_PATTERN.test(sessionId) || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(sessionId) || sessionId.length > 63)
-      throw new AppError('INVALID_REQUEST', `session id ${JSON.stringify(sessionId)} is not a valid object name`);
+    if (
+      !SESSION_ID_PATTERN.test(sessionId) ||
+      !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(sessionId) ||
+      sessionId.length > 63
+    )
+      throw new AppError(
+        'INVALID_REQUEST',
+        `session id ${JSON.stringify(sessionId)} is not a valid object name`,
+      );
     if (signal?.aborted) throw cancelled(signal);
     const kube = this.o.kube;
     const body = buildSandbox(spec, {
@@ -101,14 +114,18 @@ export class KubernetesSessions implements SessionBackend {
     });
     let created: SandboxObject;
     try {
-      created = await kube.createObject(SANDBOX, namespace, body as SandboxObject);
+      created = await kube.createObject<SandboxObject>(SANDBOX, namespace, body);
     } catch (e) {
       throw gatewayError(e, this.context('create', 'sandboxes', namespace));
     }
     const uid = created.metadata?.uid ?? '';
     const gone = (): Promise<void> => deleteSandbox(kube, { namespace, name: sessionId, uid });
     try {
-      await this.waitReady(namespace, sessionId, created.metadata?.resourceVersion, spec, signal);
+      await this.waitReady(
+        { namespace, name: sessionId, resourceVersion: created.metadata?.resourceVersion },
+        spec,
+        signal,
+      );
       const { podName } = await verifiedPod(kube, { namespace, name: sessionId }, principal);
       const ref: SandboxRef = { namespace, name: sessionId, uid, podName };
       const key = newKey();
@@ -136,9 +153,11 @@ export class KubernetesSessions implements SessionBackend {
 
   /** Waits by watch until the operator says Ready; a Sandbox that failed first throws its typed error. */
   private async waitReady(
-    namespace: string,
-    name: string,
-    resourceVersion: string | undefined,
+    {
+      namespace,
+      name,
+      resourceVersion,
+    }: { namespace: string; name: string; resourceVersion: string | undefined },
     spec: EffectiveSessionSpec,
     signal: AbortSignal | undefined,
   ): Promise<void> {
@@ -164,11 +183,18 @@ export class KubernetesSessions implements SessionBackend {
         context: this.context('watch', 'sandboxes', namespace),
       });
       if (signal?.aborted) throw cancelled(signal);
-      if (end === 'deleted') throw new AppError('BACKEND_ERROR', `the Sandbox ${namespace}/${name} was deleted while it started`);
+      if (end === 'deleted')
+        throw new AppError('BACKEND_ERROR', `the Sandbox ${namespace}/${name} was deleted while it started`);
       if (end === 'aborted')
-        throw new AppError('ENGINE_UNAVAILABLE', `the Sandbox ${namespace}/${name} was not ready within ${timeoutMs / 1000} s`, {
-          hint: last?.status ? `its status: ${JSON.stringify(last.status)}` : 'no operator gave it a status: is the sandpit operator running (deploy/README.md)?',
-        });
+        throw new AppError(
+          'ENGINE_UNAVAILABLE',
+          `the Sandbox ${namespace}/${name} was not ready within ${timeoutMs / 1000} s`,
+          {
+            hint: last?.status
+              ? `its status: ${JSON.stringify(last.status)}`
+              : 'no operator gave it a status: is the sandpit operator running (deploy/README.md)?',
+          },
+        );
       const status = last?.status ?? {};
       if (status.phase !== 'Ready') throw sandboxFailure(status, spec.image);
     } finally {
@@ -211,7 +237,8 @@ export class KubernetesSessions implements SessionBackend {
       if (sandbox.status?.phase !== 'Ready' || this.live.has(name)) continue;
       const found = await this.take(sandbox, { waitMs: 0 }).catch((e: unknown) => {
         const err = toAppError(e);
-        if (err.code !== 'BUSY') this.o.logger?.warn({ sessionId: name, err: err.message }, 'could not adopt a session');
+        if (err.code !== 'BUSY')
+          this.o.logger?.warn({ sessionId: name, err: err.message }, 'could not adopt a session');
         return undefined;
       });
       if (found) adoption.adopted.push(found);
@@ -223,12 +250,22 @@ export class KubernetesSessions implements SessionBackend {
    * A session this replica does not serve, found by its Sandbox (in the tenant's namespace) and
    * taken over for `principal`; NOT_FOUND when there is none, or it is another principal's.
    */
-  async findSession(sessionId: string, principal: string, namespace = this.o.namespace): Promise<AdoptedSession> {
-    const sandbox = await this.o.kube.getObject<SandboxObject>(SANDBOX, namespace, sessionId).catch((e: unknown) => {
-      throw gatewayError(e, this.context('get', 'sandboxes', namespace));
-    });
+  async findSession(
+    sessionId: string,
+    principal: string,
+    namespace = this.o.namespace,
+  ): Promise<AdoptedSession> {
+    const sandbox = await this.o.kube
+      .getObject<SandboxObject>(SANDBOX, namespace, sessionId)
+      .catch((e: unknown) => {
+        throw gatewayError(e, this.context('get', 'sandboxes', namespace));
+      });
     const owner = sandbox?.metadata?.annotations?.[ANNOTATION_PRINCIPAL];
-    if (!sandbox || owner !== principal || sandbox.metadata?.labels?.[LABEL_MANAGED_BY] !== MANAGED_BY_GATEWAY)
+    if (
+      !sandbox ||
+      owner !== principal ||
+      sandbox.metadata?.labels?.[LABEL_MANAGED_BY] !== MANAGED_BY_GATEWAY
+    )
       throw new AppError('NOT_FOUND', `no session ${sessionId}`);
     if (this.live.has(sessionId))
       throw new AppError('INVALID_REQUEST', `session ${sessionId} is served by this replica already`);

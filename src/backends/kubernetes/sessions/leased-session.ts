@@ -32,7 +32,10 @@ import { SessionLease } from './session-lease.js';
 const RESYNC_TIMEOUT_MS = 10_000;
 
 export interface LeasedSessionDeps {
-  kube: Pick<KubeClient, 'attach' | 'getObject' | 'deleteObject' | 'getPod' | 'getLease' | 'createLease' | 'replaceLease'>;
+  kube: Pick<
+    KubeClient,
+    'attach' | 'getObject' | 'deleteObject' | 'getPod' | 'getLease' | 'createLease' | 'replaceLease'
+  >;
   /** This replica's identity: the Lease's holderIdentity while it holds the session. */
   holder: string;
   /** How long after the last operation the replica keeps the session attached. */
@@ -58,9 +61,13 @@ export async function verifiedPod(
   if (!sandbox) throw new AppError('NOT_FOUND', `no Sandbox ${ref.namespace}/${ref.name}`);
   const podName = sandbox.status?.podName;
   if (sandbox.status?.phase !== 'Ready' || !podName)
-    throw new AppError('NOT_FOUND', `Sandbox ${ref.namespace}/${ref.name} is ${sandbox.status?.phase ?? 'not ready'}`);
+    throw new AppError(
+      'NOT_FOUND',
+      `Sandbox ${ref.namespace}/${ref.name} is ${sandbox.status?.phase ?? 'not ready'}`,
+    );
   const pod = await kube.getPod(ref.namespace, podName);
-  if (!pod) throw new AppError('NOT_FOUND', `the pod ${podName} of Sandbox ${ref.namespace}/${ref.name} is gone`);
+  if (!pod)
+    throw new AppError('NOT_FOUND', `the pod ${podName} of Sandbox ${ref.namespace}/${ref.name} is gone`);
   const problem = ownershipProblem(sandbox, pod, principal);
   if (problem) throw refuseAttach(problem);
   return { sandbox, podName, uid: sandbox.metadata?.uid ?? '' };
@@ -130,7 +137,10 @@ export class LeasedSession implements SessionSandbox {
     const held: Held = { lease, channel, runner };
     lease.isBusy = () => this.inFlight > 0;
     lease.onLost = (holder) => {
-      this.deps.logger?.warn({ sessionId: this.sessionId, holder }, 'another gateway replica took the session');
+      this.deps.logger?.warn(
+        { sessionId: this.sessionId, holder },
+        'another gateway replica took the session',
+      );
       if (this.held === held) this.held = undefined;
       runner.detach();
     };
@@ -160,7 +170,11 @@ export class LeasedSession implements SessionSandbox {
     let channel: PodChannel | undefined;
     try {
       channel = await PodChannel.attach(kube, this.ref, lease.channelKey);
-      const info = await withTimeout(channel.client.resync(), RESYNC_TIMEOUT_MS, "the session's runner did not answer");
+      const info = await withTimeout(
+        channel.client.resync(),
+        RESYNC_TIMEOUT_MS,
+        "the session's runner did not answer",
+      );
       if (specOf) this.spec = specOf(info);
       else if (this.spec && info.ttlMs !== undefined)
         this.spec = { ...this.spec, ttlSeconds: Math.round(info.ttlMs / 1000) };
@@ -225,15 +239,12 @@ export class LeasedSession implements SessionSandbox {
   }
 
   /** `data`, with the operation in flight until it is read to its end (or dropped). */
-  private streamed(data: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
-    const self = this;
-    return (async function* () {
-      try {
-        yield* data;
-      } finally {
-        self.opEnded();
-      }
-    })();
+  private async *streamed(data: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    try {
+      yield* data;
+    } finally {
+      this.opEnded();
+    }
   }
 
   exec(exec: EffectiveExec, options: ExecOptions): ExecExecution {
@@ -280,15 +291,16 @@ export class LeasedSession implements SessionSandbox {
   }
 
   artifacts(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer> {
-    const self = this;
     this.opStarted();
-    return (async function* () {
-      try {
-        yield* (await self.hold()).artifacts(artifacts);
-      } finally {
-        self.opEnded();
-      }
-    })();
+    return this.artifactStream(artifacts);
+  }
+
+  private async *artifactStream(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer> {
+    try {
+      yield* (await this.hold()).artifacts(artifacts);
+    } finally {
+      this.opEnded();
+    }
   }
 
   /** A watch keeps the session held (and its Lease live) until it is stopped. */

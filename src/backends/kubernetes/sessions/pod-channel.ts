@@ -45,14 +45,16 @@ export class PodChannel implements SessionHost {
   }
 
   static async attach(kube: ChannelApi, ref: SandboxRef, key: Buffer): Promise<PodChannel> {
-    let client: SessionClient | undefined;
+    // Bytes that come before the client exists are kept, then handed to it in order.
+    const to: { client?: SessionClient } = {};
     const early: Buffer[] = [];
     const attached = await kube.attach(
       { namespace: ref.namespace, pod: ref.podName, container: SANDBOX_CONTAINER },
-      (b) => (client ? client.push(b) : early.push(Buffer.from(b))),
+      (b) => (to.client ? to.client.push(b) : early.push(Buffer.from(b))),
     );
-    client = new SessionClient({ write: (parts) => attached.write(parts) }, key);
+    const client = new SessionClient({ write: (parts) => attached.write(parts) }, key);
     for (const b of early) client.push(b);
+    to.client = client;
     const self = new PodChannel(kube, ref, attached, client);
     void attached.closed.then((why) => {
       if (!self.detached) client.transportClosed(why);
@@ -70,9 +72,15 @@ export class PodChannel implements SessionHost {
       const status = sandbox?.status;
       if (!sandbox) return { reason: 'Deleted', message: 'the Sandbox was deleted' };
       if (status?.phase && status.phase !== 'Ready' && status.phase !== 'Creating')
-        return { reason: status.reason ?? 'RunnerGone', message: status.message ?? `the Sandbox is ${status.phase}` };
+        return {
+          reason: status.reason ?? 'RunnerGone',
+          message: status.message ?? `the Sandbox is ${status.phase}`,
+        };
       if (Date.now() >= until)
-        return { reason: 'RunnerGone', message: `the attach to pod ${this.ref.podName} closed while its Sandbox is still ${status?.phase ?? 'unknown'}` };
+        return {
+          reason: 'RunnerGone',
+          message: `the attach to pod ${this.ref.podName} closed while its Sandbox is still ${status?.phase ?? 'unknown'}`,
+        };
       await sleep(250);
     }
   }
@@ -90,8 +98,14 @@ export class PodChannel implements SessionHost {
   }
 }
 
-export async function deleteSandbox(kube: Pick<KubeClient, 'deleteObject'>, ref: Omit<SandboxRef, 'podName'>): Promise<void> {
-  await kube.deleteObject(SANDBOX, ref).catch((e: unknown) => {
-    if (!isNotFound(e)) throw e;
-  }).catch(() => {});
+export async function deleteSandbox(
+  kube: Pick<KubeClient, 'deleteObject'>,
+  ref: Omit<SandboxRef, 'podName'>,
+): Promise<void> {
+  await kube
+    .deleteObject(SANDBOX, ref)
+    .catch((e: unknown) => {
+      if (!isNotFound(e)) throw e;
+    })
+    .catch(() => {});
 }

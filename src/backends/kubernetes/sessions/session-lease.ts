@@ -136,7 +136,8 @@ export class SessionLease {
     const until = Date.now() + o.waitMs;
     for (;;) {
       const lease = await kube.getLease(o.namespace, o.name);
-      if (!lease) throw new AppError('NOT_FOUND', `session ${o.name} has no Lease in namespace ${o.namespace}`);
+      if (!lease)
+        throw new AppError('NOT_FOUND', `session ${o.name} has no Lease in namespace ${o.namespace}`);
       const now = Date.now();
       const holder = liveHolder(lease, now);
       if (holder === undefined || holder === o.holder) {
@@ -205,26 +206,36 @@ export class SessionLease {
         spec: { ...spec, holderIdentity: holder, renewTime: microTime(activity) },
       };
       try {
-        this.lease = await this.kube.replaceLease(this.lease.metadata?.namespace ?? '', next);
+        this.lease = await this.kube.replaceLease(this.ref.namespace, next);
         this.lastWrite = Date.now();
         // Operations still running keep the Lease live: the next write comes one period on.
         if (holder && this.isBusy()) this.touch();
         return;
       } catch (e) {
         if (!isConflict(e)) {
-          this.logger?.warn({ lease: this.lease.metadata?.name, err: (e as Error).message }, 'Lease write failed');
+          this.logger?.warn({ lease: this.ref.name, err: (e as Error).message }, 'Lease write failed');
           if (holder) this.touch();
           return;
         }
-        const fresh = await this.kube.getLease(this.lease.metadata?.namespace ?? '', this.lease.metadata?.name ?? '').catch(() => undefined);
-        const now = fresh?.spec?.holderIdentity;
-        if (!fresh || (now && now !== this.holder) || (!now && holder)) {
-          this.stop();
-          this.onLost(now || '(nobody)');
-          return;
-        }
-        this.lease = fresh;
+        if (!(await this.stillMine(holder))) return;
       }
     }
+  }
+
+  /** After a conflict: reads the Lease again; false (and onLost) when another replica has it now. */
+  private async stillMine(writing: string): Promise<boolean> {
+    const fresh = await this.kube.getLease(this.ref.namespace, this.ref.name).catch(() => undefined);
+    const now = fresh?.spec?.holderIdentity ?? '';
+    if (fresh && (now === this.holder || (!now && !writing))) {
+      this.lease = fresh;
+      return true;
+    }
+    this.stop();
+    this.onLost(now || '(nobody)');
+    return false;
+  }
+
+  private get ref(): { namespace: string; name: string } {
+    return { namespace: this.lease.metadata?.namespace ?? '', name: this.lease.metadata?.name ?? '' };
   }
 }
