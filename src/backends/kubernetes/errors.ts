@@ -3,6 +3,7 @@
  * a missing CRD, a missing namespace and missing RBAC each say what to run. Pure.
  */
 import { crdName } from '../../api/v1alpha1/group.js';
+import { SANDBOX } from '../../api/v1alpha1/sandbox.js';
 import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
 import { KubeApiError, toKubeError } from '../../kube/errors.js';
 import { AppError } from '../../shared/errors.js';
@@ -82,10 +83,11 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
       if (OBJECT_MISSING.test(err.message)) {
         return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
       }
-      if (ctx.resource === 'sandboxruns') {
+      if (ctx.resource === 'sandboxruns' || ctx.resource === 'sandboxes') {
+        const kind = ctx.resource === 'sandboxes' ? SANDBOX : SANDBOX_RUN;
         return new AppError(
           'ENGINE_UNAVAILABLE',
-          `the SandboxRun API (${CRD_NAME}) is not installed in the cluster at ${ctx.server}`,
+          `the ${kind.kind} API (${crdName(kind)}) is not installed in the cluster at ${ctx.server}`,
           { hint: CRD_HINT, cause: err },
         );
       }
