@@ -43,7 +43,5 @@ export function childName(runName: string, uid: string): string {
   return `${base}-${shortHash(uid, 5)}`;
 }
 
-/** The session a Sandbox's pod and Lease belong to (its name, as labelValueFor gives it). */
-export const LABEL_SESSION = 'sandpit.dev/session';
 /** On a session's Lease only: the runner's channel key (hex), so another gateway can re-attach. */
 export const ANNOTATION_CHANNEL_KEY = 'sandpit.dev/channel-key';
