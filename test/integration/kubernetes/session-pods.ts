@@ -14,7 +14,6 @@ import {
 } from '../../../src/api/v1alpha1/labels.js';
 import { SANDBOX, type Sandbox, type SandboxStatus } from '../../../src/api/v1alpha1/sandbox.js';
 import { buildSandboxPod, type PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
-import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
 import { sessionPolicy, sessionSpec } from '../../support/sessions.js';
 import type { KubeCluster } from '../../support/kube/index.js';
 
@@ -61,7 +60,7 @@ export function sessionPod(sandbox: Sandbox, override: { name?: string; owned?: 
             ],
           }),
     },
-    spec: spec as unknown as EffectiveSpec,
+    spec: spec,
     settings: POD_SETTINGS,
     program: { command: ['sandpit-runner', '--session', '--open-within', String(spec.ttlSeconds)] },
     activeDeadlineSeconds: spec.ttlSeconds + POD_SETTINGS.startGraceSeconds,
