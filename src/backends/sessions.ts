@@ -21,6 +21,8 @@ export interface SessionOptions {
 }
 
 export interface SessionBackend {
+  /** The shortest idle timeout this backend can enforce (policy refuses less); none when absent. */
+  readonly minIdleTimeoutSeconds?: number | undefined;
   /** Makes and starts the session's sandbox; resolves once its runner answered. */
   createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox>;
   /**
@@ -29,6 +31,12 @@ export interface SessionBackend {
    * while no gateway was there, are removed and reported as lost (to be audited).
    */
   adoptSessions(): Promise<Adoption>;
+  /**
+   * A live session this process does not hold, found by name and taken over for `principal`
+   * (Kubernetes: by its Sandbox, when another replica made it); NOT_FOUND when there is none or it
+   * is another principal's. Absent on backends whose sessions belong to one process.
+   */
+  findSession?(sessionId: string, principal: string, namespace?: string): Promise<AdoptedSession>;
 }
 
 export interface Adoption {

@@ -5,7 +5,9 @@
  * clock skew between nodes does not matter). A leader that cannot renew within the renew deadline
  * stops leading. On a clean shutdown the leader releases the Lease so the next one starts at once.
  */
-import type { Lease } from '../kube/objects.js';
+import { microTime, type Lease } from '../kube/objects.js';
+
+export { microTime };
 import type { KubeClient } from '../kube/client.js';
 import { isAlreadyExists, isConflict } from '../kube/errors.js';
 import type { Logger } from '../observability/logger.js';
@@ -34,8 +36,6 @@ export interface Observation {
   /** Local time (ms) when this record was first seen. */
   observedAt: number;
 }
-
-export const microTime = (ms: number): string => new Date(ms).toISOString().replace(/Z$/, '000Z');
 
 export function leaseRecord(lease: Lease): LeaseRecord {
   const s = lease.spec ?? {};

@@ -22,6 +22,7 @@ import {
 } from '../api/session.js';
 import { parseInput } from '../api/validate.js';
 import type {
+  AdoptedSession,
   FileChange,
   LostSession,
   SandboxEnd,
@@ -127,6 +128,8 @@ export class SessionUseCases {
   private readonly caps: SessionCaps;
   private readonly live = new Map<string, SessionRecord>();
   private readonly ended = new Map<string, SessionRecord>();
+  /** Sessions being found through the backend (serve()), so concurrent requests share one take-over. */
+  private readonly finding = new Map<string, Promise<void>>();
 
   private readonly journal: SessionJournal;
 
@@ -160,7 +163,9 @@ export class SessionUseCases {
     try {
       const backend = this.backend;
       const request = parseInput(SessionRequestSchema, fromSeedSessionBody(input), 'session request');
-      const evaluation = evaluateSession(request, policy, principal.scope);
+      const evaluation = evaluateSession(request, policy, principal.scope, {
+        minIdleTimeoutSeconds: backend.minIdleTimeoutSeconds,
+      });
       if (!evaluation.ok) throw policyDenied(evaluation.violations);
       audit.assertAvailable();
       this.checkCaps(principal);
@@ -253,6 +258,7 @@ export class SessionUseCases {
 
   /** One session, with the processes that outlived their execs while it is live. */
   async get(sessionId: string, principal: Principal): Promise<Session> {
+    await this.serve(sessionId, principal);
     const record = this.find(sessionId, principal);
     if (record.state !== 'Ready' || !record.sandbox) return this.view(record);
     const processes = await record.sandbox.processes().catch(() => undefined);
@@ -266,6 +272,7 @@ export class SessionUseCases {
 
   /** A new whole lifetime, counted from creation, within the ceiling. */
   async extend(sessionId: string, principal: Principal, input: unknown): Promise<Session> {
+    await this.serve(sessionId, principal);
     const { ttlSeconds } = parseInput(SessionPatchSchema, input, 'session update');
     const record = this.findLive(sessionId, principal);
     const ceiling = this.deps.policy.sessions.maxTtlSeconds;
@@ -295,6 +302,7 @@ export class SessionUseCases {
 
   /** Ends the session and removes its sandbox; a session that has ended already is returned as it is. */
   async delete(sessionId: string, principal: Principal): Promise<Session> {
+    await this.serve(sessionId, principal);
     const record = this.find(sessionId, principal);
     await this.end(record, 'Deleted', 'deleted by its owner');
     return this.view(record);
@@ -339,6 +347,7 @@ export class SessionUseCases {
 
   /** Kills a running exec (its process group) and resolves with its result. */
   async killExec(sessionId: string, execId: string, principal: Principal) {
+    await this.serve(sessionId, principal);
     const record = this.find(sessionId, principal);
     const handle = record.execs.get(execId);
     if (!handle) return this.execResult(sessionId, execId, principal);
@@ -352,6 +361,7 @@ export class SessionUseCases {
   }
 
   async writeFile(sessionId: string, principal: Principal, write: FileWriteInput): Promise<FileEntry> {
+    await this.serve(sessionId, principal);
     const record = this.findLive(sessionId, principal);
     const path = pathOf(write.path, 'path');
     const cap = record.spec.limits.workspaceBytes;
@@ -378,6 +388,7 @@ export class SessionUseCases {
     principal: Principal,
     read: { path: string; maxBytes?: number | undefined },
   ): Promise<FileDownload> {
+    await this.serve(sessionId, principal);
     const record = this.findLive(sessionId, principal);
     const path = pathOf(read.path, 'path');
     const cap = Math.min(this.deps.policy.ceilings.downloadBytes, read.maxBytes ?? Infinity);
@@ -408,6 +419,7 @@ export class SessionUseCases {
     principal: Principal,
     list: { path?: string | undefined; recursive?: boolean | undefined } = {},
   ): Promise<FileEntry[]> {
+    await this.serve(sessionId, principal);
     const record = this.findLive(sessionId, principal);
     const path = pathOf(list.path ?? '', 'path', true);
     this.touch(record);
@@ -419,6 +431,7 @@ export class SessionUseCases {
     principal: Principal,
     remove: { path: string; recursive?: boolean | undefined },
   ): Promise<void> {
+    await this.serve(sessionId, principal);
     const record = this.findLive(sessionId, principal);
     const path = pathOf(remove.path, 'path');
     this.touch(record);
@@ -426,6 +439,7 @@ export class SessionUseCases {
   }
 
   async mkdir(sessionId: string, principal: Principal, path: string): Promise<FileEntry> {
+    await this.serve(sessionId, principal);
     const record = this.findLive(sessionId, principal);
     this.touch(record);
     return this.sandboxOf(record).mkdir({ path: pathOf(path, 'path') });
@@ -438,6 +452,7 @@ export class SessionUseCases {
     path: string,
     onChange: (change: FileChange) => void,
   ): Promise<() => void> {
+    await this.serve(sessionId, principal);
     const record = this.findLive(sessionId, principal);
     return this.sandboxOf(record).watch(pathOf(path, 'path', true), onChange);
   }
@@ -463,24 +478,7 @@ export class SessionUseCases {
     for (const a of adopted) {
       const name = journaled.get(a.sessionId)?.principalName ?? a.principal;
       journaled.delete(a.sessionId);
-      const record: SessionRecord = {
-        ...this.newRecord(a.spec, { id: a.principal, name, scope: {} }),
-        sessionId: a.sessionId,
-        createdAt: a.createdAt,
-        sandbox: a.sandbox,
-      };
-      this.live.set(record.sessionId, record);
-      record.state = 'Ready';
-      this.schedule(record);
-      void a.sandbox.ended.then((end) => this.end(record, end.reason, end.message));
-      this.deps.metrics.liveSessions.inc({ backend: this.deps.backend.name });
-      for (const exec of a.execs) {
-        record.execs.recover(exec, {
-          deps: this.deps,
-          session: record,
-          finished: (entry) => record.log.add(entry),
-        });
-      }
+      this.takeIn(a, name);
     }
     const gone = [
       ...lost,
@@ -497,6 +495,54 @@ export class SessionUseCases {
     for (const l of gone) this.lost(l, l.sessionId === undefined ? undefined : journaled.get(l.sessionId));
     if (adopted.length) this.deps.logger.info({ sessions: adopted.length }, 'adopted live sessions');
     return { adopted: adopted.length, lost: gone.length };
+  }
+
+  /** A session this server did not make (an earlier run, another replica), served from now on. */
+  private takeIn(a: AdoptedSession, principalName: string): SessionRecord {
+    const record: SessionRecord = {
+      ...this.newRecord(a.spec, { id: a.principal, name: principalName, scope: {} }),
+      sessionId: a.sessionId,
+      createdAt: a.createdAt,
+      sandbox: a.sandbox,
+    };
+    this.live.set(record.sessionId, record);
+    record.state = 'Ready';
+    this.schedule(record);
+    void a.sandbox.ended.then((end) => this.end(record, end.reason, end.message));
+    this.deps.metrics.liveSessions.inc({ backend: this.deps.backend.name });
+    for (const exec of a.execs) {
+      record.execs.recover(exec, {
+        deps: this.deps,
+        session: record,
+        finished: (entry) => record.log.add(entry),
+      });
+    }
+    return record;
+  }
+
+  /**
+   * Makes this server serve a session it does not know yet, when its backend can find it (on
+   * Kubernetes: by its Sandbox, made through another replica or before a restart), taking it over
+   * for its owner. A no-op for a session it knows; an unknown one stays NOT_FOUND for the caller.
+   * Every transport calls it before a request on a session (the async use cases call it themselves).
+   */
+  async serve(sessionId: string, principal: Principal): Promise<void> {
+    const backend = this.deps.backend.sessions;
+    if (this.live.has(sessionId) || this.ended.has(sessionId) || !backend?.findSession) return;
+    let finding = this.finding.get(sessionId);
+    if (!finding) {
+      finding = backend
+        .findSession(sessionId, principal.id, principal.namespace)
+        .then(
+          (a) => void (this.live.has(a.sessionId) || this.takeIn(a, principal.name)),
+          (e: unknown) => {
+            if (toAppError(e).code !== 'NOT_FOUND') throw e;
+          },
+        )
+        .finally(() => this.finding.delete(sessionId));
+      this.finding.set(sessionId, finding);
+    }
+    await finding;
   }
 
   /** A session an earlier server left, found gone: its sandbox is removed; audited when remembered. */

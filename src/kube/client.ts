@@ -23,6 +23,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import type { CustomKind } from '../api/v1alpha1/group.js';
+import { attachPod, type AttachedPod } from './attach.js';
 import {
   kubeCall,
   statusError,
@@ -311,6 +312,12 @@ export function createKubeClient(kc: KubeConfig) {
           }),
         ),
       ),
+
+    /** A byte channel to a running container's stdin and stdout (pods/attach; see attach.ts). */
+    attach: (
+      target: { namespace: string; pod: string; container: string },
+      onStdout: (data: Buffer) => void,
+    ): Promise<AttachedPod> => attachPod(kc, target, onStdout),
 
     /** The apiserver's version (`v1.20.2`). */
     version: (): Promise<string> =>

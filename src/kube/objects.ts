@@ -65,3 +65,6 @@ export function plain<T>(value: T): Plain<T> {
 export function objectKey(obj: KubeObject): string {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 }
+
+/** A MicroTime (Lease renewTime): RFC 3339 with microseconds, as the apiserver wants it. */
+export const microTime = (ms: number): string => new Date(ms).toISOString().replace(/Z$/, '000Z');

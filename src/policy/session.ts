@@ -90,10 +90,16 @@ export type SessionEvaluation =
 
 export type ExecEvaluation = { ok: true; exec: EffectiveExec } | { ok: false; violations: Violation[] };
 
+/** What the backend itself cannot do (Kubernetes knows activity only to ±10 s: no idle timeout under 60 s). */
+export interface BackendFloors {
+  minIdleTimeoutSeconds?: number | undefined;
+}
+
 export function evaluateSession(
   request: SessionRequest,
   policy: Policy,
   scope: Scope = {},
+  floors: BackendFloors = {},
 ): SessionEvaluation {
   const violations: Violation[] = [];
   const d: Decision = { policy, scope, deny: (v) => void violations.push(v) };
@@ -106,6 +112,15 @@ export function evaluateSession(
     request.idleTimeoutSeconds ?? s.idleTimeoutSeconds,
     s.maxIdleTimeoutSeconds,
   );
+  const minIdle = floors.minIdleTimeoutSeconds;
+  if (minIdle !== undefined && idleTimeoutSeconds < minIdle) {
+    d.deny({
+      field: 'idleTimeoutSeconds',
+      message: `${idleTimeoutSeconds}s is under this backend's floor of ${minIdle}s`,
+      limit: `${minIdle}s`,
+      requested: `${idleTimeoutSeconds}s`,
+    });
+  }
   if (request.env.length + request.secrets.length > policy.ceilings.envVars) {
     d.deny({
       field: 'env',

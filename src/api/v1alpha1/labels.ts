@@ -42,3 +42,6 @@ export function childName(runName: string, uid: string): string {
   const base = runName.slice(0, 57).replace(/[-.]+$/, '');
   return `${base}-${shortHash(uid, 5)}`;
 }
+
+/** On a session's Lease only: the runner's channel key (hex), so another gateway can re-attach. */
+export const ANNOTATION_CHANNEL_KEY = 'sandpit.dev/channel-key';

@@ -3,6 +3,7 @@
  * a missing CRD, a missing namespace and missing RBAC each say what to run. Pure.
  */
 import { crdName } from '../../api/v1alpha1/group.js';
+import { SANDBOX } from '../../api/v1alpha1/sandbox.js';
 import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
 import { KubeApiError, toKubeError } from '../../kube/errors.js';
 import { AppError } from '../../shared/errors.js';
@@ -71,26 +72,8 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
         hint: rbacHint(ctx),
         cause: err,
       });
-    case 404: {
-      const ns = NAMESPACE_MISSING.exec(err.message);
-      if (ns) {
-        return new AppError('CONFIG_INVALID', `namespace ${ns[1] ?? ctx.namespace} does not exist`, {
-          hint: 'create it (`kubectl create namespace …`) or set kubernetes.gateway.namespace',
-          cause: err,
-        });
-      }
-      if (OBJECT_MISSING.test(err.message)) {
-        return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
-      }
-      if (ctx.resource === 'sandboxruns') {
-        return new AppError(
-          'ENGINE_UNAVAILABLE',
-          `the SandboxRun API (${CRD_NAME}) is not installed in the cluster at ${ctx.server}`,
-          { hint: CRD_HINT, cause: err },
-        );
-      }
-      return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
-    }
+    case 404:
+      return notFoundError(err, ctx, what);
     case 413:
       return new AppError(
         'TOO_LARGE',
@@ -113,4 +96,27 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
       }
       return new AppError('BACKEND_ERROR', `cannot ${what}: ${err.message}`, { cause: err });
   }
+}
+
+/** A 404: a missing namespace, a missing object, or a missing API (the CRD not installed). */
+function notFoundError(err: KubeApiError, ctx: CallContext, what: string): AppError {
+  const ns = NAMESPACE_MISSING.exec(err.message);
+  if (ns) {
+    return new AppError('CONFIG_INVALID', `namespace ${ns[1] ?? ctx.namespace} does not exist`, {
+      hint: 'create it (`kubectl create namespace …`) or set kubernetes.gateway.namespace',
+      cause: err,
+    });
+  }
+  if (OBJECT_MISSING.test(err.message)) {
+    return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
+  }
+  if (ctx.resource === 'sandboxruns' || ctx.resource === 'sandboxes') {
+    const kind = ctx.resource === 'sandboxes' ? SANDBOX : SANDBOX_RUN;
+    return new AppError(
+      'ENGINE_UNAVAILABLE',
+      `the ${kind.kind} API (${crdName(kind)}) is not installed in the cluster at ${ctx.server}`,
+      { hint: CRD_HINT, cause: err },
+    );
+  }
+  return new AppError('NOT_FOUND', `cannot ${what}: ${err.message}`, { cause: err });
 }

@@ -19,6 +19,7 @@ import { checkHealth } from './health.js';
 import { createRunApi, type RunApi } from './run-api.js';
 import { BACKEND_NAME, resultFromStatus } from './run-result.js';
 import { superviseRun, type SuperviseTiming } from './supervise-run.js';
+import { KubernetesSessions } from './sessions/kubernetes-sessions.js';
 import { waitPodStopped } from './wait-pod.js';
 
 export interface KubernetesBackendOptions {
@@ -36,6 +37,10 @@ export interface KubernetesBackendOptions {
   /** Extra labels on every SandboxRun (system labels win). */
   labels?: Readonly<Record<string, string>>;
   logger?: Logger;
+  /** This replica's identity on session Leases (a fresh one per process when absent). */
+  replicaId?: string | undefined;
+  /** Session hand-over: the linger after a session's last request, and how long a request waits for its holder. */
+  sessions?: { lingerMs?: number; takeWaitMs?: number };
   /** Overrides for tests. */
   timing?: Partial<Omit<SuperviseTiming, 'pickupTimeoutMs' | 'deadlineMs'>> & { podGoneMs?: number };
 }
@@ -54,6 +59,7 @@ export class KubernetesBackend implements SandboxBackend {
   readonly name = BACKEND_NAME;
   readonly namespace: string;
   private readonly api: RunApi;
+  readonly sessions: KubernetesSessions;
   private readonly options: KubernetesBackendOptions;
   private readonly timing: typeof DEFAULT_TIMING;
   /** Live runs: aborting one cancels it. */
@@ -65,8 +71,21 @@ export class KubernetesBackend implements SandboxBackend {
   constructor(options: KubernetesBackendOptions) {
     this.options = options;
     this.namespace = options.namespace;
-    this.api = createRunApi(createKubeClient(options.kubeConfig));
+    const kube = createKubeClient(options.kubeConfig);
+    this.api = createRunApi(kube);
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
+    this.sessions = new KubernetesSessions({
+      kube,
+      namespace: options.namespace,
+      holder: options.replicaId,
+      ttlSecondsAfterFinished: options.ttlSecondsAfterFinished,
+      pendingTimeoutSeconds: options.pendingTimeoutSeconds,
+      labels: options.labels,
+      lingerMs: options.sessions?.lingerMs,
+      takeWaitMs: options.sessions?.takeWaitMs,
+      watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
+      logger: options.logger,
+    });
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
@@ -170,10 +189,13 @@ export class KubernetesBackend implements SandboxBackend {
     return value;
   }
 
-  /** Stops accepting runs, cancels the live ones and waits for their results (the operator removes their pods). */
+  /**
+   * Stops accepting runs, cancels the live ones and waits for their results (the operator removes
+   * their pods). Sessions are let go, still running: their Leases released, for any replica.
+   */
   async close(): Promise<void> {
     this.executions.close();
     for (const run of this.live) run.abort();
-    await this.executions.settled();
+    await Promise.all([this.executions.settled(), this.sessions.detachAll()]);
   }
 }

@@ -25,11 +25,33 @@ export const GATEWAY_PERMISSIONS: readonly GatewayPermission[] = [
     why: 'create a run, follow its status (watch; get after an expired watch), cancel it (patch spec.cancel)',
   },
   {
+    apiGroup: 'sandpit.dev',
+    resource: 'sandboxes',
+    verbs: ['create', 'delete', 'get', 'list', 'watch'],
+    scope: 'run-namespace',
+    why: 'create a session, wait for it to be ready (watch), find it by name or after a restart (get, list), delete it',
+  },
+  {
+    apiGroup: 'coordination.k8s.io',
+    resource: 'leases',
+    verbs: ['create', 'get', 'update'],
+    scope: 'run-namespace',
+    why: "hold a session's Lease (who is attached to its pod) and write its activity (renewTime)",
+  },
+  {
     apiGroup: '',
     resource: 'pods',
     verbs: ['get', 'watch'],
     scope: 'run-namespace',
-    why: "wait until a cancelled run's pod is gone",
+    why: "wait until a cancelled run's pod is gone; check a session pod's owner before attaching",
+  },
+  {
+    apiGroup: '',
+    resource: 'pods/attach',
+    // A WebSocket attach is a GET (v1.20 authorizes `get`); clusters from v1.31 also ask for `create`.
+    verbs: ['create', 'get'],
+    scope: 'run-namespace',
+    why: "talk to a session pod's runner on its attached stdin and stdout",
   },
   {
     apiGroup: '',

@@ -31,6 +31,12 @@ function clientGone(res: Response): AbortSignal {
 export function sessionRoutes(service: SandpitService, json: ReturnType<typeof requireJson>): Router {
   const router = Router();
   const sessions = service.sessions;
+  // A session another replica made (or this one before a restart) is taken over first.
+  router.param('id', (req, _res, next, id: string) => {
+    Promise.resolve()
+      .then(() => sessions.serve(id, principalOfRequest(req)))
+      .then(() => next(), next);
+  });
 
   router.post('/sessions', json, async (req, res) => {
     const session = await sessions.create(req.body, principalOfRequest(req), { signal: clientGone(res) });

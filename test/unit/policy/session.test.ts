@@ -92,3 +92,32 @@ describe('evaluateExec', () => {
     assert.ok(short.ok && short.exec.timeoutSeconds === 2);
   });
 });
+
+describe("a backend's floors", () => {
+  test('an idle timeout under the floor is refused naming the field; at the floor it passes', () => {
+    const floors = { minIdleTimeoutSeconds: 60 };
+    const under = evaluateSession(
+      SessionRequestSchema.parse({ template: 'python', idleTimeoutSeconds: 59 }),
+      policy,
+      {},
+      floors,
+    );
+    assert.ok(!under.ok);
+    assert.deepEqual(
+      under.violations.map((v) => v.field),
+      ['idleTimeoutSeconds'],
+    );
+    const at = evaluateSession(
+      SessionRequestSchema.parse({ template: 'python', idleTimeoutSeconds: 60 }),
+      policy,
+      {},
+      floors,
+    );
+    assert.ok(at.ok);
+    const none = evaluateSession(
+      SessionRequestSchema.parse({ template: 'python', idleTimeoutSeconds: 5 }),
+      policy,
+    );
+    assert.ok(none.ok, 'no floor: Docker enforces any idle timeout');
+  });
+});

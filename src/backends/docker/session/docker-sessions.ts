@@ -9,11 +9,12 @@ import type Docker from 'dockerode';
 import * as z from 'zod';
 import { SESSION_ID_PATTERN } from '../../../api/session.js';
 import type { Logger } from '../../../observability/logger.js';
-import { EffectiveSessionSpecSchema, type EffectiveSessionSpec } from '../../../policy/session.js';
+import type { EffectiveSessionSpec } from '../../../policy/session.js';
 import { newKey } from '../../../runner/session-protocol.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
+import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
 import { RunnerSession } from '../../session-sandbox.js';
 import type {
   AdoptedSession,
@@ -36,16 +37,6 @@ const RESYNC_TIMEOUT_MS = 10_000;
 /** A cold container's runner exits if nobody opens its session in this time (a crash mid-create). */
 const COLD_OPEN_WITHIN_SECONDS = 60;
 export const SESSION_NAME_PREFIX = 'sandpit-session-';
-
-/** What the gateway hands the runner to keep: the session as created, for whoever adopts it. */
-const SessionMetaSchema = z.object({
-  v: z.literal(1),
-  sessionId: z.string().regex(SESSION_ID_PATTERN),
-  principal: z.string(),
-  createdAt: z.number(),
-  spec: EffectiveSessionSpecSchema,
-});
-type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
 export interface DockerSessionsDeps {
   docker: Docker;
@@ -158,16 +149,7 @@ export class DockerSessions implements SessionBackend {
       );
     const client = container.connect();
     await withTimeout(
-      client.open({
-        ttlMs: spec.ttlSeconds * 1000,
-        idleMs: spec.idleTimeoutSeconds * 1000,
-        maxExecs: spec.maxExecs,
-        env: [...spec.env, ...spec.secrets],
-        workdir: spec.workdir,
-        meta: JSON.stringify({ v: 1, ...meta, spec } satisfies SessionMeta),
-        fileSizeBytes: spec.limits.fileSizeBytes,
-        openFiles: spec.limits.openFiles,
-      }),
+      client.open(openRequest(spec, meta)),
       OPEN_TIMEOUT_MS,
       "the session's runner did not answer its open request",
     );
@@ -233,12 +215,7 @@ export class DockerSessions implements SessionBackend {
       );
       if (!info.opened) return await lost(container, 'RunnerGone', 'a pool container nobody claimed');
       const meta = SessionMetaSchema.parse(JSON.parse(info.meta ?? ''));
-      const spec: EffectiveSessionSpec = {
-        ...meta.spec,
-        template: meta.spec.template,
-        runtime: meta.spec.runtime,
-        ttlSeconds: Math.round((info.ttlMs ?? 0) / 1000),
-      };
+      const spec = adoptedSpec(meta, info.ttlMs);
       const session = new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec });
       this.track(session, container);
       const execs = session.recover(info.execs ?? []);

@@ -28,6 +28,7 @@ export function sandboxExecTool(schemas: SessionSchemas): ToolSpec {
       const { sessionId, execId, kill, ...request } = args;
       const principal = principalOf(extra, deps);
       const sessions = deps.service.sessions;
+      await sessions.serve(sessionId, principal);
       if (execId !== undefined) {
         const result = kill
           ? await sessions.killExec(sessionId, execId, principal)
