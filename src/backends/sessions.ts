@@ -153,6 +153,11 @@ export interface SessionSandbox {
   processes(): Promise<{ pid: number; command: string }[]>;
   /** A new whole lifetime, counted from creation (PATCH); the runner enforces it from now on. */
   setTtl(ttlSeconds: number): Promise<void>;
+  /**
+   * Where other gateway replicas serve it too: whether it ended while this one did not hold it
+   * (then it is done here as well). Undefined while it lives.
+   */
+  endedElsewhere?(): Promise<SandboxEnd | undefined>;
   /** Resolves when the sandbox ends by itself (runner gone, container died, its TTL inside). */
   readonly ended: Promise<SandboxEnd>;
   /** Kills every exec and removes the sandbox; resolves once it is gone. Idempotent. */

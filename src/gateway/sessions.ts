@@ -523,12 +523,18 @@ export class SessionUseCases {
   /**
    * Makes this server serve a session it does not know yet, when its backend can find it (on
    * Kubernetes: by its Sandbox, made through another replica or before a restart), taking it over
-   * for its owner. A no-op for a session it knows; an unknown one stays NOT_FOUND for the caller.
+   * for its owner. A session it knows is checked for an end elsewhere (deleted through another
+   * replica): then it ends here too. An unknown one stays NOT_FOUND for the caller.
    * Every transport calls it before a request on a session (the async use cases call it themselves).
    */
   async serve(sessionId: string, principal: Principal): Promise<void> {
     const backend = this.deps.backend.sessions;
-    if (this.live.has(sessionId) || this.ended.has(sessionId) || !backend?.findSession) return;
+    const known = this.live.get(sessionId);
+    if (known?.owner === principal.id && !known.ending) {
+      const end = await known.sandbox?.endedElsewhere?.().catch(() => undefined);
+      if (end) await this.end(known, end.reason, end.message);
+    }
+    if (known || this.ended.has(sessionId) || !backend?.findSession) return;
     let finding = this.finding.get(sessionId);
     if (!finding) {
       finding = backend

@@ -20,6 +20,7 @@ import {
   type Suite,
 } from '../integration/kubernetes/operator-harness.js';
 import { contractCases } from './cases.js';
+import { sessionContractCases } from './session-cases.js';
 import { bindGatewayRbac, gatewayBackend } from './kube-gateway.js';
 import {
   CONTRACT_SANDBOX_CONFIG,
@@ -126,6 +127,10 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
 
   describe('the shared cases', () => {
     contractCases(
+      () => target,
+      () => (failed = true),
+    );
+    sessionContractCases(
       () => target,
       () => (failed = true),
     );

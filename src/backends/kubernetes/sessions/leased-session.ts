@@ -6,7 +6,7 @@
  * ends, the replica detaches and releases the Lease, so another replica can take it at once: the
  * session's state lives in the Sandbox, the Lease and the runner, never in one gateway's memory.
  */
-import type { FileEntry, SessionReason } from '../../../api/session.js';
+import { isSessionEnded, type FileEntry, type SessionReason } from '../../../api/session.js';
 import { SANDBOX } from '../../../api/v1alpha1/sandbox.js';
 import type { KubeClient } from '../../../kube/client.js';
 import type { Logger } from '../../../observability/logger.js';
@@ -328,6 +328,27 @@ export class LeasedSession implements SessionSandbox {
   async setTtl(ttlSeconds: number): Promise<void> {
     await this.op((r) => r.setTtl(ttlSeconds));
     if (this.spec) this.spec = { ...this.spec, ttlSeconds };
+  }
+
+  /**
+   * Whether the session ended while this replica did not hold it (another replica deleted it, its
+   * Sandbox expired or was deleted from outside): its end, then, and this session is done.
+   */
+  async endedElsewhere(): Promise<SandboxEnd | undefined> {
+    if (this.held || this.acquiring || this.closed) return undefined;
+    const { namespace, name } = this.ref;
+    const sandbox = await this.deps.kube.getObject<SandboxObject>(SANDBOX, namespace, name);
+    const phase = sandbox?.status?.phase;
+    if (sandbox && !(phase && isSessionEnded(phase))) return undefined;
+    const end: SandboxEnd = sandbox
+      ? {
+          reason: sandbox.status?.reason ?? 'RunnerGone',
+          message: sandbox.status?.message ?? `it is ${phase}`,
+        }
+      : { reason: 'Deleted', message: `its Sandbox ${namespace}/${name} is gone` };
+    this.closed = true;
+    this.endResolve(end);
+    return end;
   }
 
   async close(reason: SessionReason): Promise<void> {

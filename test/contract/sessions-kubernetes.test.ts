@@ -1,0 +1,96 @@
+// Sessions end to end in Kubernetes mode: two built `sandpit serve` replicas with
+// sandbox.backend: kubernetes (the gateway identity, bound to deploy/gateway-rbac.yaml, never
+// admin) and a real operator process. The seed's curl flow and the MCP flow over Streamable HTTP
+// work as on Docker; one session is served by both replicas in turn, and survives a restart of
+// the replica that made it (its state lives in the Sandbox object and its Lease).
+import assert from 'node:assert/strict';
+import { after, before, describe } from 'node:test';
+import { connectHttp, ensureBuilt, startServe, type Served } from '../e2e/helpers.js';
+import { mcpSessionFlow, restClient, seedCurlFlow, JSON_TYPE } from '../e2e/session-flows.js';
+import {
+  failureMarkingTest,
+  startSuite,
+  stopSuite,
+  type Suite,
+} from '../integration/kubernetes/operator-harness.js';
+import { withCluster } from '../support/kube/index.js';
+import { bindGatewayRbac } from './kube-gateway.js';
+import { CONTRACT_SANDBOX_CONFIG } from './target.js';
+
+const TOKEN = 'kube-sessions-token-0123456789';
+/** The seed's body names the image python:3.11 (built offline, and loaded into the cluster under that name too). */
+const SANDBOX_CONFIG = { ...CONTRACT_SANDBOX_CONFIG, imageAllowlist: ['sandpit/*', 'python:3.11'] };
+
+let suite: Suite;
+const replicas: Served[] = [];
+let failed = false;
+
+function gatewayConfig(s: Suite, instanceId: string): object {
+  return {
+    server: { instanceId },
+    auth: { token: TOKEN },
+    sandbox: { backend: 'kubernetes', ...SANDBOX_CONFIG },
+    kubernetes: {
+      gateway: { kubeconfig: s.cluster.env.identities.gateway.kubeconfigPath, namespace: s.ns },
+      operator: { leaseNamespace: s.ns },
+    },
+    logging: { level: 'debug' },
+  };
+}
+
+describe(
+  'sessions through sandpit serve in Kubernetes mode (built CLI, two replicas)',
+  { timeout: 900_000 },
+  () => {
+    before(async () => {
+      ensureBuilt();
+      suite = await startSuite(await withCluster(), 'sessions-kubernetes', { sandbox: SANDBOX_CONFIG });
+      await bindGatewayRbac(suite.cluster, suite.ns);
+      replicas.push(await startServe(gatewayConfig(suite, 'replica-a')));
+      replicas.push(await startServe(gatewayConfig(suite, 'replica-b')));
+    });
+    after(async () => {
+      for (const r of replicas) {
+        const code = await r.stop();
+        if (code !== 0) failed = true;
+      }
+      if (failed) for (const r of replicas) for (const l of r.logs) process.stderr.write(`# serve: ${l}\n`);
+      await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
+    });
+    const it = failureMarkingTest(300_000, () => (failed = true));
+    const a = () => restClient(() => replicas[0]!.url, TOKEN);
+    const b = () => restClient(() => replicas[1]!.url, TOKEN);
+
+    it("the seed's curl flow, then an artifact the script wrote is downloaded", () => seedCurlFlow(a()));
+
+    it('MCP over Streamable HTTP: three commands share files and state in one session', async () => {
+      const connected = await connectHttp(`${replicas[0]!.url}/mcp`, TOKEN);
+      try {
+        await mcpSessionFlow(connected);
+      } finally {
+        await connected.close();
+      }
+    });
+
+    it('one session, served by both replicas in turn and across a restart of the one that made it', async () => {
+      const id = await a().createSession('{"template":"python"}');
+      assert.equal((await a().rest('PUT', `/sessions/${id}/files/n`, '1')).status, 201);
+      const bump = ['python3', '-c', 'p="n"; n=int(open(p).read())+1; open(p,"w").write(str(n)); print(n)'];
+      assert.equal((await a().exec(id, bump)).stdout, '2\n');
+      // The other replica finds it by its Sandbox, takes the session's Lease over and re-attaches.
+      assert.equal((await b().exec(id, bump)).stdout, '3\n');
+      const seen = await b().rest('GET', `/sessions/${id}`);
+      assert.equal(seen.status, 200, seen.text);
+      assert.equal(seen.json.state, 'Ready');
+      // The replica that made it restarts: the session lives on, and it serves it again.
+      assert.equal(await replicas[0]!.stop(), 0);
+      replicas[0] = await startServe(gatewayConfig(suite, 'replica-a'));
+      assert.equal((await a().exec(id, bump)).stdout, '4\n');
+      assert.equal((await b().rest('GET', `/sessions/${id}/files/n`)).text, '4');
+      const deleted = await b().rest('DELETE', `/sessions/${id}`);
+      assert.equal(deleted.json.state, 'Deleted', deleted.text);
+      const gone = await a().rest('POST', `/sessions/${id}/exec`, '{"command":["true"]}', JSON_TYPE);
+      assert.equal(gone.status, 404, gone.text);
+    });
+  },
+);
