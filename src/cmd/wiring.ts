@@ -157,9 +157,12 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
   ]);
   const kubeConfig = loadKubeConfig(kubeconfigSource(gateway.kubeconfig));
   const namespace = gateway.namespace ?? currentNamespace(kubeConfig) ?? 'default';
+  const policy = operatorPolicy(config);
   const backend = new KubernetesBackend({
     kubeConfig,
     namespace,
+    tenantNamespaces: tenantNamespaces(config),
+    policy,
     lease: operator.leaderElection
       ? { namespace: operator.leaseNamespace ?? 'sandpit-system', name: operator.leaseName }
       : undefined,
@@ -173,8 +176,13 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
     'Runs are SandboxRuns (kubernetes backend)',
   );
   const metrics = createMetrics(options);
-  const service = await createService(ctx, { backend, policy: operatorPolicy(config), metrics });
+  const service = await createService(ctx, { backend, policy, metrics });
   return { service, backend, metrics };
+}
+
+/** The namespaces tokens are mapped to (auth.tokens[].namespace), each once. */
+export function tenantNamespaces(config: Config): string[] {
+  return [...new Set(config.auth.tokens.flatMap((t) => (t.namespace ? [t.namespace] : [])))];
 }
 
 /** The service over a backend, with the config's slots and an opened audit trail. */

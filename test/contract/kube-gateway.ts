@@ -11,6 +11,7 @@ import {
 } from '../../src/backends/kubernetes/kubernetes-backend.js';
 import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from '../../src/backends/kubernetes/permissions.js';
 import { REPO_ROOT } from '../support/kube/env.js';
+import { contractPolicy } from './target.js';
 import type { KubeCluster } from '../support/kube/index.js';
 
 /** The operator's Lease name (the config default the test operators keep). */
@@ -41,7 +42,7 @@ export async function bindGatewayRbac(cluster: KubeCluster, namespace: string): 
 export function gatewayBackend(
   cluster: KubeCluster,
   namespace: string,
-  overrides: Partial<KubernetesBackendOptions> = {},
+  overrides: Partial<Omit<KubernetesBackendOptions, 'policy'>> & { policy?: KubernetesBackendOptions['policy'] } = {},
 ): KubernetesBackend {
   return new KubernetesBackend({
     kubeConfig: cluster.kubeConfigFor('gateway', namespace),
@@ -50,6 +51,7 @@ export function gatewayBackend(
     ttlSecondsAfterFinished: 600,
     pendingTimeoutSeconds: 60,
     pickupTimeoutSeconds: 30,
+    policy: contractPolicy([]),
     ...overrides,
   });
 }
