@@ -142,7 +142,10 @@ describe('TokenSchema', () => {
   });
 
   test('namespace: a DNS-1123 label, refused otherwise with the accepted form', () => {
-    assert.equal(TokenSchema.parse({ name: 'a', token: 'abcdefgh', namespace: 'team-a' }).namespace, 'team-a');
+    assert.equal(
+      TokenSchema.parse({ name: 'a', token: 'abcdefgh', namespace: 'team-a' }).namespace,
+      'team-a',
+    );
     assert.equal(TokenSchema.parse({ name: 'a', token: 'abcdefgh' }).namespace, undefined);
     for (const bad of ['Team-A', 'team_a', '-team', 'team-', '', 'a'.repeat(64), 'a.b', '../x']) {
       const r = TokenSchema.safeParse({ name: 'a', token: 'abcdefgh', namespace: bad });
