@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { classify } from '../../../src/api/outcome.js';
 import { buildResult } from '../../../src/api/result.js';
 import type { RunExecution, SandboxBackend } from '../../../src/backends/types.js';
-import type { Principal } from '../../../src/gateway/principal.js';
+import { LOCAL_PRINCIPAL, type Principal } from '../../../src/gateway/principal.js';
 import { SandpitService } from '../../../src/gateway/service.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
@@ -63,15 +63,17 @@ test('a principal with the same name but another token neither reads nor cancels
 });
 
 test('a run this process does not know is asked of the backend’s records, as its owner (id and namespace)', async () => {
+  const service0 = new SandpitService({
+    backend,
+    policy: createPolicy(),
+    logger: silentLogger(),
+    metrics: createMetrics(),
+    slots: { maxConcurrent: 1, maxQueued: 0 },
+  });
   const asked: { op: string; runId: string; owner: unknown }[] = [];
   const recorded = buildResult({
     runId: 'run-elsewhere',
-    subject: {
-      template: 'python',
-      image: 'sandpit/python:3.11',
-      runtime: undefined,
-      limits: createPolicy().ceilings as never,
-    },
+    subject: service0.runs.plan({ template: 'python', code: 'print(1)' }, LOCAL_PRINCIPAL),
     outcome: { phase: 'Running', exitCode: null },
     startedAt: 0,
     finishedAt: undefined,
