@@ -10,11 +10,10 @@
  * create figure includes up to that pick-up delay instead of the operator's watch.
  */
 import { randomBytes } from 'node:crypto';
-import { KubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.js';
 import { runCommand } from '../test/support/kube/run.js';
 import { withCluster, type KubeCluster } from '../test/support/kube/index.js';
 import { runExec, sessionSpec } from '../test/support/sessions.js';
-import { bindGatewayRbac, LEASE_NAME } from '../test/contract/kube-gateway.js';
+import { bindGatewayRbac, gatewayBackend } from '../test/contract/kube-gateway.js';
 import { installOperatorApi } from '../test/integration/kubernetes/operator-harness.js';
 import {
   getSandbox,
@@ -45,14 +44,7 @@ export default async function main(): Promise<void> {
   const ns = await cluster.createNamespace('bench-sessions');
   await bindGatewayRbac(cluster, ns);
   const pods = serveSessionPods(cluster, ns);
-  const backend = new KubernetesBackend({
-    kubeConfig: cluster.kubeConfigFor('gateway', ns),
-    namespace: ns,
-    lease: { namespace: ns, name: LEASE_NAME },
-    ttlSecondsAfterFinished: 600,
-    pendingTimeoutSeconds: 60,
-    pickupTimeoutSeconds: 30,
-  });
+  const backend = gatewayBackend(cluster, ns);
   try {
     const id = newId();
     const sandbox = await backend.sessions.createSession(spec, { sessionId: id, principal: 'bench' });

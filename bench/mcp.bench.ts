@@ -105,7 +105,7 @@ export default async function bench(): Promise<void> {
             check(r.stdout);
             return r;
           },
-          get: (runId) => Promise.resolve(service.runs.get(runId, LOCAL_PRINCIPAL)),
+          get: (runId) => service.runs.get(runId, LOCAL_PRINCIPAL),
         }),
         [STDIO]: timed(STDIO, viaMcp(stdio.client)),
         [STATEFUL]: timed(STATEFUL, viaMcp(stateful.client)),

@@ -13,6 +13,8 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Who asked for the run (the Kubernetes backend records it on the SandboxRun). */
   principal?: string;
+  /** The owner's principal id: the Kubernetes backend records it, so that any gateway process can check ownership. */
+  owner?: string | undefined;
   /** The tenant's namespace (Kubernetes: where its SandboxRun is made); the backend's own when absent. */
   namespace?: string | undefined;
 }
@@ -38,9 +40,34 @@ export interface BackendHealth {
   pools?: { template: string; idle: number; starting: number }[];
 }
 
+/** Whose run it is: the owner's principal id, and the tenant namespace (Kubernetes) its runs are in. */
+export interface RunOwner {
+  id: string;
+  namespace?: string | undefined;
+}
+
+/**
+ * Runs as the backend records them, readable by every gateway process (Kubernetes: the SandboxRun
+ * object). A run that `owner` may not see is answered exactly like one that does not exist.
+ */
+export interface RunRecords {
+  /** The run's current state, or undefined. */
+  get(runId: string, owner: RunOwner): Promise<RunResult | undefined>;
+  /**
+   * Asks the run to stop and waits, within a bound, until it has ended (the process that follows
+   * it sees it end Cancelled); a finished run is returned as it is. Undefined when there is none.
+   */
+  cancel(runId: string, owner: RunOwner): Promise<RunResult | undefined>;
+}
+
 export interface SandboxBackend {
   readonly name: 'docker' | 'kubernetes';
   start(spec: EffectiveSpec, options: StartOptions): RunExecution;
+  /**
+   * Where runs are recorded beyond the process that started them. Absent (Docker): only that
+   * process knows a run, from its memory.
+   */
+  readonly runs?: RunRecords | undefined;
   /** Long-lived sessions, where the backend serves them. */
   readonly sessions?: SessionBackend | undefined;
   health(): Promise<BackendHealth>;

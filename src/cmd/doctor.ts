@@ -7,12 +7,16 @@ import { createAuditTrail } from '../observability/audit-trail.js';
 import { silentLogger } from '../observability/logger.js';
 import { toAppError } from '../shared/errors.js';
 import { parse, printHelp } from './args.js';
+import { kubernetesBackend } from './wiring.js';
 
 export const DOCTOR_USAGE = `
 usage: sandpit doctor [--json] [--config PATH]
 
 Checks Node.js, the configuration, the audit file, the Docker engine, the sandbox images and the
 configured runtime, and names the fix for each missing piece. Exits 0 when everything is ready.
+With sandbox.backend: kubernetes it checks the cluster instead: the API server, the CRD, the
+operator's Lease, and the gateway's permissions in its namespace and in every namespace a token
+is mapped to (auth.tokens[].namespace).
 `;
 
 export interface Check {
@@ -57,6 +61,10 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     return checks;
   }
   checks.push(await auditCheck(config));
+  if (config.sandbox.backend === 'kubernetes') {
+    checks.push(await clusterCheck(config));
+    return checks;
+  }
   const backend = new DockerBackend({ socketPath: config.docker.socketPath });
   const health = await backend.health();
   if (!health.images) {
@@ -100,6 +108,21 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     });
   }
   return checks;
+}
+
+/** The Kubernetes backend's health: the cluster, the operator, and the permissions in every namespace. */
+async function clusterCheck(config: Config): Promise<Check> {
+  try {
+    const { backend } = await kubernetesBackend({ config, logger: silentLogger() });
+    const health = await backend.health();
+    await backend.close();
+    return health.ok
+      ? { name: 'cluster', ok: true, detail: health.detail }
+      : { name: 'cluster', ok: false, detail: health.detail, fix: 'each problem above names its fix' };
+  } catch (e) {
+    const err = toAppError(e);
+    return { name: 'cluster', ok: false, detail: err.message, ...(err.hint ? { fix: err.hint } : {}) };
+  }
 }
 
 /** The audit file opens for appending (created if need be), as the gateway's gate will require. */

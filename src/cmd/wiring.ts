@@ -144,11 +144,20 @@ export async function wireBackend(
 }
 
 /**
- * The Kubernetes backend: runs become SandboxRuns in kubernetes.gateway.namespace, reconciled by the
- * operator. The policy is the operator's (RuntimeClasses in place of Docker runtimes), so both sides
- * decide alike. Loaded on demand: only this path needs @kubernetes/client-node.
+ * The Kubernetes backend: runs become SandboxRuns in kubernetes.gateway.namespace (a tenant's in
+ * its token's namespace), reconciled by the operator. The policy is the operator's (RuntimeClasses
+ * in place of Docker runtimes), so both sides decide alike. Loaded on demand: only this path needs
+ * @kubernetes/client-node.
  */
 async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean }): Promise<BackendWiring> {
+  const { backend, policy } = await kubernetesBackend(ctx);
+  const metrics = createMetrics(options);
+  const service = await createService(ctx, { backend, policy, metrics });
+  return { service, backend, metrics };
+}
+
+/** The Kubernetes backend the config describes, and the policy it decides by (also `sandpit doctor`'s). */
+export async function kubernetesBackend(ctx: Context): Promise<{ backend: SandboxBackend; policy: Policy }> {
   const { config, logger } = ctx;
   const { gateway, operator, pendingTimeoutSeconds } = config.kubernetes;
   const [{ KubernetesBackend }, { currentNamespace, loadKubeConfig }] = await Promise.all([
@@ -157,9 +166,13 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
   ]);
   const kubeConfig = loadKubeConfig(kubeconfigSource(gateway.kubeconfig));
   const namespace = gateway.namespace ?? currentNamespace(kubeConfig) ?? 'default';
+  const policy = operatorPolicy(config);
+  const tenants = tenantNamespaces(config);
   const backend = new KubernetesBackend({
     kubeConfig,
     namespace,
+    tenantNamespaces: tenants,
+    policy,
     lease: operator.leaderElection
       ? { namespace: operator.leaseNamespace ?? 'sandpit-system', name: operator.leaseName }
       : undefined,
@@ -169,12 +182,15 @@ async function wireKubernetes(ctx: Context, options: { defaultMetrics?: boolean 
     logger,
   });
   logger.info(
-    { server: kubeConfig.getCurrentCluster()?.server, namespace },
+    { server: kubeConfig.getCurrentCluster()?.server, namespace, tenants },
     'Runs are SandboxRuns (kubernetes backend)',
   );
-  const metrics = createMetrics(options);
-  const service = await createService(ctx, { backend, policy: operatorPolicy(config), metrics });
-  return { service, backend, metrics };
+  return { backend, policy };
+}
+
+/** The namespaces tokens are mapped to (auth.tokens[].namespace), each once. */
+export function tenantNamespaces(config: Config): string[] {
+  return [...new Set(config.auth.tokens.flatMap((t) => (t.namespace ? [t.namespace] : [])))];
 }
 
 /** The service over a backend, with the config's slots and an opened audit trail. */

@@ -66,6 +66,12 @@ const json = <T extends z.ZodType>(schema: T) =>
     }
   }, schema);
 
+/** A namespace name: a DNS-1123 label. */
+const NAMESPACE = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
+  error:
+    'expected a namespace name (a DNS-1123 label: lowercase letters, digits and -, at most 63) like sandpit-runs',
+});
+
 export const TokenSchema = z
   .object({
     name: z.string().min(1).describe('Who holds the token; appears in audit logs'),
@@ -86,6 +92,9 @@ export const TokenSchema = z
     maxSessions: int(1, 100_000)
       .optional()
       .describe('Live sessions this token may hold (sessions.maxPerPrincipal when absent)'),
+    namespace: NAMESPACE.optional().describe(
+      "Kubernetes: the namespace this token's runs and sessions are made in, and the only one it sees (kubernetes.gateway.namespace when absent). Docker: no effect",
+    ),
   })
   .strict()
   .refine((t) => (t.token === undefined) !== (t.tokenSha256 === undefined), {
@@ -344,15 +353,9 @@ export const ConfigSchema = z
               .describe(
                 "The gateway's kubeconfig (default: KUBECONFIG, the pod's service account, ~/.kube/config)",
               ),
-            namespace: z
-              .string()
-              .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
-                error: 'expected a namespace name like sandpit-runs',
-              })
-              .optional()
-              .describe(
-                "Namespace the gateway creates SandboxRuns in (default: the kubeconfig context's, else default)",
-              ),
+            namespace: NAMESPACE.optional().describe(
+              "Namespace the gateway creates SandboxRuns in (default: the kubeconfig context's, else default)",
+            ),
             ttlSecondsAfterFinished: int(0, 31_536_000)
               .default(600)
               .describe('TTL the gateway sets on its runs: they are deleted this long after they finish'),

@@ -17,6 +17,8 @@ export interface TokenSpec {
   images?: readonly string[] | undefined;
   maxConcurrentRuns?: number | undefined;
   maxSessions?: number | undefined;
+  /** Kubernetes: the token's tenant namespace. */
+  namespace?: string | undefined;
 }
 
 export interface AuthConfig {
@@ -93,6 +95,7 @@ function principalOf(t: TokenSpec, id: string): Principal {
     },
     ...(t.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: t.maxConcurrentRuns } : {}),
     ...(t.maxSessions !== undefined ? { maxSessions: t.maxSessions } : {}),
+    ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
   };
 }
 

@@ -1,6 +1,8 @@
 /**
  * The run use cases: plan, start, get and cancel one-shot runs. Every transport (CLI, MCP, HTTP)
- * calls these, so behaviour cannot drift between them.
+ * calls these, so behaviour cannot drift between them. The process that follows a run answers for
+ * it from memory (its live output, its whole result); where the backend records runs for every
+ * process (Kubernetes: the SandboxRun), any other process answers from that record.
  */
 import { randomBytes } from 'node:crypto';
 import { classify, failedFacts } from '../api/outcome.js';
@@ -125,7 +127,13 @@ export class RunUseCases {
       { runId, principal: principal.name, template: spec.template, image: spec.image },
       'run started',
     );
-    const execution = backend.start(spec, { runId, signal: controller.signal, principal: principal.name });
+    const execution = backend.start(spec, {
+      runId,
+      signal: controller.signal,
+      principal: principal.name,
+      owner: principal.id,
+      namespace: principal.namespace,
+    });
     const relayed = this.relay(execution, record, options.onOutput);
     const result = this.outcome({ execution, relayed, record, spec }, principal).finally(() => {
       detach();
@@ -207,8 +215,15 @@ export class RunUseCases {
   }
 
   /** The run's current state; a principal sees only its own runs. */
-  get(runId: string, principal: Principal): RunResult {
-    const record = this.find(runId, principal);
+  async get(runId: string, principal: Principal): Promise<RunResult> {
+    const record = this.local(runId, principal);
+    if (record) return this.current(record);
+    return (await this.deps.backend.runs?.get(runId, principal)) ?? notFound(runId);
+  }
+
+  /** A run this process follows, as it is now. */
+  private current(record: RunRecord): RunResult {
+    const { runId } = record;
     if (record.result) return record.result;
     const live = record.live?.text ?? { stdout: '', stderr: '' };
     const stream = (text: string) => ({
@@ -229,14 +244,18 @@ export class RunUseCases {
     });
   }
 
-  /** Cancels a live run and waits until its sandbox is stopped; a finished run is returned as it is. */
+  /**
+   * Cancels a live run and waits until its sandbox is stopped; a finished run is returned as it is.
+   * A run another process follows is cancelled through the backend's record.
+   */
   async cancel(runId: string, principal: Principal): Promise<RunResult> {
-    const record = this.find(runId, principal);
+    const record = this.local(runId, principal);
+    if (!record) return (await this.deps.backend.runs?.cancel(runId, principal)) ?? notFound(runId);
     if (!record.result) {
       record.controller.abort(new AppError('CANCELLED', 'the run was cancelled'));
       await record.settled;
     }
-    return this.get(runId, principal);
+    return this.current(record);
   }
 
   /** Cancels every live run and waits until each has settled. */
@@ -246,13 +265,19 @@ export class RunUseCases {
     await Promise.all(active.map((r) => r.settled));
   }
 
-  private find(runId: string, principal: Principal): RunRecord {
+  /**
+   * The run, when this process follows it (or did). Another principal's is "not found": this
+   * process knows the run, and no other can answer for it.
+   */
+  private local(runId: string, principal: Principal): RunRecord | undefined {
     const record = this.store.get(runId);
-    if (!record || record.owner !== principal.id) {
-      throw new AppError('NOT_FOUND', `no run ${runId}`, {
-        hint: 'runs are kept for a while after they end; check the id',
-      });
-    }
+    if (record && record.owner !== principal.id) notFound(runId);
     return record;
   }
+}
+
+function notFound(runId: string): never {
+  throw new AppError('NOT_FOUND', `no run ${runId}`, {
+    hint: 'runs are kept for a while after they end; check the id',
+  });
 }

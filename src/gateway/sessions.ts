@@ -175,6 +175,7 @@ export class SessionUseCases {
         record.sandbox = await backend.createSession(record.spec, {
           sessionId: record.sessionId,
           principal: principal.id,
+          namespace: principal.namespace,
           signal: options.signal,
         });
       } catch (e) {

@@ -2,7 +2,7 @@
  * Concurrency slots: a global cap with a bounded wait queue, and per-principal caps. Over a limit
  * the caller gets BUSY at once; the queue never grows past its bound.
  */
-import { AppError } from '../shared/errors.js';
+import { busy, type AppError } from '../shared/errors.js';
 import { cancelled } from '../shared/abort.js';
 import type { Principal } from './principal.js';
 
@@ -17,9 +17,6 @@ interface Waiter {
   grant: () => void;
   reject: (e: AppError) => void;
 }
-
-const busy = (message: string): AppError =>
-  new AppError('BUSY', `busy, retry later: ${message}`, { hint: 'wait a moment and send the request again' });
 
 export class Slots {
   private running = 0;

@@ -97,3 +97,11 @@ export function policyDenied(violations: Violation[]): AppError {
     hint: 'change the named fields to fit within the limits, or ask the operator to raise them',
   });
 }
+
+/** The one "too many at once" error (slots, quotas): retryable, saying which limit was reached. */
+export function busy(message: string, options: Omit<AppErrorOptions, 'violations'> = {}): AppError {
+  return new AppError('BUSY', `busy, retry later: ${message}`, {
+    hint: 'wait a moment and send the request again',
+    ...options,
+  });
+}

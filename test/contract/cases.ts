@@ -96,7 +96,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     const o = await observeRun(x, { template: 'python', code: 'print("hello")' });
     assertExactRun(o, x, 'hello\n');
     assert.deepEqual(
-      x.service.runs.get(o.result.runId, PRINCIPAL),
+      await x.service.runs.get(o.result.runId, PRINCIPAL),
       o.result,
       'get_run answers with the same result',
     );
@@ -196,10 +196,12 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     let runId = '';
     const started = new Promise<void>((resolve) => {
       const poll = setInterval(() => {
-        if (runId && x.service.runs.get(runId, PRINCIPAL).stdout.includes('started')) {
+        if (!runId) return;
+        void x.service.runs.get(runId, PRINCIPAL).then((r) => {
+          if (!r.stdout.includes('started')) return;
           clearInterval(poll);
           resolve();
-        }
+        });
       }, 50);
     });
     const running = observeRun(
@@ -223,7 +225,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     assert.ok(performance.now() - t0 < 10_000 + x.overheadMs, 'the cancel took effect promptly');
     await x.waitSandboxesGone(runId, 60_000);
     assert.deepEqual(await x.sandboxesOf(runId), []);
-    assert.equal(x.service.runs.get(runId, PRINCIPAL).phase, 'Cancelled');
+    assert.equal((await x.service.runs.get(runId, PRINCIPAL)).phase, 'Cancelled');
     if (x.recordPhase) assert.equal(await x.recordPhase(runId), 'Cancelled', 'the record stays');
   });
 
@@ -279,7 +281,7 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     assertExactRun(o, x, `hello from ${GVISOR_RELEASE}\n`);
     assert.equal(o.result.runtime, x.gvisor.runtime);
     assert.deepEqual(
-      x.gvisor.service.runs.get(o.result.runId, PRINCIPAL),
+      await x.gvisor.service.runs.get(o.result.runId, PRINCIPAL),
       o.result,
       'get_run answers with the same result',
     );

@@ -11,13 +11,21 @@ import {
 } from '../../src/backends/kubernetes/kubernetes-backend.js';
 import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from '../../src/backends/kubernetes/permissions.js';
 import { REPO_ROOT } from '../support/kube/env.js';
+import { contractPolicy } from './target.js';
 import type { KubeCluster } from '../support/kube/index.js';
 
 /** The operator's Lease name (the config default the test operators keep). */
 export const LEASE_NAME = 'sandpit-operator';
 
-/** Applies the gateway's ClusterRoles (idempotent) and binds both to the gateway user in `namespace`. */
-export async function bindGatewayRbac(cluster: KubeCluster, namespace: string): Promise<void> {
+/**
+ * Applies the gateway's ClusterRoles (idempotent) and binds `bound` (both by default) to the gateway
+ * user in `namespace`; a tenant namespace needs only the run role.
+ */
+export async function bindGatewayRbac(
+  cluster: KubeCluster,
+  namespace: string,
+  bound: readonly string[] = [GATEWAY_ROLE, GATEWAY_LEASE_ROLE],
+): Promise<void> {
   const roles = parseAllDocuments(readFileSync(path.join(REPO_ROOT, 'deploy/gateway-rbac.yaml'), 'utf8'))
     .map((d) => d.toJS() as { kind: string })
     .filter((d) => d.kind === 'ClusterRole');
@@ -25,7 +33,7 @@ export async function bindGatewayRbac(cluster: KubeCluster, namespace: string): 
     input: roles.map((d) => stringify(d)).join('---\n'),
   });
   assert.equal(applied.code, 0, `kubectl apply of the gateway ClusterRoles: ${applied.stderr}`);
-  for (const role of [GATEWAY_ROLE, GATEWAY_LEASE_ROLE]) {
+  for (const role of bound) {
     await cluster.rbac.createNamespacedRoleBinding({
       namespace,
       body: {
@@ -41,7 +49,9 @@ export async function bindGatewayRbac(cluster: KubeCluster, namespace: string): 
 export function gatewayBackend(
   cluster: KubeCluster,
   namespace: string,
-  overrides: Partial<KubernetesBackendOptions> = {},
+  overrides: Partial<Omit<KubernetesBackendOptions, 'policy'>> & {
+    policy?: KubernetesBackendOptions['policy'];
+  } = {},
 ): KubernetesBackend {
   return new KubernetesBackend({
     kubeConfig: cluster.kubeConfigFor('gateway', namespace),
@@ -50,6 +60,7 @@ export function gatewayBackend(
     ttlSecondsAfterFinished: 600,
     pendingTimeoutSeconds: 60,
     pickupTimeoutSeconds: 30,
+    policy: contractPolicy([]),
     ...overrides,
   });
 }

@@ -30,6 +30,18 @@
 {{- default .Release.Namespace .Values.gateway.runNamespace }}
 {{- end }}
 
+{{/* The tenants' namespace names, each once (values: tenants.namespaces[].name). */}}
+{{- define "sandpit.tenantNamespaces" -}}
+{{- $names := list }}
+{{- range .Values.tenants.namespaces }}{{ $names = append $names .name }}{{ end }}
+{{- toJson (uniq $names) }}
+{{- end }}
+
+{{/* Every namespace the gateway makes runs and sessions in: its own, then the tenants'. */}}
+{{- define "sandpit.gateway.namespaces" -}}
+{{- toJson (prepend (include "sandpit.tenantNamespaces" . | fromJsonArray) (include "sandpit.gateway.runNamespace" .) | uniq) }}
+{{- end }}
+
 {{- define "sandpit.gateway.secretName" -}}
 {{- default (include "sandpit.gateway.fullname" .) .Values.gateway.auth.existingSecret }}
 {{- end }}
@@ -168,7 +180,10 @@ strategy:
 {{- $o := .Values.operator }}
 {{- $op := include "sandpit.operatorLease" . | fromJson }}
 {{- $_ := set $op "imagePullPolicy" .Values.sandbox.imagePullPolicy }}
-{{- $_ := set $op "namespaces" $o.watchNamespaces }}
+{{- /* Watching some namespaces only: the tenants' are watched too, or their runs would never start. */}}
+{{- $watch := $o.watchNamespaces }}
+{{- if $watch }}{{ $watch = concat $watch (include "sandpit.tenantNamespaces" . | fromJsonArray) | uniq }}{{ end }}
+{{- $_ := set $op "namespaces" $watch }}
 {{- $_ := set $op "ttlSecondsAfterFinished" .Values.sandbox.ttlSecondsAfterFinished }}
 {{- $_ := set $op "probeHost" (include "sandpit.bindHost" .) }}
 {{- $_ := set $op "probePort" $o.probePort }}
@@ -223,6 +238,19 @@ httpGet:
 {{- $watch := .Values.operator.watchNamespaces }}
 {{- if and .Values.gateway.enabled .Values.operator.enabled $watch (not (has (include "sandpit.gateway.runNamespace" .) $watch)) }}
 {{- fail (printf "gateway.runNamespace %q is not in operator.watchNamespaces %v: the operator would never run the gateway's SandboxRuns" (include "sandpit.gateway.runNamespace" .) $watch) }}
+{{- end }}
+{{- $tenants := list }}
+{{- range .Values.tenants.namespaces }}
+{{- if has .name $tenants }}
+{{- fail (printf "tenants.namespaces: %q is listed twice" .name) }}
+{{- end }}
+{{- $tenants = append $tenants .name }}
+{{- end }}
+{{- $served := include "sandpit.gateway.namespaces" . | fromJsonArray }}
+{{- range (dig "auth" "tokens" list (.Values.gateway.extraConfig | default dict)) }}
+{{- if and .namespace (not (has .namespace $served)) }}
+{{- fail (printf "gateway.extraConfig.auth.tokens: token %q maps to namespace %q, which is not in tenants.namespaces: the gateway would have no Role there" (.name | default "?") .namespace) }}
+{{- end }}
 {{- end }}
 {{- if and .Values.apiServer.port (not .Values.apiServer.host) }}
 {{- fail "apiServer.port needs apiServer.host" }}

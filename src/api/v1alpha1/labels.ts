@@ -18,6 +18,11 @@ export const LABEL_SESSION_UID = 'sandpit.dev/session-uid';
 export const LABEL_COMPONENT = 'sandpit.dev/component';
 /** Who asked for the run (set by the gateway); the audit record's principal. */
 export const ANNOTATION_PRINCIPAL = 'sandpit.dev/principal';
+/**
+ * The owner's principal id (set by the gateway): every gateway replica answers only the owner, and
+ * a run of anyone else is "not found". The name alone would not do: ownership is by token.
+ */
+export const ANNOTATION_OWNER = 'sandpit.dev/owner';
 
 /** The container in every sandbox pod that runs the untrusted program (the one whose log is the output). */
 export const SANDBOX_CONTAINER = 'sandbox';

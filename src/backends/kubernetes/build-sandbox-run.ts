@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  ANNOTATION_OWNER,
   ANNOTATION_PRINCIPAL,
   LABEL_MANAGED_BY,
   LABEL_RUN,
@@ -25,6 +26,8 @@ export interface BuildOptions {
   namespace: string;
   /** Who asked for the run; written as an annotation (the operator's audit record) and hashed as a label. */
   principal: string;
+  /** The owner's principal id, written as an annotation: what every gateway replica checks ownership by. */
+  owner?: string | undefined;
   ttlSecondsAfterFinished: number;
   pendingTimeoutSeconds: number;
   /** Extra labels; the system labels are applied after them, so they cannot be overridden. */
@@ -49,7 +52,10 @@ export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): San
         [LABEL_RUN]: labelValueFor(options.runId),
         [LABEL_PRINCIPAL]: principalLabelValue(options.principal),
       },
-      annotations: { [ANNOTATION_PRINCIPAL]: options.principal },
+      annotations: {
+        [ANNOTATION_PRINCIPAL]: options.principal,
+        ...(options.owner !== undefined ? { [ANNOTATION_OWNER]: options.owner } : {}),
+      },
     },
     spec: buildSpec(spec, options),
   };

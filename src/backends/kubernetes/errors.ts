@@ -6,7 +6,7 @@ import { crdName } from '../../api/v1alpha1/group.js';
 import { SANDBOX } from '../../api/v1alpha1/sandbox.js';
 import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
 import { KubeApiError, toKubeError } from '../../kube/errors.js';
-import { AppError } from '../../shared/errors.js';
+import { AppError, busy } from '../../shared/errors.js';
 import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from './permissions.js';
 
 export interface CallContext {
@@ -43,6 +43,23 @@ const NAMESPACE_MISSING = /namespaces? "([^"]+)" not found/;
 /** `sandboxruns.sandpit.dev "run-1" not found`: the object is gone (a missing API says "could not find the requested resource"). */
 const OBJECT_MISSING = /"[^"]+" not found/;
 
+/**
+ * The apiserver's quota refusal, `exceeded quota: <name>, requested: <resource>=1, used:
+ * <resource>=2, limited: <resource>=2`, as the gateway's busy error naming the quota.
+ */
+const QUOTA = /exceeded quota: ([^,\s]+)(?:, requested: ([^,]+), used: ([^,]+), limited: (.+))?/;
+
+function quotaExceeded(err: KubeApiError, ctx: CallContext): AppError {
+  const m = QUOTA.exec(err.message);
+  const name = m?.[1] ?? 'unknown';
+  const resource = ctx.resource === 'sandboxes' ? 'sessions' : 'runs';
+  const limits = m?.[4] ? ` (used ${m[3]}, limited ${m[4]})` : '';
+  return busy(`ResourceQuota ${name} in namespace ${ctx.namespace} allows no more ${resource}${limits}`, {
+    hint: `wait for ${resource} to end and their records to expire (ttlSecondsAfterFinished), or raise ResourceQuota ${name}`,
+    cause: err,
+  });
+}
+
 /** Maps anything a call to the apiserver threw. */
 export function gatewayError(e: unknown, ctx: CallContext): AppError {
   if (e instanceof AppError && !(e instanceof KubeApiError)) return e;
@@ -62,12 +79,7 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
         cause: err,
       });
     case 403:
-      if (/exceeded quota/i.test(err.message)) {
-        return new AppError('BUSY', `a ResourceQuota refused the run: ${err.message}`, {
-          hint: 'wait for runs to finish, or raise the quota',
-          cause: err,
-        });
-      }
+      if (/exceeded quota/i.test(err.message)) return quotaExceeded(err, ctx);
       return new AppError('FORBIDDEN', `the gateway may not ${what} (${err.message})`, {
         hint: rbacHint(ctx),
         cause: err,

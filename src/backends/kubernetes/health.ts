@@ -1,8 +1,8 @@
 /**
  * The Kubernetes backend's health: the apiserver answers, the SandboxRun API is installed, an
  * operator holds its Lease (renewed within its duration), and the gateway's identity has every
- * permission in permissions.ts (asked with SelfSubjectAccessReviews). Each failed check says how
- * to fix it.
+ * permission in permissions.ts in every namespace it makes runs in (its own and each tenant's;
+ * asked with SelfSubjectAccessReviews). Each failed check says how to fix it.
  */
 import { SANDBOX_RUN } from '../../api/v1alpha1/sandboxrun.js';
 import type { Lease } from '../../kube/objects.js';
@@ -14,8 +14,8 @@ import type { RunApi } from './run-api.js';
 import { BACKEND_NAME, INTERLEAVED_NOTE } from './run-result.js';
 
 export interface HealthTarget {
-  /** Where runs are created. */
-  namespace: string;
+  /** Where runs are created: the backend's namespace first, then the tenants'. */
+  namespaces: readonly string[];
   /** The operator's Lease; undefined when leader election is off (the check is skipped). */
   lease: { namespace: string; name: string } | undefined;
 }
@@ -43,17 +43,23 @@ export function leaseHeld(lease: Lease | undefined, now: number): { held: boolea
   };
 }
 
-async function missingPermissions(api: RunApi, target: HealthTarget): Promise<string[]> {
+async function missingPermissions(
+  api: RunApi,
+  target: HealthTarget,
+): Promise<{ namespace: string; what: string }[]> {
   const checks = GATEWAY_PERMISSIONS.flatMap((p) => {
-    const namespace = p.scope === 'lease-namespace' ? target.lease?.namespace : target.namespace;
-    if (namespace === undefined) return [];
-    return p.verbs.map(async (verb) =>
-      (await api.canI({ namespace, verb, group: p.apiGroup, resource: p.resource }))
-        ? undefined
-        : `${describePermission(p, verb)} in ${namespace}`,
+    const namespaces = p.scope === 'lease-namespace' ? [target.lease?.namespace] : target.namespaces;
+    return namespaces.flatMap((namespace) =>
+      namespace === undefined
+        ? []
+        : p.verbs.map(async (verb) =>
+            (await api.canI({ namespace, verb, group: p.apiGroup, resource: p.resource }))
+              ? undefined
+              : { namespace, what: `${describePermission(p, verb)} in ${namespace}` },
+          ),
     );
   });
-  return (await Promise.all(checks)).filter((m): m is string => m !== undefined);
+  return (await Promise.all(checks)).filter((m) => m !== undefined);
 }
 
 export async function checkHealth(
@@ -91,14 +97,18 @@ export async function checkHealth(
   }
   try {
     const missing = await missingPermissions(api, target);
+    const lacking = [...new Set(missing.map((m) => m.namespace))];
     if (missing.length)
       problems.push(
-        `the gateway lacks ${missing.join(', ')}: ${rbacHint({ resource: SANDBOX_RUN.plural, namespace: target.namespace })}`,
+        `the gateway lacks ${missing.map((m) => m.what).join(', ')}: ${lacking
+          .map((namespace) => rbacHint({ resource: SANDBOX_RUN.plural, namespace }))
+          .join('; ')}`,
       );
   } catch (e) {
     problems.push(`cannot check the gateway's permissions: ${message(e)}`);
   }
-  const where = `runs in namespace ${target.namespace}`;
+  const [own, ...tenants] = target.namespaces;
+  const where = `runs in namespace ${own}${tenants.length ? `, tenants' in ${tenants.join(', ')}` : ''}`;
   return problems.length
     ? fail([...problems, ...facts, where].join('; '))
     : { ok: true, backend: BACKEND_NAME, detail: [...facts, where, INTERLEAVED_NOTE].join('; ') };

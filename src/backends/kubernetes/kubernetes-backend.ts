@@ -1,7 +1,9 @@
 /**
  * The Kubernetes backend (DESIGN.md §3): the custom resource is the API. A run becomes a
- * SandboxRun in the configured namespace; the operator makes and watches the pod, and the gateway
- * only reads what it made: the run's status by watch, the pod's log while it runs. The result's
+ * SandboxRun in its tenant's namespace (else the configured one); the operator makes and watches
+ * the pod, and the gateway only reads what it made: the run's status by watch, the pod's log while
+ * it runs. The SandboxRun is also the run store (run-records.ts): any replica answers get and
+ * cancel. The result's
  * phase, reason and exit code are the operator's; its output is the log, captured head and tail
  * like the Docker backend's (stdout and stderr interleaved: the pod log has one stream).
  */
@@ -10,13 +12,15 @@ import { createKubeClient } from '../../kube/client.js';
 import type { KubeConfig } from '../../kube/config.js';
 import type { Logger } from '../../observability/logger.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import type { Policy } from '../../policy/policy.js';
 import { onAbort } from '../../shared/abort.js';
 import { outputWindow } from '../../runner/protocol.js';
 import { Executions, type ExecutionContext } from '../executions.js';
-import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
+import type { BackendHealth, RunExecution, RunRecords, SandboxBackend, StartOptions } from '../types.js';
 import { buildSandboxRun } from './build-sandbox-run.js';
 import { checkHealth } from './health.js';
 import { createRunApi, type RunApi } from './run-api.js';
+import { createRunRecords } from './run-records.js';
 import { BACKEND_NAME, resultFromStatus } from './run-result.js';
 import { superviseRun, type SuperviseTiming } from './supervise-run.js';
 import { KubernetesSessions } from './sessions/kubernetes-sessions.js';
@@ -24,8 +28,12 @@ import { waitPodStopped } from './wait-pod.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
-  /** Where runs are created. */
+  /** Where runs are created when the caller names no tenant namespace. */
   namespace: string;
+  /** The tenants' namespaces (auth.tokens[].namespace): health checks the permissions there too. */
+  tenantNamespaces?: readonly string[];
+  /** The policy the gateway decides runs by: get_run on another replica names what ran with it. */
+  policy: Policy;
   /** The operator's Lease, for health; undefined when its leader election is off. */
   lease: { namespace: string; name: string } | undefined;
   /** Finished runs (and their pods) are deleted this long after they end. */
@@ -58,6 +66,7 @@ const DEFAULT_TIMING = {
 export class KubernetesBackend implements SandboxBackend {
   readonly name = BACKEND_NAME;
   readonly namespace: string;
+  readonly runs: RunRecords;
   private readonly api: RunApi;
   readonly sessions: KubernetesSessions;
   private readonly options: KubernetesBackendOptions;
@@ -86,6 +95,13 @@ export class KubernetesBackend implements SandboxBackend {
       watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
       logger: options.logger,
     });
+    this.runs = createRunRecords({
+      api: this.api,
+      namespace: this.namespace,
+      policy: options.policy,
+      cancelWaitMs: this.timing.cancelWaitMs,
+      watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
+    });
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
@@ -94,18 +110,20 @@ export class KubernetesBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, principal }: StartOptions,
+    { runId, signal, principal, owner, namespace: tenant }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const o = this.options;
+    const namespace = tenant ?? this.namespace;
     let created;
     try {
       created = await this.api.createRun(
-        this.namespace,
+        namespace,
         buildSandboxRun(spec, {
           runId,
-          namespace: this.namespace,
+          namespace,
           principal: principal ?? 'unknown',
+          owner,
           ttlSecondsAfterFinished: o.ttlSecondsAfterFinished,
           pendingTimeoutSeconds: o.pendingTimeoutSeconds,
           ...(o.labels ? { labels: o.labels } : {}),
@@ -115,7 +133,7 @@ export class KubernetesBackend implements SandboxBackend {
       cleanedUp();
       throw e;
     }
-    o.logger?.debug({ run: `${this.namespace}/${runId}` }, 'Created SandboxRun');
+    o.logger?.debug({ run: `${namespace}/${runId}` }, 'Created SandboxRun');
     const stop = new AbortController();
     // An abort while the object was being created counts too: onAbort calls at once if so.
     const detach = onAbort(signal, () => stop.abort());
@@ -125,7 +143,7 @@ export class KubernetesBackend implements SandboxBackend {
     try {
       const done = await superviseRun({
         api: this.api,
-        namespace: this.namespace,
+        namespace,
         name: runId,
         resourceVersion: created.metadata?.resourceVersion,
         window: outputWindow(spec.limits.outputBytes),
@@ -154,19 +172,19 @@ export class KubernetesBackend implements SandboxBackend {
     } finally {
       detach();
       this.live.delete(stop);
-      void this.cleanUp(runId, podName, phase).finally(cleanedUp);
+      void this.cleanUp({ namespace, name: runId }, podName, phase).finally(cleanedUp);
     }
   }
 
   /** Waits until the run's pod no longer runs (a cancelled run's pod: until it is deleted). */
   private async cleanUp(
-    runId: string,
+    run: { namespace: string; name: string },
     podName: string | undefined,
     phase: string | undefined,
   ): Promise<void> {
     if (!podName) return;
     const stopped = await waitPodStopped(this.api, {
-      namespace: this.namespace,
+      namespace: run.namespace,
       pod: podName,
       until: phase === 'Cancelled' ? 'absent' : 'stopped',
       timeoutMs: this.timing.podGoneMs,
@@ -174,7 +192,7 @@ export class KubernetesBackend implements SandboxBackend {
     });
     if (!stopped) {
       this.options.logger?.warn(
-        { run: `${this.namespace}/${runId}`, pod: podName },
+        { run: `${run.namespace}/${run.name}`, pod: podName },
         'Pod of finished SandboxRun was not seen stopped; the operator deletes it',
       );
     }
@@ -184,7 +202,10 @@ export class KubernetesBackend implements SandboxBackend {
   health(): Promise<BackendHealth> {
     const now = Date.now();
     if (this.healthCache && now - this.healthCache.at < HEALTH_CACHE_MS) return this.healthCache.value;
-    const value = checkHealth(this.api, { namespace: this.namespace, lease: this.options.lease });
+    const value = checkHealth(this.api, {
+      namespaces: [...new Set([this.namespace, ...(this.options.tenantNamespaces ?? [])])],
+      lease: this.options.lease,
+    });
     this.healthCache = { at: now, value };
     return value;
   }

@@ -10,7 +10,10 @@ export interface GatewayPermission {
   /** A resource, or resource/subresource (`pods/log`). */
   resource: string;
   verbs: readonly string[];
-  /** Where the permission is bound: the namespace runs are created in, or the operator's Lease namespace. */
+  /**
+   * Where the permission is bound: each namespace runs are created in (the gateway's own and every
+   * tenant's, auth.tokens[].namespace), or the operator's Lease namespace.
+   */
   scope: 'run-namespace' | 'lease-namespace';
   /** The call that needs it, for error hints and health reports. */
   why: string;
@@ -22,7 +25,7 @@ export const GATEWAY_PERMISSIONS: readonly GatewayPermission[] = [
     resource: 'sandboxruns',
     verbs: ['create', 'get', 'patch', 'watch'],
     scope: 'run-namespace',
-    why: 'create a run, follow its status (watch; get after an expired watch), cancel it (patch spec.cancel)',
+    why: 'create a run, follow its status (watch; get after an expired watch), cancel it (patch spec.cancel); get_run and cancel_run of a run another replica follows (get, patch, watch)',
   },
   {
     apiGroup: 'sandpit.dev',

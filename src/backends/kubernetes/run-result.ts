@@ -3,10 +3,14 @@
  * code are the controller's (it is the authority on what happened); the output is what the gateway
  * read from the pod log, or the status's bounded tail when the log could not be read.
  */
-import { buildResult, EMPTY_STREAM, type CapturedStream } from '../../api/result.js';
-import type { RunResult } from '../../api/run.js';
-import type { RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
-import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { buildResult, EMPTY_STREAM, type CapturedStream, type RunSubject } from '../../api/result.js';
+import { isTerminal, type RunResult } from '../../api/run.js';
+import {
+  SandboxRunStatusSchema,
+  type RunOutput,
+  type SandboxRun,
+  type SandboxRunStatus,
+} from '../../api/v1alpha1/sandboxrun.js';
 
 export const BACKEND_NAME = 'kubernetes';
 
@@ -40,7 +44,8 @@ export function exactStatusOutput(output: RunOutput | undefined): Buffer | undef
 
 export interface FinishedRun {
   runId: string;
-  spec: EffectiveSpec;
+  /** What ran. */
+  spec: RunSubject;
   status: SandboxRunStatus;
   output: CapturedStream;
   /** Why the output is incomplete or from the status, when it is. */
@@ -71,6 +76,42 @@ export function resultFromStatus(run: FinishedRun): RunResult {
     errorText: run.output.text,
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
+    backend: BACKEND_NAME,
+    served: 'cold',
+  });
+}
+
+/**
+ * A run as its SandboxRun records it, for a gateway process that does not follow it: the status as
+ * it is now (Pending until the operator has written one), with the status's output tail once the
+ * run has ended. Pure.
+ */
+export function resultFromRecord(run: SandboxRun, subject: RunSubject, now = Date.now()): RunResult {
+  const parsed = SandboxRunStatusSchema.safeParse(run.status ?? {});
+  const status = parsed.success ? parsed.data : {};
+  const time = (t: string | undefined): number | undefined => {
+    const ms = t === undefined ? NaN : Date.parse(t);
+    return Number.isFinite(ms) ? ms : undefined;
+  };
+  const startedAt = time(run.metadata.creationTimestamp) ?? now;
+  const phase = status.phase ?? 'Pending';
+  if (isTerminal(phase)) {
+    return resultFromStatus({
+      runId: run.metadata.name,
+      spec: subject,
+      status: { ...status, phase },
+      output: outputFromStatus(status.output),
+      startedAt,
+      finishedAt: time(status.completionTime) ?? now,
+    });
+  }
+  return buildResult({
+    runId: run.metadata.name,
+    subject,
+    outcome: { phase, reason: status.reason, message: status.message, exitCode: null },
+    startedAt,
+    finishedAt: undefined,
+    now,
     backend: BACKEND_NAME,
     served: 'cold',
   });

@@ -13,7 +13,10 @@ export function runRoutes(service: SandpitService, json: ReturnType<typeof requi
     const principal = principalOfRequest(req);
     if (req.query.wait === 'false') {
       const handle = await service.runs.start(req.body, principal);
-      res.status(202).location(`/runs/${handle.runId}`).json(service.runs.get(handle.runId, principal));
+      res
+        .status(202)
+        .location(`/runs/${handle.runId}`)
+        .json(await service.runs.get(handle.runId, principal));
       return;
     }
     const controller = new AbortController();
@@ -22,8 +25,8 @@ export function runRoutes(service: SandpitService, json: ReturnType<typeof requi
     });
     res.json(await service.runs.run(req.body, principal, { signal: controller.signal }));
   });
-  router.get('/runs/:id', (req, res) => {
-    res.json(service.runs.get(req.params.id, principalOfRequest(req)));
+  router.get('/runs/:id', async (req, res) => {
+    res.json(await service.runs.get(req.params.id, principalOfRequest(req)));
   });
   router.delete('/runs/:id', async (req, res) => {
     res.json(await service.runs.cancel(req.params.id, principalOfRequest(req)));

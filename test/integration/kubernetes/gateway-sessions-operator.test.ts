@@ -4,10 +4,9 @@
 // removes the Sandbox, and its pod and Lease go with it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { KubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.js';
 import { withCluster } from '../../support/kube/index.js';
 import { eventually, MiB, readAll, runExec, sessionId, sessionSpec } from '../../support/sessions.js';
-import { bindGatewayRbac, LEASE_NAME } from '../../contract/kube-gateway.js';
+import { bindGatewayRbac, gatewayBackend } from '../../contract/kube-gateway.js';
 import { startSuite, stopSuite, type Suite } from './operator-harness.js';
 
 let suite: Suite;
@@ -22,14 +21,7 @@ describe('sessions through the gateway backend and the real operator', { timeout
 
   test('create → three execs sharing files → download → delete leaves nothing', async () => {
     const { cluster, ns } = suite;
-    const backend = new KubernetesBackend({
-      kubeConfig: cluster.kubeConfigFor('gateway', ns),
-      namespace: ns,
-      lease: { namespace: ns, name: LEASE_NAME },
-      ttlSecondsAfterFinished: 600,
-      pendingTimeoutSeconds: 60,
-      pickupTimeoutSeconds: 30,
-    });
+    const backend = gatewayBackend(cluster, ns);
     try {
       const spec = sessionSpec({ template: 'python', secrets: [{ name: 'TOKEN', value: 's3cret' }] });
       const id = sessionId('ses').toLowerCase();

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { KubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.js';
 import type { Principal } from '../../../src/gateway/principal.js';
 import { SandpitService } from '../../../src/gateway/service.js';
 import { createAuditTrail } from '../../../src/observability/audit-trail.js';
@@ -14,7 +13,7 @@ import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { withCluster, type KubeCluster } from '../../support/kube/index.js';
-import { bindGatewayRbac, LEASE_NAME } from '../../contract/kube-gateway.js';
+import { bindGatewayRbac, gatewayBackend } from '../../contract/kube-gateway.js';
 import { installOperatorApi } from './operator-harness.js';
 import { serveSessionPods } from './session-pods.js';
 
@@ -28,13 +27,7 @@ const mallory: Principal = { id: 'p-mallory', name: 'mallory', scope: {} };
 
 function replica(replicaId: string, lingerMs = 1000): SandpitService {
   const metrics = createMetrics();
-  const backend = new KubernetesBackend({
-    kubeConfig: cluster.kubeConfigFor('gateway', ns),
-    namespace: ns,
-    lease: { namespace: ns, name: LEASE_NAME },
-    ttlSecondsAfterFinished: 600,
-    pendingTimeoutSeconds: 60,
-    pickupTimeoutSeconds: 30,
+  const backend = gatewayBackend(cluster, ns, {
     replicaId,
     sessions: { lingerMs, takeWaitMs: 15_000 },
   });

@@ -7,13 +7,13 @@ import { after, before, describe, test } from 'node:test';
 import { CoordinationV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { ANNOTATION_CHANNEL_KEY, LABEL_SESSION } from '../../../src/api/v1alpha1/labels.js';
 import { SANDBOX, type Sandbox } from '../../../src/api/v1alpha1/sandbox.js';
-import { KubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.js';
+import type { KubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.js';
 import type { SessionSandbox } from '../../../src/backends/sessions.js';
 import type { EffectiveSessionSpec } from '../../../src/policy/session.js';
 import { AppError } from '../../../src/shared/errors.js';
 import { withCluster, type KubeCluster } from '../../support/kube/index.js';
 import { MiB, readAll, runExec, sessionId, sessionSpec } from '../../support/sessions.js';
-import { bindGatewayRbac, LEASE_NAME } from '../../contract/kube-gateway.js';
+import { bindGatewayRbac, gatewayBackend } from '../../contract/kube-gateway.js';
 import { installOperatorApi } from './operator-harness.js';
 import { getSandbox, serveSessionPods, sessionPod, waitRunnerReady, writeStatus } from './session-pods.js';
 
@@ -26,13 +26,7 @@ function gateway(
   replicaId: string,
   sessions: { lingerMs?: number; takeWaitMs?: number } = {},
 ): KubernetesBackend {
-  const b = new KubernetesBackend({
-    kubeConfig: cluster.kubeConfigFor('gateway', ns),
-    namespace: ns,
-    lease: { namespace: ns, name: LEASE_NAME },
-    ttlSecondsAfterFinished: 600,
-    pendingTimeoutSeconds: 60,
-    pickupTimeoutSeconds: 30,
+  const b = gatewayBackend(cluster, ns, {
     replicaId,
     sessions,
   });

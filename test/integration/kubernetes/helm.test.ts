@@ -67,6 +67,9 @@ describe('charts/sandpit on the real cluster', () => {
       const api = new URL(cluster.env.apiServer);
       const release = `sp-${randomBytes(3).toString('hex')}`;
       const token = randomBytes(24).toString('hex');
+      // A tenant: its own namespace (made here, so the test's clean-up removes it), its token, its quota.
+      const tenantNs = await cluster.createNamespace('helm-tenant');
+      const tenantToken = randomBytes(24).toString('hex');
       const [probePort, gatewayPort] = [await freePort(), await freePort()];
       const values = {
         image: { repository, tag, pullPolicy: 'Never' },
@@ -85,6 +88,10 @@ describe('charts/sandpit on the real cluster', () => {
         'sandbox.seccomp.installer.hostPath': path.join(cluster.env.stateDir, 'kubelet', 'seccomp'),
         // the test cluster's pod interface leads nowhere (see operator-process.ts)
         'networkPolicy.enforced': true,
+        'tenants.namespaces': [{ name: tenantNs, quota: { sandboxRuns: 5 } }],
+        'gateway.extraConfig': {
+          auth: { tokens: [{ name: 'tenant', token: tenantToken, namespace: tenantNs }] },
+        },
       };
       const setArgs = Object.entries(values).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
       const selector = `${INSTANCE_LABEL}=${release}`;
@@ -176,6 +183,8 @@ describe('charts/sandpit on the real cluster', () => {
         const base = `http://127.0.0.1:${gatewayPort}`;
         const health = (await (await fetch(`${base}/health`)).json()) as { status: string; detail: string };
         assert.equal(health.status, 'ok', health.detail);
+        // ok includes the gateway's permissions in the tenant namespace: the chart bound its Role there.
+        assert.match(health.detail, new RegExp(`tenants' in ${tenantNs}`));
         const anonymous = await fetch(`${base}/metrics`);
         assert.equal(anonymous.status, 401);
         await anonymous.body?.cancel();
@@ -192,6 +201,27 @@ describe('charts/sandpit on the real cluster', () => {
           assert.equal(r.stdout, '42\n');
         } finally {
           await conn.close();
+        }
+        // The tenant's token: its run is a SandboxRun in its namespace, under the chart's quota.
+        const tenantConn = await connectHttp(`${base}/mcp`, tenantToken);
+        try {
+          const result: CallToolResult = await callTool(tenantConn.client, 'run_code', {
+            language: 'python',
+            code: 'print("tenant")',
+          });
+          assert.ok(!result.isError, textOf(result));
+          const r = result.structuredContent as { runId: string; stdout: string; phase: string };
+          assert.equal(r.phase, 'Succeeded');
+          assert.equal(r.stdout, 'tenant\n');
+          const runs = await cluster.kubectl(['get', 'sandboxruns', '-n', tenantNs, '-o', 'name']);
+          assert.deepEqual(runs.stdout.split('\n').filter(Boolean), [`sandboxrun.sandpit.dev/${r.runId}`]);
+          const quota = await cluster.core.readNamespacedResourceQuota({
+            namespace: tenantNs,
+            name: `${release}-sandpit-tenant`,
+          });
+          assert.equal(quota.spec?.hard?.['count/sandboxruns.sandpit.dev'], '5');
+        } finally {
+          await tenantConn.close();
         }
 
         // helm upgrade without the token in the values: the Secret keeps it (lookup), the pods are
@@ -279,6 +309,11 @@ describe('charts/sandpit on the real cluster', () => {
         const stopped = (Date.now() - started) / 1000;
         t.diagnostic(`helm uninstall until every object was gone: ${stopped.toFixed(1)} s`);
         assert.deepEqual(await namesOf(cluster, CLUSTER_KINDS, selector), [], 'cluster-wide objects left');
+        assert.deepEqual(
+          await namesOf(cluster, 'roles,rolebindings,resourcequotas', selector, tenantNs),
+          [],
+          "the release's objects in the tenant namespace",
+        );
         const status = await cluster.helm(['status', release, '-n', ns]);
         assert.notEqual(status.code, 0, 'the release record is gone');
         assert.match(status.stderr, /release: not found/);
@@ -301,6 +336,7 @@ describe('charts/sandpit on the real cluster', () => {
           await cluster.helm(['uninstall', release, '-n', ns, '--timeout', '60s'], { timeoutMs: 90_000 });
           await cluster.kubectl(['delete', CLUSTER_KINDS, '-l', selector, '--ignore-not-found']);
         }
+        await cluster.deleteNamespace(tenantNs);
       }
     }),
   );

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import { parseAllDocuments, stringify } from 'yaml';
 import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { isTerminal, type Phase } from '../../../src/api/run.js';
@@ -266,11 +266,11 @@ export interface SuiteHandle {
 export function failureMarkingTest(
   timeoutMs: number,
   onFailure: () => void,
-): (name: string, body: () => Promise<void>) => void {
+): (name: string, body: (t: TestContext) => Promise<void>) => void {
   return (name, body) => {
-    test(name, { timeout: timeoutMs }, async () => {
+    test(name, { timeout: timeoutMs }, async (t) => {
       try {
-        await body();
+        await body(t);
       } catch (e) {
         onFailure();
         throw e;

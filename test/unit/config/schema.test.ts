@@ -140,4 +140,21 @@ describe('TokenSchema', () => {
     assert.equal(TokenSchema.safeParse({ name: '', token: 'abcdefgh' }).success, false);
     assert.equal(TokenSchema.safeParse({ token: 'abcdefgh' }).success, false);
   });
+
+  test('namespace: a DNS-1123 label, refused otherwise with the accepted form', () => {
+    assert.equal(
+      TokenSchema.parse({ name: 'a', token: 'abcdefgh', namespace: 'team-a' }).namespace,
+      'team-a',
+    );
+    assert.equal(TokenSchema.parse({ name: 'a', token: 'abcdefgh' }).namespace, undefined);
+    for (const bad of ['Team-A', 'team_a', '-team', 'team-', '', 'a'.repeat(64), 'a.b', '../x']) {
+      const r = TokenSchema.safeParse({ name: 'a', token: 'abcdefgh', namespace: bad });
+      assert.equal(r.success, false, bad);
+      assert.match(r.error.issues[0]!.message, /DNS-1123 label/, bad);
+    }
+    assert.equal(
+      TokenSchema.safeParse({ name: 'a', token: 'abcdefgh', namespace: 'a'.repeat(63) }).success,
+      true,
+    );
+  });
 });

@@ -71,6 +71,20 @@ test('listed tokens carry their scopes and concurrency; tokenSha256 matches the 
   refused(() => auth.authenticate(`Bearer ${hex('ops-token-456')}`)); // the digest itself is not a token
 });
 
+test("a token's namespace is its principal's (its tenant on Kubernetes); none when it sets none", () => {
+  const auth = createAuthenticator(
+    {
+      tokens: [
+        { name: 'a', token: 'team-a-token', namespace: 'team-a' },
+        { name: 'b', token: 'team-b-token' },
+      ],
+    },
+    LOCAL_PRINCIPAL,
+  );
+  assert.equal(auth.authenticate('Bearer team-a-token').namespace, 'team-a');
+  assert.equal('namespace' in auth.authenticate('Bearer team-b-token'), false);
+});
+
 test('missing, malformed and wrong credentials are refused with a hint', () => {
   const auth = createAuthenticator({ token: 's3cret-token', tokens: [] }, LOCAL_PRINCIPAL);
   assert.match(refused(() => auth.authenticate(undefined)).message, /missing Authorization header/);

@@ -20,9 +20,9 @@ export function getRunTool(schemas: ToolSchemas): ToolSpec {
     input: schemas.runId,
     output: RunResultOutput,
     annotations: READ_ANNOTATIONS,
-    handler: (deps) => (args: { runId: string }, extra) => {
-      const result = deps.service.runs.get(args.runId, principalOf(extra, deps));
-      return Promise.resolve(toolResult(RunResultOutput, result, renderRun(result)));
+    handler: (deps) => async (args: { runId: string }, extra) => {
+      const result = await deps.service.runs.get(args.runId, principalOf(extra, deps));
+      return toolResult(RunResultOutput, result, renderRun(result));
     },
   };
 }

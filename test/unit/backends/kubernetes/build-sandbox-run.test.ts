@@ -73,6 +73,14 @@ describe('buildSandboxRun', () => {
     assert.notEqual(principalLabelValue('alice'), principalLabelValue('bob'));
   });
 
+  test("the owner's principal id, when given, is an annotation beside the name", () => {
+    const run = buildSandboxRun(effective(FULL), { ...OPTIONS, owner: 'token:0123456789abcdef' });
+    assert.deepEqual(run.metadata.annotations, {
+      'sandpit.dev/principal': 'alice@example.com',
+      'sandpit.dev/owner': 'token:0123456789abcdef',
+    });
+  });
+
   test('spec: code, files as base64, stdin, env, argv, limits, timeout, RuntimeClass, TTL and pending timeout', () => {
     const spec = effective(FULL);
     const run = buildSandboxRun(spec, OPTIONS);

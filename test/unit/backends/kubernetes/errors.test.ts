@@ -71,13 +71,35 @@ describe('gatewayError: each refusal says what to fix', () => {
     assert.match(e.hint ?? '', /sandpit-gateway-operator-health .*sandpit-system/);
   });
 
-  test('a quota: BUSY (retryable)', () => {
+  test('a quota: the busy error (retryable), naming the quota, its namespace and its counts', () => {
     const e = gatewayError(
-      apiError(403, 'exceeded quota: runs, requested: count/sandboxruns.sandpit.dev=1'),
+      apiError(
+        403,
+        'sandboxruns.sandpit.dev "run-1" is forbidden: exceeded quota: tenant-runs, requested: count/sandboxruns.sandpit.dev=1, used: count/sandboxruns.sandpit.dev=2, limited: count/sandboxruns.sandpit.dev=2',
+        'Forbidden',
+      ),
       ctx,
     );
     assert.equal(e.code, 'BUSY');
     assert.equal(e.retryable, true);
+    assert.equal(
+      e.message,
+      'busy, retry later: ResourceQuota tenant-runs in namespace agents allows no more runs (used count/sandboxruns.sandpit.dev=2, limited count/sandboxruns.sandpit.dev=2)',
+    );
+    assert.match(e.hint ?? '', /raise ResourceQuota tenant-runs/);
+    const session = gatewayError(
+      apiError(403, 'exceeded quota: q1, requested: x=1, used: x=1, limited: x=1'),
+      {
+        ...ctx,
+        resource: 'sandboxes',
+      },
+    );
+    assert.match(
+      session.message,
+      /^busy, retry later: ResourceQuota q1 in namespace agents allows no more sessions/,
+    );
+    const bare = gatewayError(apiError(403, 'exceeded quota: q2'), ctx);
+    assert.equal(bare.message, 'busy, retry later: ResourceQuota q2 in namespace agents allows no more runs');
   });
 
   test('401, 413, 500 and others', () => {
