@@ -5,6 +5,8 @@
 // the replica that made it (its state lives in the Sandbox object and its Lease).
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
+import { Channel } from '../../src/gateway/http/exec-ws.js';
+import { Terminal } from '../e2e/exec-ws-client.js';
 import { connectHttp, ensureBuilt, startServe, type Served } from '../e2e/helpers.js';
 import { mcpSessionFlow, restClient, seedCurlFlow, JSON_TYPE } from '../e2e/session-flows.js';
 import {
@@ -79,12 +81,27 @@ describe(
       assert.equal((await a().exec(id, bump)).stdout, '2\n');
       // The other replica finds it by its Sandbox, takes the session's Lease over and re-attaches.
       assert.equal((await b().exec(id, bump)).stdout, '3\n');
+      // Its exec WebSocket on the replica that holds it now: streamed stdin, then its end.
+      const t = new Terminal(replicas[1]!.url, id, { Authorization: `Bearer ${TOKEN}` });
+      await t.opened();
+      t.start({ shell: 'wc -c; cat n' });
+      t.send(Channel.stdin, 'x'.repeat(1000));
+      t.send(Channel.stdinEnd);
+      assert.equal(await t.closed, 1000);
+      assert.equal(t.exit?.exitCode, 0, JSON.stringify(t.exit));
+      assert.equal(t.output, '1000\n3');
       const seen = await b().rest('GET', `/sessions/${id}`);
       assert.equal(seen.status, 200, seen.text);
       assert.equal(seen.json.state, 'Ready');
       // The replica that made it restarts: the session lives on, and it serves it again.
       assert.equal(await replicas[0]!.stop(), 0);
       replicas[0] = await startServe(gatewayConfig(suite, 'replica-a'));
+      // Back on the restarted replica, over its WebSocket first: it takes the session over again.
+      const back = new Terminal(replicas[0].url, id, { Authorization: `Bearer ${TOKEN}` });
+      await back.opened();
+      back.start({ command: ['cat', 'n'] });
+      assert.equal(await back.closed, 1000);
+      assert.equal(back.output, '3');
       assert.equal((await a().exec(id, bump)).stdout, '4\n');
       assert.equal((await b().rest('GET', `/sessions/${id}/files/n`)).text, '4');
       const deleted = await b().rest('DELETE', `/sessions/${id}`);

@@ -233,8 +233,10 @@ describe(
       const created = await rest(one, 'POST', '/runs?wait=false', TOKEN.a, SLEEPER);
       assert.equal(created.status, 202, JSON.stringify(created.body));
       const runId = String(created.body.runId);
-      const run = await getRun(cluster, ns.a, runId);
-      assert.ok(run, `the SandboxRun is in the tenant's namespace ${ns.a}`);
+      // A run that does not wait is answered before its SandboxRun is made (the backend makes it next).
+      const run = await waitFor(`the SandboxRun in the tenant's namespace ${ns.a}`, () =>
+        getRun(cluster, ns.a, runId),
+      );
       assert.match(run.metadata.annotations?.['sandpit.dev/owner'] ?? '', /^token:[0-9a-f]{16}$/);
       const running = await waitFor(
         'gateway 2 to read the run Running',

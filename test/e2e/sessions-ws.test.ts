@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import WebSocket from 'ws';
-import { Channel, EXEC_WS_PROTOCOL } from '../../src/gateway/http/exec-ws.js';
+import { Channel } from '../../src/gateway/http/exec-ws.js';
 import { requireDocker } from '../support/docker.js';
+import { Terminal } from './exec-ws-client.js';
 import { ensureBuilt, startServe, type Served } from './helpers.js';
 
 const TOKEN = 'sessions-ws-token-0123456';
@@ -37,64 +37,14 @@ async function session(id: string): Promise<{ runningExecs: string[] }> {
   return (await res.json()) as { runningExecs: string[] };
 }
 
-/** One exec over the socket: what it printed so far, waits for text, and its exit. */
-class Terminal {
-  readonly ws: WebSocket;
-  output = '';
-  readonly streams = new Set<number>();
-  exit: Record<string, unknown> | undefined;
-  readonly closed: Promise<number>;
-  private waiters: (() => void)[] = [];
-
-  constructor(id: string, headers: Record<string, string> = auth, query = '') {
-    const url = `${served.url.replace('http', 'ws')}/sessions/${id}/exec/ws${query}`;
-    this.ws = new WebSocket(url, [EXEC_WS_PROTOCOL], { headers });
-    this.ws.on('message', (data: Buffer) => {
-      if (data[0] === Channel.exit) {
-        this.exit = JSON.parse(data.subarray(1).toString()) as Record<string, unknown>;
-      } else {
-        this.streams.add(data[0] ?? -1);
-        this.output += data.subarray(1).toString();
-      }
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-    this.closed = new Promise((resolve) => this.ws.on('close', (code) => resolve(code)));
-  }
-
-  opened(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.ws.once('open', () => resolve());
-      this.ws.once('unexpected-response', (_req, res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => reject(Object.assign(new Error(body), { status: res.statusCode })));
-      });
-      this.ws.once('error', () => undefined);
-    });
-  }
-
-  start(request: object): void {
-    this.ws.send(JSON.stringify(request));
-  }
-
-  send(channel: number, data = ''): void {
-    this.ws.send(Buffer.concat([Buffer.of(channel), Buffer.from(data)]));
-  }
-
-  /** Resolves once the output matches; the test's own timeout bounds the wait. */
-  async waitFor(pattern: RegExp): Promise<RegExpMatchArray> {
-    for (;;) {
-      const match = pattern.exec(this.output);
-      if (match) return match;
-      await new Promise<void>((wake) => this.waiters.push(wake));
-    }
-  }
-}
+/** An exec socket to `served`, as this file's token unless told otherwise. */
+const terminal = (id: string, headers: Record<string, string> = auth, query = ''): Terminal =>
+  new Terminal(served.url, id, headers, query);
 
 describe('session WebSocket (sandpit serve, real engine)', { timeout: 180_000 }, () => {
   test('a Python REPL under a pty: it sees a terminal, its size and a resize, and exits cleanly', async () => {
     const id = await createSession();
-    const t = new Terminal(id);
+    const t = terminal(id);
     await t.opened();
     t.start({ command: ['python3', '-q', '-i'], tty: true, cols: 100, rows: 30 });
     await t.waitFor(/>>> /);
@@ -114,7 +64,7 @@ describe('session WebSocket (sandpit serve, real engine)', { timeout: 180_000 },
 
   test('streamed stdin to a plain exec: every byte arrives, and the end of stdin ends it', async () => {
     const id = await createSession();
-    const t = new Terminal(id);
+    const t = terminal(id);
     await t.opened();
     t.start({ shell: 'wc -c; echo done >&2' });
     const piece = 'x'.repeat(64 * 1024);
@@ -129,7 +79,7 @@ describe('session WebSocket (sandpit serve, real engine)', { timeout: 180_000 },
 
   test('a client that goes away kills its exec', async () => {
     const id = await createSession();
-    const t = new Terminal(id);
+    const t = terminal(id);
     await t.opened();
     t.start({ shell: 'echo started; sleep 600' });
     await t.waitFor(/started/);
@@ -153,7 +103,7 @@ describe('session WebSocket (sandpit serve, real engine)', { timeout: 180_000 },
       [{ ...auth, Origin: 'https://attacker.example' }, '', 403],
     ];
     for (const [headers, query, status] of cases) {
-      const t = new Terminal(id, headers, query);
+      const t = terminal(id, headers, query);
       await assert.rejects(t.opened(), (e: { status: number; message: string }) => {
         assert.equal(e.status, status, e.message);
         assert.ok(!e.message.includes(TOKEN));

@@ -74,8 +74,8 @@ export function execWebSocket(deps: ExecWsDeps): ExecWebSocket {
   }, HEARTBEAT_MS);
   heartbeat.unref();
 
-  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    const { sessionId, principal } = admit(req, deps, allowed);
+  const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const { sessionId, principal } = await admit(req, deps, allowed);
     wss.handleUpgrade(req, socket, head, (ws) => {
       count(101);
       const alive = ws as WebSocket & { alive?: boolean };
@@ -87,9 +87,7 @@ export function execWebSocket(deps: ExecWsDeps): ExecWebSocket {
   return {
     upgrade: (req, socket, head) => {
       socket.on('error', () => socket.destroy());
-      try {
-        upgrade(req, socket, head);
-      } catch (e) {
+      upgrade(req, socket, head).catch((e: unknown) => {
         const err = toAppError(e);
         count(err.httpStatus);
         refuse(
@@ -97,7 +95,7 @@ export function execWebSocket(deps: ExecWsDeps): ExecWebSocket {
           err,
           err.code === 'UNAUTHORIZED' ? wwwAuthenticate(req.headers.authorization, err) : undefined,
         );
-      }
+      });
     },
     close() {
       clearInterval(heartbeat);
@@ -108,11 +106,11 @@ export function execWebSocket(deps: ExecWsDeps): ExecWebSocket {
 }
 
 /** Who may open the socket, and for which session: refusals before the upgrade are plain HTTP. */
-function admit(
+async function admit(
   req: IncomingMessage,
   deps: ExecWsDeps,
   allowed: ReadonlySet<string> | undefined,
-): { sessionId: string; principal: Principal } {
+): Promise<{ sessionId: string; principal: Principal }> {
   const url = new URL(req.url ?? '/', 'http://upgrade.invalid');
   const match = PATH.exec(url.pathname);
   if (!match)
@@ -133,6 +131,8 @@ function admit(
   }
   const principal = deps.authenticator.authenticate(req.headers.authorization ?? bearerProtocol(req));
   const sessionId = decodeURIComponent(match[1] ?? '');
+  // A session another gateway replica made, or one that ended there, as every route does.
+  await deps.service.sessions.serve(sessionId, principal);
   // Unknown, ended or another token's session: refused before the upgrade (another's is a 404).
   deps.service.sessions.assertLive(sessionId, principal);
   return { sessionId, principal };
