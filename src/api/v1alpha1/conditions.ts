@@ -47,3 +47,12 @@ export function setCondition(
   const merged: Condition = { ...next, lastTransitionTime };
   return prev ? conditions.map((c) => (c.type === next.type ? merged : c)) : [...conditions, merged];
 }
+
+/** Each of `wanted` set in turn on `conditions` (see setCondition). */
+export function setConditions(
+  conditions: readonly Condition[],
+  wanted: readonly ConditionInput[],
+  now: string,
+): Condition[] {
+  return wanted.reduce<Condition[]>((all, next) => setCondition(all, next, now), [...conditions]);
+}

@@ -19,7 +19,7 @@ import {
 } from '../session.js';
 import type { CrdDefinition } from './crd.js';
 import { API_VERSION, defineKind } from './group.js';
-import { ConditionSchema, ObjectMetaSchema, requestOfSpec } from './sandboxrun.js';
+import { conditionsSchema, ObjectMetaSchema, ObservedGenerationSchema, requestOfSpec } from './sandboxrun.js';
 
 export const SANDBOX = defineKind('Sandbox', 'sandboxes', ['sbx']);
 
@@ -86,19 +86,10 @@ export const SandboxStatusSchema = z.object({
   expiresAt: time('When the session reaches its ttlSeconds'),
   lastActivity: time("The last activity sandpit saw (the session Lease's renewTime)"),
   finishedTime: time('When the session ended'),
-  conditions: z
-    .array(ConditionSchema)
-    .optional()
-    .describe(
-      'Ready (the pod is ready and its runner answered), Stalled and Reconciling; each with its generation',
-    )
-    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
-  observedGeneration: z
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .describe('The .metadata.generation this status reflects'),
+  conditions: conditionsSchema(
+    'Ready (the pod is ready and its runner answered), Stalled and Reconciling; each with its generation',
+  ),
+  observedGeneration: ObservedGenerationSchema,
 });
 export type SandboxStatus = z.infer<typeof SandboxStatusSchema>;
 

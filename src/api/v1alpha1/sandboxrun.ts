@@ -60,6 +60,22 @@ export const ConditionSchema = z.object({
 });
 export type Condition = z.infer<typeof ConditionSchema>;
 
+/** A status's conditions: a list keyed by type (server-side apply merges them by type). */
+export const conditionsSchema = (description: string) =>
+  z
+    .array(ConditionSchema)
+    .optional()
+    .describe(description)
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+
+/** The generation a whole status reflects. */
+export const ObservedGenerationSchema = z
+  .number()
+  .int()
+  .min(0)
+  .optional()
+  .describe('The .metadata.generation this status reflects');
+
 export const RunOutputSchema = z.object({
   tail: z
     .string()
@@ -90,22 +106,13 @@ export const SandboxRunStatusSchema = z.object({
   podName: z.string().optional().describe('The pod that runs (or ran) the program'),
   startTime: time('When the program started'),
   completionTime: time('When the run finished'),
-  conditions: z
-    .array(ConditionSchema)
-    .optional()
-    .describe(
-      'Admitted, Started and Finished; Ready, Stalled and Reconciling for kstatus tools. Each with the generation it was computed from',
-    )
-    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
+  conditions: conditionsSchema(
+    'Admitted, Started and Finished; Ready, Stalled and Reconciling for kstatus tools. Each with the generation it was computed from',
+  ),
   output: RunOutputSchema.optional().describe(
     'A bounded tail of the output, so kubectl users see the result',
   ),
-  observedGeneration: z
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .describe('The .metadata.generation this status reflects'),
+  observedGeneration: ObservedGenerationSchema,
 });
 export type SandboxRunStatus = z.infer<typeof SandboxRunStatusSchema>;
 

@@ -7,9 +7,8 @@
  * changes again (only observedGeneration follows the spec).
  */
 import { isSessionEnded, type SessionReason, type SessionState } from '../../api/session.js';
-import { setCondition, type ConditionInput } from '../../api/v1alpha1/conditions.js';
+import { setConditions, type ConditionInput } from '../../api/v1alpha1/conditions.js';
 import { IDLE_SLACK_SECONDS, type SandboxStatus } from '../../api/v1alpha1/sandbox.js';
-import type { Condition } from '../../api/v1alpha1/sandboxrun.js';
 import { sessionEnd } from '../../runner/session-end.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
 import {
@@ -95,10 +94,7 @@ export function computeSandboxStatus(i: SandboxStatusInput): SandboxStatus {
       observedGeneration,
     }),
   ];
-  const conditions = wanted.reduce<Condition[]>(
-    (all, next) => setCondition(all, next, i.now),
-    i.current.conditions ?? [],
-  );
+  const conditions = setConditions(i.current.conditions ?? [], wanted, i.now);
   return compact({
     phase: o.phase,
     reason: o.reason,

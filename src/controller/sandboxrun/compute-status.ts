@@ -4,8 +4,8 @@
  */
 import { classify, type RunFacts } from '../../api/outcome.js';
 import { isTerminal, type Phase, type Reason } from '../../api/run.js';
-import { ConditionType, setCondition, type ConditionInput } from '../../api/v1alpha1/conditions.js';
-import type { Condition, RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
+import { ConditionType, setConditions, type ConditionInput } from '../../api/v1alpha1/conditions.js';
+import type { RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
 import { networkRefusal } from '../../runner/protocol.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
 import { pendingDeadlineMs, pendingEnd, pendingProblem, type Blocked } from '../pod/pending.js';
@@ -85,10 +85,7 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
       observedGeneration,
     }),
   ];
-  const conditions = wanted.reduce<Condition[]>(
-    (all, next) => setCondition(all, next, i.now),
-    i.current.conditions ?? [],
-  );
+  const conditions = setConditions(i.current.conditions ?? [], wanted, i.now);
   return compact({
     phase: o.phase,
     reason: o.reason,
