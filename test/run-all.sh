@@ -4,24 +4,38 @@
 # Idempotent and cached: a warm run reuses node_modules, the engine, the images and the built
 # Kubernetes binaries. Every tier runs even if an earlier one failed; the exit status is 0 only
 # when all passed.
+#
+# Two lanes run side by side, because much of a tier's time is spent waiting on an engine, not on
+# the 2 cores: the Docker lane (its tiers, and the contract cases on Docker) and the Kubernetes lane
+# (the cluster's own containerd). Each lane's lines are prefixed with its name. Then, alone: the
+# e2e tier, which measures the gateway's responsiveness under a hostile client, and the disruptive
+# tier, which restarts the cluster's components.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 started=$SECONDS
-declare -a summary=()
-failed=0
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
 
+# step NAME COMMAND...: runs it, and records "ok|FAIL  seconds  NAME" under the lane's file.
+lane=main
 step() {
   local name=$1
   shift
-  local t0=$SECONDS
+  local t0=$SECONDS status=ok
   echo "==> $name" >&2
-  if "$@"; then
-    summary+=("ok    $(printf '%4ds' $((SECONDS - t0)))  $name")
-  else
-    summary+=("FAIL  $(printf '%4ds' $((SECONDS - t0)))  $name")
-    failed=1
-  fi
+  "$@" || status=FAIL
+  printf '%-4s  %4ds  %s\n' "$status" $((SECONDS - t0)) "$name" >>"$results/$lane"
+  [ "$status" = ok ]
+}
+
+# in_lane NAME FUNCTION: runs a lane in the background, its output prefixed with [NAME].
+in_lane() {
+  local name=$1 fn=$2
+  (
+    lane=$name
+    "$fn" 2>&1 | sed -u "s/^/[$name] /"
+  ) &
 }
 
 deps() {
@@ -33,11 +47,24 @@ deps() {
   fi
 }
 
+docker_lane() {
+  step "docker tier (cold runs)" bash test/run.sh docker
+  step "docker tier (warm pools)" bash test/run.sh docker-pools
+  step "contract tier (Docker backend)" bash test/run.sh contract-docker
+}
+
+kube_lane() {
+  step "kube cluster up" bash test/env/kube-cluster.sh up
+  step "kubernetes tier" bash test/run.sh kube
+  step "contract tier (Kubernetes backend)" bash test/run.sh contract-kube
+}
+
 cluster_down() {
   if [ "${SANDPIT_KEEP_CLUSTER:-0}" != 1 ]; then
     echo "==> kube cluster down" >&2
     bash test/env/kube-cluster.sh down || true
   fi
+  rm -rf "$results"
 }
 
 step "dependencies" deps || exit 1
@@ -46,16 +73,19 @@ step "typecheck" npm run typecheck
 step "lint" npm run lint
 step "unit tier" bash test/run.sh unit
 step "docker engine and images" bash test/env/docker.sh up
-step "docker tier (cold runs)" bash test/run.sh docker
-step "docker tier (warm pools)" env SANDPIT_TEST_POOL=on bash test/run.sh docker
-step "e2e tier" bash test/run.sh e2e
 trap cluster_down EXIT
-step "kube cluster up" bash test/env/kube-cluster.sh up
-step "kubernetes tier" bash test/run.sh kube
-step "contract tier (both backends)" bash test/run.sh contract
+in_lane docker docker_lane
+in_lane kube kube_lane
+wait
+step "e2e tier" bash test/run.sh e2e
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 echo >&2
 echo "==> summary ($((SECONDS - started)) s)" >&2
-printf '%s\n' "${summary[@]}" >&2
-exit $failed
+{
+  head -n 6 "$results/main"
+  sed 's/^/[docker] /' "$results/docker"
+  sed 's/^/[kube] /' "$results/kube"
+  tail -n +7 "$results/main"
+} >&2
+! grep -q '^FAIL' "$results"/*

@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|e2e|kube|contract|kube-disruptive [FILE...]
+#   test/run.sh unit|docker|docker-pools|e2e|kube|contract|contract-docker|contract-kube|kube-disruptive [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted). A tier that runs zero tests fails, as does one whose engine or cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|e2e|kube|contract|kube-disruptive [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|e2e|kube|contract|contract-docker|contract-kube|kube-disruptive [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
   docker) dirs=(test/integration/docker) ;;
+  # The Docker tier again with warm pools pre-warmed for every template: the files whose backend
+  # comes from test/support (makeBackend, directly or through the shared cases), where pools change
+  # the path a run or session takes.
+  docker-pools) dirs=(test/integration/docker) && export SANDPIT_TEST_POOL=on ;;
   kube) dirs=(test/integration/kubernetes) ;;
   # The same cases against both backends (needs the Docker engine and the cluster), and the
   # gateway in Kubernetes mode end to end.
   contract) dirs=(test/contract) ;;
+  # Its halves, to run beside the other lane's tiers (test/run-all.sh): the Docker backend's file,
+  # and the rest (the Kubernetes backend, and the gateway in Kubernetes mode).
+  contract-docker) dirs=(test/contract) && only='/docker\.test\.ts$' ;;
+  contract-kube) dirs=(test/contract) && except='/docker\.test\.ts$' ;;
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;
@@ -25,6 +33,11 @@ if [ $# -gt 0 ]; then
   files=("$@")
 else
   mapfile -t files < <(find "${dirs[@]}" -name '*.test.ts' 2>/dev/null | sort)
+  [ -n "${only:-}" ] && mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -E "$only")
+  [ -n "${except:-}" ] && mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -vE "$except")
+  if [ "$tier" = docker-pools ] && [ ${#files[@]} -gt 0 ]; then
+    mapfile -t files < <(grep -lE 'makeBackend|core-cases|session-cases|support/service' "${files[@]}")
+  fi
 fi
 if [ ${#files[@]} -eq 0 ]; then
   echo "test/run.sh: no test files for tier $tier" >&2
