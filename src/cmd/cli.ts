@@ -1,12 +1,6 @@
 #!/usr/bin/env node
 /** The `sandpit` command: dispatches to one subcommand; every subcommand has --help. */
-import { configCommand } from './config.js';
 import { packageVersion, reportError } from './process.js';
-import { auditCommand } from './audit.js';
-import { doctorCommand } from './doctor.js';
-import { imagesCommand } from './images.js';
-import { runCommand } from './run.js';
-import { setupCommand } from './setup.js';
 
 const USAGE = `
 usage: sandpit <command> [options]
@@ -34,19 +28,18 @@ CONTAINER_TIMEOUT_SECONDS, DISABLE_NETWORK). \`sandpit config\` lists every sett
 
 type Command = (argv: string[]) => Promise<number> | number;
 
+// Each loaded on demand: a command pays only for its own libraries (the Docker client, the MCP SDK,
+// express, @kubernetes/client-node), and `--help` or `--version` for none.
 const COMMANDS: Record<string, () => Promise<Command>> = {
-  run: () => Promise.resolve(runCommand),
-  audit: () => Promise.resolve(auditCommand),
-  doctor: () => Promise.resolve(doctorCommand),
-  images: () => Promise.resolve(imagesCommand),
-  setup: () => Promise.resolve(setupCommand),
-  config: () => Promise.resolve(configCommand),
-  // Loaded on demand: only these two need the MCP SDK and express.
+  run: async () => (await import('./run.js')).runCommand,
+  audit: async () => (await import('./audit.js')).auditCommand,
+  doctor: async () => (await import('./doctor.js')).doctorCommand,
+  images: async () => (await import('./images.js')).imagesCommand,
+  setup: async () => (await import('./setup.js')).setupCommand,
+  config: async () => (await import('./config.js')).configCommand,
   mcp: async () => (await import('./mcp.js')).mcpCommand,
   serve: async () => (await import('./serve.js')).serveCommand,
-  // Loaded on demand: the client of a running `sandpit serve` (ws only for its shell).
   sessions: async () => (await import('./sessions.js')).sessionsCommand,
-  // Loaded on demand: only the operator needs @kubernetes/client-node.
   operator: async () => (await import('./operator.js')).operatorCommand,
 };
 
