@@ -49,8 +49,11 @@ state=$(mktemp -d)
 export XDG_STATE_HOME=$state
 
 # Tiers that start sandboxes run their files one at a time: 2 cores, real engines.
+# The Kubernetes half of the contract tier runs two files at once: each has its own namespaces and
+# operator, and they spend most of their time waiting on the cluster (idle and TTL expiry).
 concurrency=1
 [ "$tier" = unit ] && concurrency=2
+[ "$tier" = contract-kube ] && concurrency=2
 log=$(mktemp)
 trap 'rm -rf "$log" "$state"' EXIT
 echo "==> $tier: ${#files[@]} files" >&2
