@@ -5,11 +5,13 @@
 # Kubernetes binaries. Every tier runs even if an earlier one failed; the exit status is 0 only
 # when all passed.
 #
-# Two lanes run side by side, because much of a tier's time is spent waiting on an engine, not on
-# the 2 cores: the Docker lane (its tiers, and the contract cases on Docker) and the Kubernetes lane
-# (the cluster's own containerd). Each lane's lines are prefixed with its name. Then, alone: the
-# e2e tier, which measures the gateway's responsiveness under a hostile client, and the disruptive
-# tier, which restarts the cluster's components.
+# Much of a tier's time is spent waiting on an engine, not on the 2 cores, so independent work
+# runs in two lanes side by side, each line prefixed with its lane's name:
+#   1. the static checks and the unit tier | the Docker engine and images, then the cluster
+#   2. the Docker tiers and the contract cases on Docker | the Kubernetes tier and the contract
+#      cases on Kubernetes (the cluster has its own containerd)
+# Then, alone: the e2e tier, which measures the gateway's responsiveness under a hostile client,
+# and the disruptive tier, which restarts the cluster's components.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,7 +20,6 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
 # step NAME COMMAND...: runs it, and records "ok|FAIL  seconds  NAME" under the lane's file.
-lane=main
 step() {
   local name=$1
   shift
@@ -47,6 +48,17 @@ deps() {
   fi
 }
 
+checks_lane() {
+  step "typecheck" npm run typecheck
+  step "lint" npm run lint
+  step "unit tier" bash test/run.sh unit
+}
+
+engines_lane() {
+  step "docker engine and images" bash test/env/docker.sh up
+  step "kube cluster up" bash test/env/kube-cluster.sh up
+}
+
 docker_lane() {
   step "docker tier (cold runs)" bash test/run.sh docker
   step "docker tier (warm pools)" bash test/run.sh docker-pools
@@ -54,7 +66,6 @@ docker_lane() {
 }
 
 kube_lane() {
-  step "kube cluster up" bash test/env/kube-cluster.sh up
   step "kubernetes tier" bash test/run.sh kube
   step "contract tier (Kubernetes backend)" bash test/run.sh contract-kube
 }
@@ -67,25 +78,23 @@ cluster_down() {
   rm -rf "$results"
 }
 
+lane=setup
 step "dependencies" deps || exit 1
 step "build" npm run build
-step "typecheck" npm run typecheck
-step "lint" npm run lint
-step "unit tier" bash test/run.sh unit
-step "docker engine and images" bash test/env/docker.sh up
 trap cluster_down EXIT
+in_lane checks checks_lane
+in_lane engines engines_lane
+wait
 in_lane docker docker_lane
 in_lane kube kube_lane
 wait
+lane=last
 step "e2e tier" bash test/run.sh e2e
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 echo >&2
 echo "==> summary ($((SECONDS - started)) s)" >&2
-{
-  head -n 6 "$results/main"
-  sed 's/^/[docker] /' "$results/docker"
-  sed 's/^/[kube] /' "$results/kube"
-  tail -n +7 "$results/main"
-} >&2
+for l in setup checks engines docker kube last; do
+  case $l in setup | last) cat "$results/$l" ;; *) sed "s/^/[$l] /" "$results/$l" ;; esac
+done >&2 2>/dev/null
 ! grep -q '^FAIL' "$results"/*
