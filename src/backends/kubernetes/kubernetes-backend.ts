@@ -86,6 +86,7 @@ export class KubernetesBackend implements SandboxBackend {
     this.sessions = new KubernetesSessions({
       kube,
       namespace: options.namespace,
+      tenantNamespaces: options.tenantNamespaces,
       holder: options.replicaId,
       ttlSecondsAfterFinished: options.ttlSecondsAfterFinished,
       pendingTimeoutSeconds: options.pendingTimeoutSeconds,

@@ -48,6 +48,8 @@ export interface KubernetesSessionsOptions {
   kube: KubeClient;
   /** Where sessions are made unless the caller names its tenant's namespace. */
   namespace: string;
+  /** The tenants' namespaces (auth.tokens[].namespace): start-up adoption looks there too. */
+  tenantNamespaces?: readonly string[] | undefined;
   /** This replica's identity on session Leases; a fresh one per process when absent. */
   holder?: string | undefined;
   ttlSecondsAfterFinished: number;
@@ -211,11 +213,30 @@ export class KubernetesSessions implements SessionBackend {
   }
 
   /**
-   * The gateway's live Sandboxes in its namespace that no live replica holds, taken over: a
-   * restarted gateway loses no session. Those held by a live replica are that replica's.
+   * The gateway's live Sandboxes, in its namespace and every tenant's, that no live replica holds,
+   * taken over: a restarted gateway loses no session. Those held by a live replica are that
+   * replica's.
    */
   async adoptSessions(): Promise<Adoption> {
-    const namespace = this.o.namespace;
+    const namespaces = [...new Set([this.o.namespace, ...(this.o.tenantNamespaces ?? [])])];
+    const sandboxes: SandboxObject[] = [];
+    for (const namespace of namespaces) sandboxes.push(...(await this.listSandboxes(namespace)));
+    const adoption: Adoption = { adopted: [], lost: [] };
+    for (const sandbox of sandboxes) {
+      const name = sandbox.metadata?.name ?? '';
+      if (sandbox.status?.phase !== 'Ready' || this.live.has(name)) continue;
+      const found = await this.take(sandbox, { waitMs: 0 }).catch((e: unknown) => {
+        const err = toAppError(e);
+        if (err.code !== 'BUSY')
+          this.o.logger?.warn({ sessionId: name, err: err.message }, 'could not adopt a session');
+        return undefined;
+      });
+      if (found) adoption.adopted.push(found);
+    }
+    return adoption;
+  }
+
+  private async listSandboxes(namespace: string): Promise<SandboxObject[]> {
     const sandboxes: SandboxObject[] = [];
     let continueToken: string | undefined;
     try {
@@ -231,19 +252,7 @@ export class KubernetesSessions implements SessionBackend {
     } catch (e) {
       throw gatewayError(e, this.context('list', 'sandboxes', namespace));
     }
-    const adoption: Adoption = { adopted: [], lost: [] };
-    for (const sandbox of sandboxes) {
-      const name = sandbox.metadata?.name ?? '';
-      if (sandbox.status?.phase !== 'Ready' || this.live.has(name)) continue;
-      const found = await this.take(sandbox, { waitMs: 0 }).catch((e: unknown) => {
-        const err = toAppError(e);
-        if (err.code !== 'BUSY')
-          this.o.logger?.warn({ sessionId: name, err: err.message }, 'could not adopt a session');
-        return undefined;
-      });
-      if (found) adoption.adopted.push(found);
-    }
-    return adoption;
+    return sandboxes;
   }
 
   /**
