@@ -179,6 +179,60 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
       await remove(s.id);
     });
 
+    it('sessions: a tty exec runs on a terminal whose size follows resize, its input echoed', async () => {
+      const s = await create({ template: 'bash' });
+      let seen = '';
+      const handle = sessions().exec(
+        s.id,
+        PRINCIPAL,
+        { shell: 'tty; stty size; read -r line; stty size; echo "got $line"', tty: true },
+        { streamStdin: true, terminal: { cols: 100, rows: 30 }, onOutput: (c) => (seen += c.text) },
+      );
+      await until(() => Promise.resolve(/30 100/.test(seen)), 20_000, `the first size (${seen})`);
+      handle.execution.resize(120, 40);
+      await handle.execution.writeStdin(Buffer.from('hello\n'));
+      const r = await handle.result;
+      assert.equal(r.exitCode, 0, JSON.stringify(r));
+      const lines = r.stdout.split('\r\n');
+      assert.match(lines[0]!, /^\/dev\/pts\/\d+$/, 'stdin is a terminal');
+      assert.deepEqual(lines.slice(1), ['30 100', 'hello', '40 120', 'got hello', ''], r.stdout);
+      assert.equal(r.stderr, '', 'a terminal has one output stream');
+      await remove(s.id);
+    });
+
+    it('sessions: a watch reports the changes execs make, under a directory or to one file, until stopped', async () => {
+      const s = await create({ template: 'bash' });
+      await exec(s.id, { shell: 'mkdir -p data && echo 1 > data/one && echo a > notes.txt' });
+      const inDir: string[] = [];
+      const onFile: string[] = [];
+      const stopDir = await sessions().watch(s.id, PRINCIPAL, 'data', (c) => inDir.push(`${c.kind} ${c.path}`));
+      const stopFile = await sessions().watch(s.id, PRINCIPAL, 'notes.txt', (c) =>
+        onFile.push(`${c.kind} ${c.path}`),
+      );
+      await exec(s.id, { shell: 'echo 2 > data/two; echo b >> notes.txt; rm data/one' });
+      await until(
+        () =>
+          Promise.resolve(
+            inDir.includes('changed data/two') &&
+              inDir.includes('removed data/one') &&
+              onFile.includes('changed notes.txt'),
+          ),
+        20_000,
+        `the changes reported (${JSON.stringify({ inDir, onFile })})`,
+      );
+      assert.ok(
+        inDir.every((e) => / data\//.test(e)),
+        `only paths under the watched directory: ${inDir.join(', ')}`,
+      );
+      stopDir();
+      stopFile();
+      const before = inDir.length + onFile.length;
+      await exec(s.id, { shell: 'echo 3 > data/three; echo c >> notes.txt' });
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal(inDir.length + onFile.length, before, 'nothing after the watches stopped');
+      await remove(s.id);
+    });
+
     it('sessions: paths stay in the workspace', async () => {
       const s = await create({ template: 'bash' });
       for (const path of ['../etc/passwd', '/etc/passwd', 'a/../../x', 'a\0b']) {
