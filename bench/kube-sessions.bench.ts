@@ -42,8 +42,11 @@ const seenAt = (p: Promise<unknown>): Promise<number> => p.then(() => performanc
 
 /** The operator's pod of a session, as a plain pod of its own (no owner, no session label). */
 function rawCopy(pod: V1Pod, name: string): V1Pod {
-  const spec = { ...pod.spec!, nodeName: undefined };
-  return { metadata: { name, namespace: pod.metadata?.namespace }, spec } as V1Pod;
+  if (!pod.spec) throw new Error(`pod ${pod.metadata?.name} has no spec`);
+  return {
+    metadata: { name, namespace: pod.metadata?.namespace },
+    spec: { ...pod.spec, nodeName: undefined },
+  };
 }
 
 export default async function main(): Promise<void> {
@@ -55,7 +58,10 @@ export default async function main(): Promise<void> {
   const podsPath = `/api/v1/namespaces/${ns}/pods`;
   const sandboxesPath = `/apis/${SANDBOX.group}/${SANDBOX.version}/namespaces/${ns}/${SANDBOX.plural}`;
   const sessionPodOf = async (id: string): Promise<V1Pod> =>
-    cluster.core.readNamespacedPod({ namespace: ns, name: (await getSandbox(cluster, ns, id)).status?.podName ?? '' });
+    cluster.core.readNamespacedPod({
+      namespace: ns,
+      name: (await getSandbox(cluster, ns, id)).status?.podName ?? '',
+    });
   let failed = false;
   try {
     const id = newId();
@@ -91,7 +97,12 @@ export default async function main(): Promise<void> {
       const podSeen = seenAt(waitFor(cluster.kc, podOf, () => true, WAIT));
       const podUp = seenAt(waitFor<V1Pod>(cluster.kc, podOf, podRunning, WAIT));
       const ready = seenAt(
-        waitFor<Sandbox>(cluster.kc, { path: sandboxesPath, name: sid }, (o) => o.status?.phase === 'Ready', WAIT),
+        waitFor<Sandbox>(
+          cluster.kc,
+          { path: sandboxesPath, name: sid },
+          (o) => o.status?.phase === 'Ready',
+          WAIT,
+        ),
       );
       const t0 = performance.now();
       const session = await backend.sessions.createSession(spec, { sessionId: sid, principal: 'bench' });
@@ -99,7 +110,9 @@ export default async function main(): Promise<void> {
       const [seen, up, readyAt] = await Promise.all([podSeen, podUp, ready]);
       const body = rawCopy(await sessionPodOf(sid), `raw-${sid}`);
       await session.close('Deleted');
-      const rawUp = seenAt(waitFor<V1Pod>(cluster.kc, { path: podsPath, name: `raw-${sid}` }, podRunning, WAIT));
+      const rawUp = seenAt(
+        waitFor<V1Pod>(cluster.kc, { path: podsPath, name: `raw-${sid}` }, podRunning, WAIT),
+      );
       const t2 = performance.now();
       await cluster.core.createNamespacedPod({ namespace: ns, body });
       const rawMs = (await rawUp) - t2;

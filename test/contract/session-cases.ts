@@ -205,7 +205,9 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
       await exec(s.id, { shell: 'mkdir -p data && echo 1 > data/one && echo a > notes.txt' });
       const inDir: string[] = [];
       const onFile: string[] = [];
-      const stopDir = await sessions().watch(s.id, PRINCIPAL, 'data', (c) => inDir.push(`${c.kind} ${c.path}`));
+      const stopDir = await sessions().watch(s.id, PRINCIPAL, 'data', (c) =>
+        inDir.push(`${c.kind} ${c.path}`),
+      );
       const stopFile = await sessions().watch(s.id, PRINCIPAL, 'notes.txt', (c) =>
         onFile.push(`${c.kind} ${c.path}`),
       );

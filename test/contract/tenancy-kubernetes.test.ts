@@ -3,10 +3,12 @@
 // identity (deploy/gateway-rbac.yaml, bound in the gateway's namespace and in each tenant's, never
 // admin), with three tokens mapped to three tenant namespaces; a real operator watches them all.
 //   - a run made through one gateway is read and cancelled through the other;
-//   - tenant B reaches none of tenant A's runs or sessions, through every /openapi.json path and
-//     every MCP tool, on both gateways (404 / NOT_FOUND);
-//   - concurrent creates through both gateways stop exactly at the tenant's ResourceQuota, and the
-//     refused ones get the busy error naming it;
+//   - tenant B reaches none of tenant A's runs or sessions, through every /openapi.json path (the
+//     exec WebSocket's upgrade included: refused, never attached) and every MCP tool, on both
+//     gateways (404 / NOT_FOUND);
+//   - a restarted gateway adopts the sessions it finds in the tenants' namespaces at start-up;
+//   - concurrent run and session creates through both gateways stop exactly at the tenant's
+//     ResourceQuota, and the refused ones get the busy error naming it;
 //   - sandbox_health and `sandpit doctor` check the permissions in every tenant namespace.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { GATEWAY_ROLE } from '../../src/backends/kubernetes/permissions.js';
+import { Terminal } from '../e2e/exec-ws-client.js';
 import {
   callTool,
   CLI,
@@ -40,9 +43,10 @@ import { bindGatewayRbac, gatewayBackend, LEASE_NAME } from './kube-gateway.js';
 import { CONTRACT_SANDBOX_CONFIG } from './target.js';
 
 const TOKEN = { a: 'tenant-a-token-0001', b: 'tenant-b-token-0002', q: 'tenant-q-token-0003' };
-/** The cap of tenant Q: SandboxRun objects in its namespace. */
+/** The cap of tenant Q: SandboxRun objects in its namespace, and Sandbox objects (sessions). */
 const QUOTA = 3;
 const QUOTA_NAME = 'sandpit-tenant';
+const QUOTA_RESOURCES = ['count/sandboxruns.sandpit.dev', 'count/sandboxes.sandpit.dev'];
 /** Runs that stay alive long enough to be read and cancelled (the contract policy's ceiling is 30 s). */
 const SLEEPER = { template: 'python', code: "import time\nprint('started', flush=True)\ntime.sleep(28)" };
 
@@ -59,6 +63,8 @@ const gateways: Served[] = [];
 const clients: Connected[] = [];
 let config: Record<string, unknown>;
 let failed = false;
+/** Tenant A's session made by the walk, left for the restarted gateway to adopt. */
+let walkedSession: string | undefined;
 
 async function rest(
   gw: Served,
@@ -102,21 +108,34 @@ async function mcp(gw: Served, token: string): Promise<Connected> {
 }
 
 async function createQuota(namespace: string): Promise<void> {
-  const resource = 'count/sandboxruns.sandpit.dev';
+  const hard = Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, String(QUOTA)]));
   await cluster.core.createNamespacedResourceQuota({
     namespace,
-    body: { metadata: { name: QUOTA_NAME }, spec: { hard: { [resource]: String(QUOTA) } } },
+    body: { metadata: { name: QUOTA_NAME }, spec: { hard } },
   });
   // The quota admits creates once the controller has counted what the namespace holds.
   await waitFor(
     'the ResourceQuota to be counted',
     async () => {
       const q = await cluster.core.readNamespacedResourceQuota({ namespace, name: QUOTA_NAME });
-      return q.status?.hard?.[resource] === String(QUOTA) && q.status.used?.[resource] !== undefined
+      return QUOTA_RESOURCES.every(
+        (r) => q.status?.hard?.[r] === String(QUOTA) && q.status.used?.[r] !== undefined,
+      )
         ? true
         : undefined;
     },
     60_000,
+  );
+}
+
+/** Asserts a 429 BUSY naming tenant Q's quota and what it refused (runs or sessions). */
+function assertQuotaRefusal(r: Reply, what: 'runs' | 'sessions'): void {
+  assert.equal(r.status, 429, JSON.stringify(r.body));
+  assert.equal(errorCode(r), 'BUSY');
+  const message = String((r.body.error as { message?: unknown }).message);
+  assert.match(
+    message,
+    new RegExp(`^busy, retry later: ResourceQuota ${QUOTA_NAME} in namespace ${ns.q} allows no more ${what}`),
   );
 }
 
@@ -332,7 +351,18 @@ describe(
               continue;
             }
             if ((methods[method] as { responses?: Record<string, unknown> }).responses?.['101']) {
-              uncovered.push(`${method.toUpperCase()} ${path} (a WebSocket upgrade)`);
+              // Refused before the upgrade; were it to open, the exec would leave a file behind.
+              const ws = new Terminal(gw.url, id, { Authorization: `Bearer ${TOKEN.b}` });
+              ws.ws.once('open', () => ws.start({ shell: 'touch intruder' }));
+              await assert.rejects(ws.opened(), (e: { status: number; message: string }) => {
+                assert.equal(e.status, 404, `${path} as tenant B: ${e.message}`);
+                assert.equal(
+                  (JSON.parse(e.message) as { error?: { code?: string } }).error?.code,
+                  'NOT_FOUND',
+                );
+                return true;
+              });
+              walked++;
               continue;
             }
             const body = bodies[method] ?? {};
@@ -397,6 +427,12 @@ describe(
         for (const name of ['get_run', 'cancel_run']) assert.ok(covered.includes(name), `${name} was walked`);
       }
       assert.ok(walked >= 2 * 2, `the run paths were walked on both gateways (${walked} requests)`);
+      if (sessionId) {
+        // No exec of tenant B's reached the session: the WebSocket's would have left this file.
+        const intruder = await rest(one, 'GET', `/sessions/${sessionId}/files/intruder`, TOKEN.a);
+        assert.equal(intruder.status, 404, JSON.stringify(intruder.body));
+        walkedSession = sessionId;
+      }
       // Tenant B's DELETE /runs/:id and cancel_run touched nothing: A's run still runs, uncancelled.
       const still = await rest(one, 'GET', `/runs/${runId}`, TOKEN.a);
       assert.notEqual(still.body.phase, 'Cancelled');
@@ -406,6 +442,26 @@ describe(
           `not covered (the backend offers no sessions to own): ${[...new Set(uncovered)].join('; ')}`,
         );
       await rest(one, 'DELETE', `/runs/${runId}`, TOKEN.a);
+    });
+
+    it("a restarted gateway adopts, at start-up, the sessions in the tenants' namespaces", async () => {
+      assert.ok(walkedSession, "the walk left tenant A's session");
+      const id = walkedSession;
+      assert.equal(await gateways[0]!.stop(), 0, 'a graceful stop lets go of the session');
+      gateways[0] = await startServe(config);
+      const fresh = gateways[0];
+      // Adopted before the server listened: listed before any request named it, from the tenant's namespace.
+      assert.ok(
+        fresh.logs.some((l) => l.includes('adopted live sessions')),
+        `no adoption logged:\n${fresh.logs.join('\n')}`,
+      );
+      const listed = await rest(fresh, 'GET', '/sessions', TOKEN.a);
+      assert.equal(listed.status, 200, JSON.stringify(listed.body));
+      assert.ok(JSON.stringify(listed.body).includes(id), `listed: ${JSON.stringify(listed.body)}`);
+      const ran = await rest(fresh, 'POST', `/sessions/${id}/exec`, TOKEN.a, { command: ['true'] });
+      assert.equal(ran.status, 200, JSON.stringify(ran.body));
+      const deleted = await rest(fresh, 'DELETE', `/sessions/${id}`, TOKEN.a);
+      assert.equal(deleted.body.state, 'Deleted', JSON.stringify(deleted.body));
     });
 
     it("concurrent creates through both gateways stop exactly at the tenant's quota; the refused get the busy error naming it", async () => {
@@ -424,18 +480,35 @@ describe(
       );
       assert.equal(refused.length, attempts - QUOTA);
       for (const r of ran) assert.equal(r.body.phase, 'Succeeded', JSON.stringify(r.body));
-      for (const r of refused) {
-        assert.equal(errorCode(r), 'BUSY');
-        const message = String((r.body.error as { message?: unknown }).message);
-        assert.match(
-          message,
-          new RegExp(
-            `^busy, retry later: ResourceQuota ${QUOTA_NAME} in namespace ${ns.q} allows no more runs`,
-          ),
-        );
-      }
+      for (const r of refused) assertQuotaRefusal(r, 'runs');
       const objects = (await cluster.kubectl(['get', 'sandboxruns', '-n', ns.q, '-o', 'name'])).stdout;
       assert.equal(objects.split('\n').filter(Boolean).length, QUOTA);
+    });
+
+    it("concurrent session creates through both gateways stop exactly at the tenant's quota of Sandboxes", async () => {
+      const attempts = 6;
+      const replies = await Promise.all(
+        Array.from({ length: attempts }, (_, i) =>
+          rest(gateways[i % 2]!, 'POST', '/sessions', TOKEN.q, { template: 'bash' }),
+        ),
+      );
+      const made = replies.filter((r) => r.status === 201);
+      const summary = JSON.stringify(replies.map((r) => [r.status, r.body.state ?? r.body.error]));
+      assert.equal(made.length, QUOTA, summary);
+      for (const r of made) assert.equal(r.body.state, 'Ready', JSON.stringify(r.body));
+      for (const r of replies.filter((x) => x.status !== 201)) assertQuotaRefusal(r, 'sessions');
+      const objects = (await cluster.kubectl(['get', 'sandboxes', '-n', ns.q, '-o', 'name'])).stdout;
+      assert.equal(objects.split('\n').filter(Boolean).length, QUOTA);
+      // Nothing of the refused is left behind: no Sandbox, no pod beyond the quota's.
+      const pods = await cluster.core.listNamespacedPod({
+        namespace: ns.q,
+        labelSelector: 'sandpit.dev/session',
+      });
+      assert.equal(pods.items.length, QUOTA);
+      for (const [i, r] of made.entries()) {
+        const gone = await rest(gateways[i % 2]!, 'DELETE', `/sessions/${String(r.body.id)}`, TOKEN.q);
+        assert.equal(gone.body.state, 'Deleted', JSON.stringify(gone.body));
+      }
     });
   },
 );
