@@ -1,14 +1,21 @@
 // Sessions end to end in Kubernetes mode: two built `sandpit serve` replicas with
 // sandbox.backend: kubernetes (the gateway identity, bound to deploy/gateway-rbac.yaml, never
 // admin) and a real operator process. The seed's curl flow and the MCP flow over Streamable HTTP
-// work as on Docker; one session is served by both replicas in turn, and survives a restart of
-// the replica that made it (its state lives in the Sandbox object and its Lease).
+// work as on Docker; one session is served by both replicas in turn, survives a restart of the
+// replica that made it (its state lives in the Sandbox object and its Lease), and outlives a
+// replica killed while it held it (the other takes it over once the Lease lets it).
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
 import { Channel } from '../../src/gateway/http/exec-ws.js';
 import { Terminal } from '../e2e/exec-ws-client.js';
 import { connectHttp, ensureBuilt, startServe, type Served } from '../e2e/helpers.js';
-import { mcpSessionFlow, restClient, seedCurlFlow, JSON_TYPE } from '../e2e/session-flows.js';
+import {
+  mcpSessionFlow,
+  restClient,
+  seedCurlFlow,
+  JSON_TYPE,
+  type RestClient,
+} from '../e2e/session-flows.js';
 import {
   failureMarkingTest,
   startSuite,
@@ -74,7 +81,7 @@ describe(
       }
     });
 
-    it('one session, served by both replicas in turn and across a restart of the one that made it', async () => {
+    it('one session, served by both replicas in turn, across a restart of the one that made it and its kill', async () => {
       const id = await a().createSession('{"template":"python"}');
       assert.equal((await a().rest('PUT', `/sessions/${id}/files/n`, '1')).status, 201);
       const bump = ['python3', '-c', 'p="n"; n=int(open(p).read())+1; open(p,"w").write(str(n)); print(n)'];
@@ -103,7 +110,29 @@ describe(
       assert.equal(await back.closed, 1000);
       assert.equal(back.output, '3');
       assert.equal((await a().exec(id, bump)).stdout, '4\n');
-      assert.equal((await b().rest('GET', `/sessions/${id}/files/n`)).text, '4');
+      // Killed while it holds the session (SIGKILL: nothing let go, its Lease still names it).
+      const leaseHolder = ['get', 'lease', id, '-n', suite.ns, '-o', 'jsonpath={.spec.holderIdentity}'];
+      const holder = async () => (await suite.cluster.kubectl(leaseHolder)).stdout;
+      const dead = await holder();
+      assert.ok(dead, 'replica a holds the session');
+      process.kill(replicas[0].pid, 'SIGKILL');
+      assert.equal(await holder(), dead, 'the killed replica let nothing go');
+      // The other replica's requests wait for the holder, are refused BUSY until the Lease expires,
+      // then one takes the session over: its files kept.
+      const killedAt = Date.now();
+      let taken: Awaited<ReturnType<RestClient['rest']>>;
+      for (;;) {
+        taken = await b().rest('GET', `/sessions/${id}/files/n`);
+        if (taken.status !== 429) break;
+        assert.equal((taken.json.error as { code?: string }).code, 'BUSY', taken.text);
+        assert.ok(Date.now() - killedAt < 120_000, 'taken over within 2 minutes');
+      }
+      assert.equal(taken.status, 200, taken.text);
+      assert.equal(taken.text, '4');
+      assert.notEqual(await holder(), dead, 'replica b holds it now');
+      assert.equal((await b().exec(id, bump)).stdout, '5\n');
+      replicas[0] = await startServe(gatewayConfig(suite, 'replica-a'));
+      assert.equal((await b().rest('GET', `/sessions/${id}/files/n`)).text, '5');
       const deleted = await b().rest('DELETE', `/sessions/${id}`);
       assert.equal(deleted.json.state, 'Deleted', deleted.text);
       const gone = await a().rest('POST', `/sessions/${id}/exec`, '{"command":["true"]}', JSON_TYPE);

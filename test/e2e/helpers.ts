@@ -176,7 +176,8 @@ async function removeInstanceSessions(instanceId: string): Promise<void> {
 }
 
 export function stopProcess(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  // Ended already (a test may kill it): null when a signal ended it.
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
     const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.once('exit', (code) => {
