@@ -447,6 +447,8 @@ describe(
     it("a restarted gateway adopts, at start-up, the sessions in the tenants' namespaces", async () => {
       assert.ok(walkedSession, "the walk left tenant A's session");
       const id = walkedSession;
+      // Open MCP clients would hold the stopping server's connections: closed first.
+      for (const c of clients.splice(0)) await c.close();
       assert.equal(await gateways[0]!.stop(), 0, 'a graceful stop lets go of the session');
       gateways[0] = await startServe(config);
       const fresh = gateways[0];
