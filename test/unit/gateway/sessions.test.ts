@@ -99,7 +99,7 @@ describe('session use cases', () => {
     assert.match(last.execId, /^exec-[0-9a-f]{12}$/);
     assert.ok(!('runId' in last));
     assert.deepEqual(
-      service.sessions.logs(s.id, ALICE).map((e) => e.result.stdout),
+      (await service.sessions.logs(s.id, ALICE)).map((e) => e.result.stdout),
       ['echo 2\n', 'echo 3\n', 'echo 4\n'],
     );
     assert.equal((await service.sessions.get(s.id, ALICE)).execs, 5);
@@ -110,10 +110,10 @@ describe('session use cases', () => {
     const { service } = memorySessions();
     const s = await service.sessions.create({ template: 'python' }, ALICE);
     const handle = service.sessions.exec(s.id, ALICE, { command: ['sleep', '60'], background: true });
-    assert.equal(service.sessions.execResult(s.id, handle.execId, ALICE).phase, 'Running');
+    assert.equal((await service.sessions.execResult(s.id, handle.execId, ALICE)).phase, 'Running');
     assert.deepEqual((await service.sessions.get(s.id, ALICE)).runningExecs, [handle.execId]);
     await service.sessions.killExec(s.id, handle.execId, ALICE);
-    assert.equal(service.sessions.execResult(s.id, handle.execId, ALICE).phase, 'Succeeded');
+    assert.equal((await service.sessions.execResult(s.id, handle.execId, ALICE)).phase, 'Succeeded');
   });
 
   test('concurrent execs past the session limit are BUSY', async () => {
@@ -225,8 +225,7 @@ describe('session use cases', () => {
     await service.sessions.create({ template: 'python' }, ALICE);
     assert.equal((await service.sessions.delete(a.id, ALICE)).state, 'Deleted');
     assert.deepEqual(
-      service.sessions
-        .list(ALICE)
+      (await service.sessions.list(ALICE))
         .map((x) => x.state)
         .sort(),
       ['Deleted', 'Ready'],

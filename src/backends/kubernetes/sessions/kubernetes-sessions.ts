@@ -27,15 +27,17 @@ import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '.
 import type {
   AdoptedSession,
   Adoption,
+  ListedSession,
   SessionBackend,
   SessionOptions,
   SessionSandbox,
 } from '../../sessions.js';
-import { MANAGED_BY_GATEWAY } from '../build-sandbox-run.js';
+import { LABEL_PRINCIPAL, MANAGED_BY_GATEWAY, principalLabelValue } from '../build-sandbox-run.js';
 import { gatewayError } from '../errors.js';
 import { followObject } from '../follow-object.js';
 import { buildSandbox } from './build-sandbox.js';
 import { LeasedSession, verifiedPod, type LeasedSessionDeps } from './leased-session.js';
+import { listedSession } from './listed-session.js';
 import { deleteSandbox, PodChannel, type SandboxRef } from './pod-channel.js';
 import { sandboxFailure, type SandboxObject } from './sandbox-checks.js';
 import { SessionLease } from './session-lease.js';
@@ -104,10 +106,12 @@ export class KubernetesSessions implements SessionBackend {
       );
     if (signal?.aborted) throw cancelled(signal);
     const kube = this.o.kube;
+    const createdAt = options.createdAt ?? Date.now();
     const body = buildSandbox(spec, {
       sessionId,
       namespace,
       principal,
+      createdAt,
       ttlSecondsAfterFinished: this.o.ttlSecondsAfterFinished,
       pendingTimeoutSeconds: this.o.pendingTimeoutSeconds,
       ...(this.o.labels ? { labels: this.o.labels } : {}),
@@ -135,7 +139,7 @@ export class KubernetesSessions implements SessionBackend {
         this.o.logger,
       );
       const channel = await PodChannel.attach(kube, ref, key);
-      const meta = { sessionId, principal, createdAt: Date.now() };
+      const meta = { sessionId, principal, createdAt };
       await withTimeout(
         channel.client.open(openRequest(spec, meta)),
         OPEN_TIMEOUT_MS,
@@ -210,19 +214,16 @@ export class KubernetesSessions implements SessionBackend {
     });
   }
 
-  /**
-   * The gateway's live Sandboxes in its namespace that no live replica holds, taken over: a
-   * restarted gateway loses no session. Those held by a live replica are that replica's.
-   */
-  async adoptSessions(): Promise<Adoption> {
-    const namespace = this.o.namespace;
+  /** The gateway's Sandboxes in `namespace` (of one principal, when given), every page. */
+  private async sandboxes(namespace: string, principal?: string): Promise<SandboxObject[]> {
     const sandboxes: SandboxObject[] = [];
+    const owner = principal === undefined ? '' : `,${LABEL_PRINCIPAL}=${principalLabelValue(principal)}`;
     let continueToken: string | undefined;
     try {
       do {
         const page = await this.o.kube.listObjects<SandboxObject>(SANDBOX, {
           namespace,
-          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_GATEWAY}`,
+          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_GATEWAY}${owner}`,
           continueToken,
         });
         sandboxes.push(...page.items);
@@ -231,6 +232,20 @@ export class KubernetesSessions implements SessionBackend {
     } catch (e) {
       throw gatewayError(e, this.context('list', 'sandboxes', namespace));
     }
+    return sandboxes;
+  }
+
+  /** The principal's sessions in its namespace as their Sandboxes say, ended ones included; none is attached to. */
+  async listSessions(principal: string, namespace = this.o.namespace): Promise<ListedSession[]> {
+    return (await this.sandboxes(namespace, principal)).flatMap((s) => listedSession(s, principal) ?? []);
+  }
+
+  /**
+   * The gateway's live Sandboxes in its namespace that no live replica holds, taken over: a
+   * restarted gateway loses no session. Those held by a live replica are that replica's.
+   */
+  async adoptSessions(): Promise<Adoption> {
+    const sandboxes = await this.sandboxes(this.o.namespace);
     const adoption: Adoption = { adopted: [], lost: [] };
     for (const sandbox of sandboxes) {
       const name = sandbox.metadata?.name ?? '';
