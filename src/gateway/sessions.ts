@@ -263,7 +263,8 @@ export class SessionUseCases {
    */
   async list(principal: Principal): Promise<Session[]> {
     const known = [...this.live.values(), ...this.ended.values()].filter((r) => r.owner === principal.id);
-    const listed = (await this.deps.backend.sessions?.listSessions?.(principal.id, principal.namespace)) ?? [];
+    const listed =
+      (await this.deps.backend.sessions?.listSessions?.(principal.id, principal.namespace)) ?? [];
     const elsewhere = listed.filter((l) => !this.live.has(l.sessionId) && !this.ended.has(l.sessionId));
     return [...known, ...elsewhere.map(listedRecord)]
       .sort((a, b) => b.createdAt - a.createdAt)

@@ -545,7 +545,11 @@ export class SessionClient {
     const info = await Promise.race([answered, gone]);
     this.resyncWaiter = undefined;
     this.runnerVersion = info.version;
-    this.nextId = Math.max(this.nextId, (info.lastExecId ?? 0) + 1, ...(info.execs ?? []).map((e) => e.id + 1));
+    this.nextId = Math.max(
+      this.nextId,
+      (info.lastExecId ?? 0) + 1,
+      ...(info.execs ?? []).map((e) => e.id + 1),
+    );
     return info;
   }
 
@@ -559,7 +563,12 @@ export class SessionClient {
     const done = await this.request('I', [], HistoryDoneSchema, (msg) => {
       if (msg.kind === 'json' && msg.type === 'h') {
         if (entries.length >= MAX_HISTORY_ENTRIES) throw new ProtocolViolation('a history over its limit');
-        entries.push({ info: parse(HistoryEntrySchema, msg.value, 'history entry'), stdout: [], stderr: [], bytes: [0, 0] });
+        entries.push({
+          info: parse(HistoryEntrySchema, msg.value, 'history entry'),
+          stdout: [],
+          stderr: [],
+          bytes: [0, 0],
+        });
         return true;
       }
       if (msg.kind !== 'data' || msg.type !== 'T') return false;
@@ -567,12 +576,21 @@ export class SessionClient {
       if (!last || msg.data.length < 1) throw new ProtocolViolation('history output outside an exec');
       const k = msg.data[0] === 2 ? 1 : 0;
       last.bytes[k]! += msg.data.length - 1;
-      if (last.bytes[k]! > RETAINED_OUTPUT_BYTES) throw new ProtocolViolation('history output over its limit');
+      if (last.bytes[k]! > RETAINED_OUTPUT_BYTES)
+        throw new ProtocolViolation('history output over its limit');
       (k === 1 ? last.stderr : last.stdout).push(Buffer.from(msg.data.subarray(1)));
       return true;
     }).promise;
-    if (done.count !== entries.length) throw new ProtocolViolation('a history whose count is not its entries');
-    return entries.map((e) => ({ ...e.info, stdout: Buffer.concat(e.stdout), stderr: Buffer.concat(e.stderr) }));
+    if (done.count !== entries.length) {
+      const message = `a history of ${entries.length} execs that says it has ${done.count}`;
+      this.end({ reason: 'ProtocolError', message });
+      throw new AppError('BACKEND_ERROR', `the session's runner sent ${message}`);
+    }
+    return entries.map((e) => ({
+      ...e.info,
+      stdout: Buffer.concat(e.stdout),
+      stderr: Buffer.concat(e.stderr),
+    }));
   }
 
   ping(): Promise<void> {

@@ -103,7 +103,9 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
       res
         .status(background ? 202 : 200)
         .json(
-          background ? sessions.startedResult(param(req, 'id'), handle.execId, principal) : await handle.result,
+          background
+            ? sessions.startedResult(param(req, 'id'), handle.execId, principal)
+            : await handle.result,
         );
       return;
     }

@@ -27,7 +27,9 @@ const FactsSchema = z.object({
  */
 export function sessionFacts(spec: EffectiveSessionSpec, createdAt: number): string {
   const envNames = spec.env.map((e) => e.name);
-  return JSON.stringify({ v: 1, createdAt, envNames, spec: factsOf(spec) } satisfies z.infer<typeof FactsSchema>);
+  return JSON.stringify({ v: 1, createdAt, envNames, spec: factsOf(spec) } satisfies z.infer<
+    typeof FactsSchema
+  >);
 }
 
 const time = (iso: string | undefined): number | undefined => {
@@ -40,7 +42,8 @@ export function listedSession(sandbox: SandboxObject, principal: string): Listed
   const meta = sandbox.metadata ?? {};
   const name = meta.name ?? '';
   const raw = meta.annotations?.[ANNOTATION_SESSION_FACTS];
-  if (!SESSION_ID_PATTERN.test(name) || meta.annotations?.[ANNOTATION_PRINCIPAL] !== principal) return undefined;
+  if (!SESSION_ID_PATTERN.test(name) || meta.annotations?.[ANNOTATION_PRINCIPAL] !== principal)
+    return undefined;
   if (raw === undefined || raw.length > MAX_FACTS_BYTES) return undefined;
   let facts: z.infer<typeof FactsSchema>;
   try {

@@ -56,14 +56,20 @@ describe('buildSandbox', () => {
     assert.ok(listed);
     assert.equal(listed.sessionId, options.sessionId);
     assert.deepEqual(listed.spec, factsOf(spec));
-    assert.deepEqual(listed.envNames, spec.env.map((e) => e.name));
+    assert.deepEqual(
+      listed.envNames,
+      spec.env.map((e) => e.name),
+    );
     assert.ok(listed.envNames.includes('A'));
     assert.equal(listed.state, 'Ready');
     assert.equal(listed.createdAt, options.createdAt);
     assert.equal(listed.lastActivityAt, Date.parse('2026-01-02T03:05:00.000Z'));
     assert.equal(listed.endedAt, undefined);
     const ended = listedSession(
-      { ...sandbox, status: { phase: 'Expired', reason: 'TTLExpired', finishedTime: '2026-01-02T04:00:00Z' } },
+      {
+        ...sandbox,
+        status: { phase: 'Expired', reason: 'TTLExpired', finishedTime: '2026-01-02T04:00:00Z' },
+      },
       'alice',
     );
     assert.equal(ended?.reason, 'TTLExpired');
