@@ -5,7 +5,7 @@
  * only the runner knows is not there: its execs, and its secrets' names.
  */
 import * as z from 'zod';
-import { SESSION_ID_PATTERN } from '../../../api/session.js';
+import { isSessionEnded, SESSION_ID_PATTERN } from '../../../api/session.js';
 import { ANNOTATION_PRINCIPAL, ANNOTATION_SESSION_FACTS } from '../../../api/v1alpha1/labels.js';
 import { SessionFactsSchema, factsOf, type EffectiveSessionSpec } from '../../../policy/session.js';
 import type { ListedSession } from '../../sessions.js';
@@ -59,7 +59,8 @@ export function listedSession(sandbox: SandboxObject, principal: string): Listed
     envNames: facts.envNames,
     state,
     reason: status.reason ?? 'Created',
-    message: status.message,
+    // As a gateway shows it: how it ended, once it did (the operator's word on a live one is its own).
+    message: isSessionEnded(state) ? status.message : undefined,
     createdAt: facts.createdAt,
     lastActivityAt: time(status.lastActivity) ?? time(status.readyTime) ?? facts.createdAt,
     endedAt: time(status.finishedTime),
