@@ -37,20 +37,24 @@ const time = (iso: string | undefined): number | undefined => {
   return Number.isNaN(ms) ? undefined : ms;
 };
 
+/** The facts annotation, checked; undefined when there is none or it does not parse. */
+function annotatedFacts(raw: string | undefined): z.infer<typeof FactsSchema> | undefined {
+  if (raw === undefined || raw.length > MAX_FACTS_BYTES) return undefined;
+  try {
+    return FactsSchema.parse(JSON.parse(raw));
+  } catch {
+    return undefined;
+  }
+}
+
 /** The session a Sandbox of `principal` stands for; undefined when it is not one, or says it badly. */
 export function listedSession(sandbox: SandboxObject, principal: string): ListedSession | undefined {
   const meta = sandbox.metadata ?? {};
   const name = meta.name ?? '';
-  const raw = meta.annotations?.[ANNOTATION_SESSION_FACTS];
   if (!SESSION_ID_PATTERN.test(name) || meta.annotations?.[ANNOTATION_PRINCIPAL] !== principal)
     return undefined;
-  if (raw === undefined || raw.length > MAX_FACTS_BYTES) return undefined;
-  let facts: z.infer<typeof FactsSchema>;
-  try {
-    facts = FactsSchema.parse(JSON.parse(raw));
-  } catch {
-    return undefined;
-  }
+  const facts = annotatedFacts(meta.annotations?.[ANNOTATION_SESSION_FACTS]);
+  if (!facts) return undefined;
   const status = sandbox.status ?? {};
   const state = status.phase ?? 'Creating';
   return {
