@@ -1,8 +1,10 @@
 /*
  * The execs of a session: each in its own process group (a tty exec: its own session), killed by
  * its deadline; its output capped like a run's (the head live, the tail kept, exact counts); its
- * exit report kept until the gateway acknowledges it. Processes that leave the group (setsid, a
- * daemon's double fork) live on until the session ends.
+ * exit report kept until the gateway acknowledges it, and after that in the session's exec history
+ * (its last RETAINED_TAIL bytes of each stream, HISTORY_BYTES for all of them), which any gateway
+ * that attaches later reads back ('I'). Processes that leave the group (setsid, a daemon's double
+ * fork) live on until the session ends.
  */
 #include "session.h"
 #include "program.h"
@@ -48,6 +50,7 @@ struct exec {
 	int running;  /* the leader has not been reaped */
 	int draining; /* reaped: what is left in the pipes is being read */
 	int finished; /* reported; kept until acknowledged */
+	int acked;    /* acknowledged: kept in the history, `recent` trimmed to what it holds */
 	int resynced; /* running when a new gateway attached: it gets `recent` as the tail */
 	int status, timed_out, killed;
 	struct stream s[2];
@@ -56,13 +59,20 @@ struct exec {
 	size_t in_len, in_off;
 	int in_eof;
 	long long started, deadline, finished_at, oom_before;
+	size_t head_win, tail_win; /* the output window the exec asked for, per stream */
 	char report[512];
 };
 
 static struct exec execs[MAX_EXECS_CAP + MAX_RETAINED];
 #define N_EXECS ((int)(sizeof execs / sizeof *execs))
+static uint32_t last_id;
 
-static void send_ring(struct exec *e, struct stream *s, struct ring *r)
+uint32_t exec_last_id(void)
+{
+	return last_id;
+}
+
+static void send_ring(uint32_t id, struct stream *s, struct ring *r)
 {
 	char piece[REC_DATA];
 	piece[0] = s->id == 'O' ? 1 : 2;
@@ -70,7 +80,7 @@ static void send_ring(struct exec *e, struct stream *s, struct ring *r)
 		size_t n = r->len - off < REC_DATA - 1 ? r->len - off : REC_DATA - 1;
 		for (size_t i = 0; i < n; i++)
 			piece[1 + i] = r->buf[(r->start + off + i) % r->cap];
-		send_data('T', e->id, piece, n + 1);
+		send_data('T', id, piece, n + 1);
 		off += n;
 	}
 }
@@ -124,18 +134,27 @@ static void free_exec(struct exec *e)
 	memset(e, 0, sizeof *e);
 }
 
-static struct exec *new_slot(void)
+/* The finished exec that goes first: the oldest in the history, else the oldest unacknowledged. */
+static struct exec *oldest_finished(int *count)
 {
 	struct exec *oldest = NULL;
-	int retained = 0;
 	for (int i = 0; i < N_EXECS; i++) {
-		if (execs[i].used && execs[i].finished) {
-			retained++;
-			if (!oldest || execs[i].finished_at < oldest->finished_at)
-				oldest = &execs[i];
-		}
+		struct exec *e = &execs[i];
+		if (!e->used || !e->finished)
+			continue;
+		(*count)++;
+		if (!oldest || e->acked > oldest->acked ||
+		    (e->acked == oldest->acked && e->finished_at < oldest->finished_at))
+			oldest = e;
 	}
-	/* Reports nobody acknowledges (no gateway) must not pile up: the oldest goes first. */
+	return oldest;
+}
+
+static struct exec *new_slot(void)
+{
+	int retained = 0;
+	struct exec *oldest = oldest_finished(&retained);
+	/* Reports nobody acknowledges (no gateway) and the history must not pile up. */
 	if (retained >= MAX_RETAINED && oldest)
 		free_exec(oldest);
 	for (int i = 0; i < N_EXECS; i++)
@@ -548,7 +567,11 @@ void exec_start(uint32_t id, const char *body, size_t len)
 {
 	static struct spec sp;
 	memset(&sp, 0, sizeof sp);
-	if (find(id))
+	struct exec *same = find(id);
+	/* A gateway before protocol 5 does not know the history's ids: the old record gives way. */
+	if (same && same->acked)
+		free_exec(same);
+	else if (same)
 		return send_error(id, "INVALID_REQUEST", NULL, "exec id %u is in use", id);
 	if (parse_spec(id, body, len, &sp) != 0)
 		return free_spec(&sp);
@@ -601,6 +624,8 @@ void exec_start(uint32_t id, const char *body, size_t len)
 	memset(e, 0, sizeof *e);
 	e->used = 1;
 	e->id = id;
+	if (id > last_id)
+		last_id = id;
 	e->group = l.group;
 	e->status_fd = s.status_fd;
 	memcpy(e->name, sp.name ? sp.name : "", sp.name_len);
@@ -614,6 +639,8 @@ void exec_start(uint32_t id, const char *body, size_t len)
 	init_stream(&e->s[1], sp.tty ? -1 : fds[5], 'E', &sp);
 	e->started = now_ms();
 	e->deadline = sp.deadline_ms ? e->started + sp.deadline_ms : 0;
+	e->head_win = sp.head;
+	e->tail_win = sp.tail;
 	e->oom_before = oom_before;
 	if (sp.tty && sp.have_stdin && sp.stdin_len) {
 		e->in_buf = malloc(sp.stdin_len);
@@ -771,11 +798,47 @@ void exec_kill(uint32_t id)
 	kill_group(e);
 }
 
+/* What an exec in the history holds: its kept output and argv. */
+static size_t history_size(const struct exec *e)
+{
+	return e->s[0].recent.cap + e->s[1].recent.cap + (e->argv_json ? strlen(e->argv_json) : 0) + sizeof *e;
+}
+
+/* The ring's bytes in order, in a buffer of exactly their size (the ring then holds them from 0). */
+static void trim_ring(struct ring *r)
+{
+	char *b = r->len ? malloc(r->len) : NULL;
+	for (size_t i = 0; b && i < r->len; i++)
+		b[i] = r->buf[(r->start + i) % r->cap];
+	free(r->buf);
+	*r = b ? (struct ring){b, r->len, r->len, 0} : (struct ring){0};
+}
+
+/* The gateway holds the exec's report: it moves to the history, whose oldest go past HISTORY_BYTES. */
 void exec_ack(uint32_t id)
 {
 	struct exec *e = find(id);
-	if (e && e->finished)
-		free_exec(e);
+	if (!e || !e->finished || e->acked)
+		return;
+	e->acked = 1;
+	trim_ring(&e->s[0].recent);
+	trim_ring(&e->s[1].recent);
+	for (;;) {
+		size_t bytes = 0;
+		struct exec *oldest = NULL;
+		for (int i = 0; i < N_EXECS; i++) {
+			struct exec *h = &execs[i];
+			if (!h->used || !h->acked)
+				continue;
+			bytes += history_size(h);
+			if (!oldest || h->finished_at < oldest->finished_at)
+				oldest = h;
+		}
+		/* The newest stays, even alone over the bound (it is at most 2 x RETAINED_TAIL). */
+		if (bytes <= HISTORY_BYTES || oldest == e)
+			return;
+		free_exec(oldest);
+	}
 }
 
 /* --- the end of an exec --- */
@@ -803,7 +866,7 @@ static void finish(struct exec *e)
 	e->finished_at = now_ms();
 	format_report(e);
 	for (int i = 0; i < 2; i++) {
-		send_ring(e, &e->s[i], e->resynced ? &e->s[i].recent : &e->s[i].tail);
+		send_ring(e->id, &e->s[i], e->resynced ? &e->s[i].recent : &e->s[i].tail);
 		free(e->s[i].tail.buf);
 		e->s[i].tail = (struct ring){0};
 	}
@@ -962,7 +1025,7 @@ void exec_describe(struct jbuf *b)
 	int first = 1;
 	for (int i = 0; i < N_EXECS; i++) {
 		struct exec *e = &execs[i];
-		if (!e->used)
+		if (!e->used || e->acked)
 			continue;
 		jb_fmt(b, "%s{\"id\":%u,\"name\":", first ? "" : ",", e->id);
 		jb_str(b, e->name, strlen(e->name));
@@ -980,16 +1043,63 @@ void exec_resend_retained(void)
 {
 	for (int i = 0; i < N_EXECS; i++) {
 		struct exec *e = &execs[i];
-		if (!e->used)
+		if (!e->used || e->acked)
 			continue;
 		if (!e->finished) {
 			e->resynced = 1;
 			continue;
 		}
-		send_ring(e, &e->s[0], &e->s[0].recent);
-		send_ring(e, &e->s[1], &e->s[1].recent);
+		send_ring(e->id, &e->s[0], &e->s[0].recent);
+		send_ring(e->id, &e->s[1], &e->s[1].recent);
 		send_msg('X', e->id, e->report, strlen(e->report));
 	}
+}
+
+/*
+ * 'I': the history, oldest first. Each exec is an 'h' {id, name, argv, background, startedAgoMs,
+ * finishedAgoMs, deadlineMs, window: [head, tail], report}, then its kept output as 'T' records,
+ * all under the request's id; then 'A' {count}.
+ */
+void exec_history(uint32_t id)
+{
+	long long now = now_ms();
+	int count = 0;
+	for (long long after = -1;;) {
+		struct exec *next = NULL;
+		for (int i = 0; i < N_EXECS; i++) {
+			struct exec *e = &execs[i];
+			if (e->used && e->acked && e->finished_at > after && (!next || e->finished_at < next->finished_at))
+				next = e;
+		}
+		if (!next)
+			break;
+		after = next->finished_at;
+		/* Execs that finished in the same millisecond go out together. */
+		for (int i = 0; i < N_EXECS; i++) {
+			struct exec *e = &execs[i];
+			if (!e->used || !e->acked || e->finished_at != after)
+				continue;
+			struct jbuf b = {0};
+			jb_fmt(&b, "{\"id\":%u,\"name\":", e->id);
+			jb_str(&b, e->name, strlen(e->name));
+			jb_fmt(&b,
+			       ",\"background\":%s,\"startedAgoMs\":%lld,\"finishedAgoMs\":%lld,\"deadlineMs\":%lld,"
+			       "\"window\":[%zu,%zu],\"argv\":",
+			       e->background ? "true" : "false", now - e->started, now - e->finished_at,
+			       e->deadline ? e->deadline - e->started : 0, e->head_win, e->tail_win);
+			jb_lit(&b, e->argv_json ? e->argv_json : "[]");
+			jb_lit(&b, ",\"report\":");
+			jb_lit(&b, e->report);
+			jb_lit(&b, "}");
+			send_json('h', id, &b);
+			send_ring(id, &e->s[0], &e->s[0].recent);
+			send_ring(id, &e->s[1], &e->s[1].recent);
+			count++;
+		}
+	}
+	struct jbuf b = {0};
+	jb_fmt(&b, "{\"count\":%d}", count);
+	send_json('A', id, &b);
 }
 
 /* --- processes that outlived their exec --- */

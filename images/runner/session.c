@@ -30,7 +30,11 @@
  *   'Z' end       of operation id's data: EOF of the exec's stdin, or commit of the upload
  *   'K' cancel    operation id: SIGKILL to an exec's process group; an upload is dropped (its
  *                 part file removed), a read stops              'G' resize  g u16 cols u16 rows (tty)
- *   'Y' ack       the gateway holds exec id's exit report: forget it
+ *   'Y' ack       the gateway holds exec id's exit report: it moves to the exec history
+ *   'I' history   (protocol 5) the acknowledged execs kept, oldest first, at most HISTORY_BYTES in
+ *                 all (the newest always): per exec 'h' {id, name, argv, background, startedAgoMs,
+ *                 finishedAgoMs, deadlineMs, window [head, tail], report}, then its last
+ *                 RETAINED_TAIL bytes of each stream as 'T'; then 'A' {count}
  *   'W' write     p path  M u32 mode  o u64 offset | a (append)  s u64 total size (if known)
  *                 d bytes (first chunk)  z (last chunk: commit now)  -> 'A' file entry on commit
  *   'R' read      p path  m u64 most bytes  c u32 credit  B (bulk records, protocol 4)
@@ -47,7 +51,7 @@
  *   backend: a container label), because under gVisor an exec can read the runner's stdin, so no
  *   key may travel there once an exec exists; a resync an exec forges only disturbs its own
  *   session. The runner aborts uploads, reads and watches (their owner is gone), answers 'Y' {nonce, opened, ageMs, ttlMs, idleMs,
- *   idleForMs, meta, execs: [...]} first, then re-sends the output kept (the last RETAINED_TAIL
+ *   idleForMs, meta, lastExecId (protocol 5: the highest exec id so far), execs: [...]} first, then re-sends the output kept (the last RETAINED_TAIL
  *   bytes of each stream, as 'T') and the exit report of every exec whose report was not
  *   acknowledged (MAX_RETAINED at most, oldest dropped first). An exec still running then sends
  *   the same kept output as its tail when it ends: what it wrote while no gateway was attached.
@@ -576,7 +580,7 @@ static void do_resync(const unsigned char *nonce)
 		jb_fmt(&b, ",\"ageMs\":%lld,\"ttlMs\":%lld,\"idleMs\":%lld,\"idleForMs\":%lld,\"meta\":", now - opened_at,
 		       ttl_ms, idle_ms, exec_running() ? 0 : now - last_activity);
 		jb_str(&b, meta ? meta : "", meta_len);
-		jb_lit(&b, ",\"execs\":");
+		jb_fmt(&b, ",\"lastExecId\":%u,\"execs\":", exec_last_id());
 		exec_describe(&b);
 	}
 	jb_lit(&b, "}");
@@ -598,7 +602,7 @@ static void do_resync(const unsigned char *nonce)
 
 static int known_type(char t)
 {
-	return t && strchr("SXDZKGYWRCLUMNVPJHQ", t) != NULL;
+	return t && strchr("SXDZKGYWRCLUMNVPJHQI", t) != NULL;
 }
 
 static void dispatch(char type, uint32_t id, const char *body, size_t len)
@@ -646,6 +650,8 @@ static void dispatch(char type, uint32_t id, const char *body, size_t len)
 		return watch_remove(id);
 	case 'P':
 		return processes_reply(id);
+	case 'I':
+		return exec_history(id);
 	case 'J':
 		return do_lifetime(id, body, len);
 	case 'H':

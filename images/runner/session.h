@@ -14,7 +14,7 @@
 int session_main(int argc, char **argv);
 
 /* Bump with every change to the session wire format, with src/runner/session-protocol.ts. */
-#define SESSION_PROTOCOL_VERSION 4u
+#define SESSION_PROTOCOL_VERSION 5u
 
 #define KEY_LEN 16
 /* PIPE_BUF: one write of at most this size reaches the pipe whole, never mixed with another's. */
@@ -37,6 +37,8 @@ int session_main(int argc, char **argv);
 /* What is kept of each stream of an exec whose exit report the gateway has not acknowledged. */
 #define RETAINED_TAIL (64u << 10)
 #define MAX_RETAINED 64
+/* The exec history (protocol 5): what it keeps of acknowledged execs, in the sandbox's own memory. */
+#define HISTORY_BYTES (1u << 20)
 #define STDIN_WINDOW (1u << 20)
 /* The size the runner asks of its stdin and stdout pipes (fs.pipe-max-size is 1 MiB by default). */
 #define STDIO_PIPE_BYTES (1 << 20)
@@ -122,6 +124,8 @@ void exec_check_deadlines(long long now);
 void exec_kill_all(void);
 void exec_describe(struct jbuf *b); /* resync: the execs the runner knows, as a JSON array */
 void exec_resend_retained(void);
+void exec_history(uint32_t id); /* 'I': the history of acknowledged execs */
+uint32_t exec_last_id(void);    /* the highest exec id so far (new gateways start above it) */
 int exec_is_group(pid_t pgid);
 void processes_reply(uint32_t id);
 

@@ -8,7 +8,7 @@ import type { FileEntry, SessionReason } from '../api/session.js';
 import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
 import { StreamCapture, type StreamName } from '../runner/capture.js';
 import { outputWindow } from '../runner/protocol.js';
-import type { ClientEnd, ExecHandle, SessionClient } from '../runner/session-client.js';
+import type { ClientEnd, ExecHandle, HistoryEntry, SessionClient } from '../runner/session-client.js';
 import {
   RETAINED_OUTPUT_BYTES,
   type RecoveredExecInfo,
@@ -25,6 +25,7 @@ import type {
   FileChange,
   FileRead,
   FileWrite,
+  FinishedExec,
   RecoveredExec,
   SandboxEnd,
   SessionSandbox,
@@ -187,6 +188,11 @@ export class RunnerSession implements SessionSandbox {
     });
   }
 
+  async history(): Promise<FinishedExec[]> {
+    const now = Date.now();
+    return (await this.client.history()).map((entry) => finishedExec(entry, now));
+  }
+
   async writeFile(write: FileWrite): Promise<FileEntry> {
     const entry = await this.client.write(
       { path: write.path, mode: write.mode, offset: write.offset, append: write.append },
@@ -258,6 +264,42 @@ export class RunnerSession implements SessionSandbox {
     this.host.detach();
     this.doneResolve();
   }
+}
+
+/**
+ * An exec of the runner's history as its result: the same as the gateway that ran it made when the
+ * runner kept all of a stream (replayed through the exec's own window), else the last bytes kept.
+ * Killed means killed by a gateway: the history does not say whether for a cancel or a deadline.
+ */
+export function finishedExec(entry: HistoryEntry, now: number): FinishedExec {
+  const window = { headBytes: entry.window[0], tailBytes: entry.window[1] };
+  const stream = (kept: Buffer, total: number) => {
+    if (kept.length >= total) {
+      const whole = new StreamCapture(window);
+      whole.add(kept);
+      return whole.finish(total);
+    }
+    const last = new StreamCapture({
+      headBytes: 0,
+      tailBytes: Math.min(kept.length, window.headBytes + window.tailBytes),
+    });
+    last.addTail(kept);
+    return last.finish(total);
+  };
+  const { report } = entry;
+  return {
+    execId: entry.name,
+    argv: entry.argv,
+    background: entry.background,
+    timeoutSeconds: Math.round(entry.deadlineMs / 1000),
+    outcome: {
+      outcome: classify(factsOf(report, report.killed ? 'cancel' : undefined)),
+      stdout: stream(entry.stdout, report.stdoutBytes),
+      stderr: stream(entry.stderr, report.stderrBytes),
+      startedAt: now - entry.startedAgoMs,
+      finishedAt: now - entry.finishedAgoMs,
+    },
+  };
 }
 
 interface ExecContext {

@@ -7,8 +7,8 @@
  */
 import type { CapturedStream } from '../api/result.js';
 import type { Outcome } from '../api/outcome.js';
-import type { FileEntry, SessionReason } from '../api/session.js';
-import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
+import type { FileEntry, SessionReason, SessionState } from '../api/session.js';
+import type { EffectiveExec, EffectiveSessionSpec, SessionFacts } from '../policy/session.js';
 import type { OutputChunk } from '../runner/capture.js';
 
 export interface SessionOptions {
@@ -17,6 +17,8 @@ export interface SessionOptions {
   principal: string;
   /** The tenant's namespace (Kubernetes: where its Sandbox is made); the backend's own when absent. */
   namespace?: string | undefined;
+  /** When the gateway made its record (ms), kept with the sandbox for whoever lists it; now when absent. */
+  createdAt?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -37,6 +39,35 @@ export interface SessionBackend {
    * is another principal's. Absent on backends whose sessions belong to one process.
    */
   findSession?(sessionId: string, principal: string, namespace?: string): Promise<AdoptedSession>;
+  /**
+   * Every session of `principal` the backend still has a record of, live or ended, read without
+   * attaching to any (Kubernetes: its Sandboxes in the tenant's namespace). Absent on backends
+   * whose sessions belong to one process.
+   */
+  listSessions?(principal: string, namespace?: string): Promise<ListedSession[]>;
+}
+
+/** A session as its record outside any gateway says (a Sandbox object): what a list shows of it. */
+export interface ListedSession {
+  sessionId: string;
+  /** As created (no variable's value), and the names of its variables (a secret's name may be left out). */
+  spec: SessionFacts;
+  envNames: string[];
+  state: SessionState;
+  reason: SessionReason;
+  message: string | undefined;
+  createdAt: number;
+  lastActivityAt: number;
+  endedAt: number | undefined;
+}
+
+/** A finished exec as the session's runner kept it (its history), for a gateway that did not run it. */
+export interface FinishedExec {
+  execId: string;
+  argv: string[];
+  background: boolean;
+  timeoutSeconds: number;
+  outcome: ExecOutcome;
 }
 
 export interface Adoption {
@@ -149,6 +180,12 @@ export interface SessionSandbox {
   artifacts(artifacts: { path: string; maxBytes: number }): AsyncIterable<Buffer>;
   /** Calls `onChange` when a file under `path` changes; the returned function stops it. */
   watch(path: string, onChange: (change: FileChange) => void): Promise<() => void>;
+  /**
+   * The execs that finished in this sandbox and whose reports a gateway took, oldest first, as its
+   * runner keeps them (HISTORY_BYTES in all, the newest always; exact up to RETAINED_OUTPUT_BYTES
+   * of output per stream, the last bytes of a longer one). Empty from a runner that keeps none.
+   */
+  history(): Promise<FinishedExec[]>;
   /** Processes that outlived their exec (setsid, double fork), alive until the session ends. */
   processes(): Promise<{ pid: number; command: string }[]>;
   /** A new whole lifetime, counted from creation (PATCH); the runner enforces it from now on. */

@@ -6,7 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { classify, failedFacts } from '../api/outcome.js';
 import { buildResult, type CapturedStream } from '../api/result.js';
 import type { ExecResult } from '../api/session.js';
-import type { ExecExecution, ExecOutcome, RecoveredExec, SessionSandbox } from '../backends/sessions.js';
+import type {
+  ExecExecution,
+  ExecOutcome,
+  FinishedExec,
+  RecoveredExec,
+  SessionSandbox,
+} from '../backends/sessions.js';
 import { buildExecAudit } from '../observability/audit.js';
 import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
 import { toAppError } from '../shared/errors.js';
@@ -183,6 +189,15 @@ export class ExecRunner {
     );
     context.finished({ execId: running.execId, argv: running.argv, background: running.background, result });
     return result;
+  }
+
+  /**
+   * An exec another gateway ran and reported (the runner's history), as its log entry: it was
+   * counted and audited where it ran, so nothing is recorded again here.
+   */
+  static logged(exec: FinishedExec, session: ExecContext['session'], backend: string): ExecLogEntry {
+    const result = execResult(session, exec, exec.outcome, backend);
+    return { execId: exec.execId, argv: exec.argv, background: exec.background, result };
   }
 
   /** A running exec's state now: its output so far. */

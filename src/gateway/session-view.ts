@@ -1,12 +1,18 @@
 /** A session record as the session model shows it (pure): never a secret's value. */
 import type { Session, SessionReason, SessionState } from '../api/session.js';
 import { sessionLimitsView } from '../api/result.js';
-import type { EffectiveSessionSpec } from '../policy/session.js';
+import type { SessionFacts } from '../policy/session.js';
+
+/** What the view reads of a session's spec: its facts, and only the names of its variables. */
+export type ViewedSpec = SessionFacts & {
+  env: readonly { name: string }[];
+  secrets: readonly { name: string }[];
+};
 
 /** What the view reads of a session's record. */
 export interface ViewedSession {
   sessionId: string;
-  spec: EffectiveSessionSpec;
+  spec: ViewedSpec;
   state: SessionState;
   reason: SessionReason;
   message: string | undefined;

@@ -15,6 +15,7 @@ import {
   isSessionEnded,
   PATH_RULE,
   toWorkspacePath,
+  type ExecResult,
   type FileEntry,
   type Session,
   type SessionReason,
@@ -24,6 +25,7 @@ import { parseInput } from '../api/validate.js';
 import type {
   AdoptedSession,
   FileChange,
+  ListedSession,
   LostSession,
   SandboxEnd,
   SessionBackend,
@@ -37,7 +39,7 @@ import type { Principal } from './principal.js';
 import { ExecRunner, type ExecHandle, type StartExecOptions } from './session-execs.js';
 import { ExecLog, type ExecLogEntry } from './session-log.js';
 import { NO_JOURNAL, type JournaledSession, type SessionJournal } from './session-journal.js';
-import { sessionView } from './session-view.js';
+import { sessionView, type ViewedSession } from './session-view.js';
 
 export interface SessionCaps {
   /** Live sessions on this server. */
@@ -179,6 +181,7 @@ export class SessionUseCases {
           sessionId: record.sessionId,
           principal: principal.id,
           namespace: principal.namespace,
+          createdAt: record.createdAt,
           signal: options.signal,
         });
       } catch (e) {
@@ -252,12 +255,20 @@ export class SessionUseCases {
     );
   }
 
-  /** The live and recently ended sessions of this principal, newest first. */
-  list(principal: Principal): Session[] {
-    return [...this.live.values(), ...this.ended.values()]
-      .filter((r) => r.owner === principal.id)
+  /**
+   * The live and recently ended sessions of this principal, newest first: those this server
+   * serves or saw end as it knows them, and those its backend has a record of that it does not
+   * know (on Kubernetes: made or served through another replica), as that record says. Listing
+   * takes no session over.
+   */
+  async list(principal: Principal): Promise<Session[]> {
+    const known = [...this.live.values(), ...this.ended.values()].filter((r) => r.owner === principal.id);
+    const listed =
+      (await this.deps.backend.sessions?.listSessions?.(principal.id, principal.namespace)) ?? [];
+    const elsewhere = listed.filter((l) => !this.live.has(l.sessionId) && !this.ended.has(l.sessionId));
+    return [...known, ...elsewhere.map(listedRecord)]
       .sort((a, b) => b.createdAt - a.createdAt)
-      .map((r) => this.view(r));
+      .map((r) => sessionView(r, this.deps.backend.name));
   }
 
   /** One session, with the processes that outlived their execs while it is live. */
@@ -340,8 +351,26 @@ export class SessionUseCases {
     });
   }
 
-  /** An exec's result: live output so far while it runs, or as its log keeps it. */
-  execResult(sessionId: string, execId: string, principal: Principal) {
+  /**
+   * An exec's result: live output so far while it runs, or as its log keeps it. One this server
+   * did not run (another replica, before a restart) comes from the runner's history.
+   */
+  async execResult(sessionId: string, execId: string, principal: Principal): Promise<ExecResult> {
+    await this.serve(sessionId, principal);
+    const record = this.find(sessionId, principal);
+    const now = () =>
+      record.execs.current(execId, record, this.deps.backend.name) ?? record.log.get(execId)?.result;
+    let result = now();
+    if (!result) {
+      await this.syncLog(record);
+      result = now();
+    }
+    if (!result) throw new AppError('NOT_FOUND', `no exec ${execId} in session ${sessionId}`);
+    return result;
+  }
+
+  /** An exec this server just started, now: its output so far (a background exec's answer). */
+  startedResult(sessionId: string, execId: string, principal: Principal): ExecResult {
     const record = this.find(sessionId, principal);
     const result =
       record.execs.current(execId, record, this.deps.backend.name) ?? record.log.get(execId)?.result;
@@ -349,19 +378,38 @@ export class SessionUseCases {
     return result;
   }
 
+  /**
+   * Takes into the session's log the execs its runner kept that this server did not run (another
+   * replica's, or an earlier server's). Only while it lives: an ended one's runner is gone.
+   */
+  private async syncLog(record: SessionRecord): Promise<void> {
+    const sandbox = record.sandbox;
+    if (!sandbox || record.ending || isSessionEnded(record.state)) return;
+    const finished = await sandbox.history();
+    const running = new Set(record.execs.running);
+    record.log.merge(
+      finished
+        .filter((f) => !running.has(f.execId))
+        .map((f) => ExecRunner.logged(f, record, this.deps.backend.name)),
+    );
+  }
+
   /** Kills a running exec (its process group) and resolves with its result. */
   async killExec(sessionId: string, execId: string, principal: Principal) {
     await this.serve(sessionId, principal);
     const record = this.find(sessionId, principal);
     const handle = record.execs.get(execId);
-    if (!handle) return this.execResult(sessionId, execId, principal);
+    if (!handle) return await this.execResult(sessionId, execId, principal);
     handle.execution.kill();
     return handle.result;
   }
 
-  /** The session's finished execs with their outputs, oldest first. */
-  logs(sessionId: string, principal: Principal): readonly ExecLogEntry[] {
-    return this.find(sessionId, principal).log.list();
+  /** The session's finished execs with their outputs, oldest first: those run elsewhere included. */
+  async logs(sessionId: string, principal: Principal): Promise<readonly ExecLogEntry[]> {
+    await this.serve(sessionId, principal);
+    const record = this.find(sessionId, principal);
+    await this.syncLog(record);
+    return record.log.list();
   }
 
   async writeFile(sessionId: string, principal: Principal, write: FileWriteInput): Promise<FileEntry> {
@@ -721,6 +769,21 @@ export class SessionUseCases {
     }
     return record;
   }
+}
+
+/** What a list shows of a session another replica serves, as the backend's record of it says. */
+function listedRecord(l: ListedSession): ViewedSession {
+  return {
+    sessionId: l.sessionId,
+    spec: { ...l.spec, env: l.envNames.map((name) => ({ name })), secrets: [] },
+    state: l.state,
+    reason: l.reason,
+    message: l.message,
+    createdAt: l.createdAt,
+    lastActivityAt: l.lastActivityAt,
+    endedAt: l.endedAt,
+    execs: { count: 0, running: [] },
+  };
 }
 
 /** `data`, counting each chunk's bytes as it passes. */

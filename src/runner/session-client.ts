@@ -20,6 +20,9 @@ import {
   EndSchema,
   FailureSchema,
   field,
+  HistoryDoneSchema,
+  HistoryEntrySchema,
+  HISTORY_VERSION,
   ListChunkSchema,
   ListDoneSchema,
   MessageAssembler,
@@ -29,6 +32,7 @@ import {
   READ_CREDIT,
   READ_WINDOW,
   REC_DATA,
+  RETAINED_OUTPUT_BYTES,
   ReadDoneSchema,
   ResyncSchema,
   SessionExitSchema,
@@ -38,6 +42,7 @@ import {
   WireEntrySchema,
   type Failure,
   type Field,
+  type HistoryEntryInfo,
   type RequestType,
   type ResyncInfo,
   type RunnerEndReason,
@@ -103,6 +108,15 @@ export interface ExecHandle {
   resize(cols: number, rows: number): void;
   kill(): void;
 }
+
+/** One exec of the runner's history: what it reported, and the last bytes of each stream it kept. */
+export interface HistoryEntry extends HistoryEntryInfo {
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+/** The most execs one history answer may hold (the runner keeps at most 64). */
+const MAX_HISTORY_ENTRIES = 1024;
 
 export interface FileData {
   entry: WireEntry;
@@ -531,8 +545,52 @@ export class SessionClient {
     const info = await Promise.race([answered, gone]);
     this.resyncWaiter = undefined;
     this.runnerVersion = info.version;
-    this.nextId = Math.max(this.nextId, ...(info.execs ?? []).map((e) => e.id + 1));
+    this.nextId = Math.max(
+      this.nextId,
+      (info.lastExecId ?? 0) + 1,
+      ...(info.execs ?? []).map((e) => e.id + 1),
+    );
     return info;
+  }
+
+  /**
+   * The execs whose reports a gateway acknowledged, oldest first, each with the last
+   * RETAINED_OUTPUT_BYTES of its streams; none from a runner before protocol 5.
+   */
+  async history(): Promise<HistoryEntry[]> {
+    if (this.runnerVersion < HISTORY_VERSION) return [];
+    const entries: { info: HistoryEntryInfo; stdout: Buffer[]; stderr: Buffer[]; bytes: number[] }[] = [];
+    const done = await this.request('I', [], HistoryDoneSchema, (msg) => {
+      if (msg.kind === 'json' && msg.type === 'h') {
+        if (entries.length >= MAX_HISTORY_ENTRIES) throw new ProtocolViolation('a history over its limit');
+        entries.push({
+          info: parse(HistoryEntrySchema, msg.value, 'history entry'),
+          stdout: [],
+          stderr: [],
+          bytes: [0, 0],
+        });
+        return true;
+      }
+      if (msg.kind !== 'data' || msg.type !== 'T') return false;
+      const last = entries.at(-1);
+      if (!last || msg.data.length < 1) throw new ProtocolViolation('history output outside an exec');
+      const k = msg.data[0] === 2 ? 1 : 0;
+      last.bytes[k]! += msg.data.length - 1;
+      if (last.bytes[k]! > RETAINED_OUTPUT_BYTES)
+        throw new ProtocolViolation('history output over its limit');
+      (k === 1 ? last.stderr : last.stdout).push(Buffer.from(msg.data.subarray(1)));
+      return true;
+    }).promise;
+    if (done.count !== entries.length) {
+      const message = `a history of ${entries.length} execs that says it has ${done.count}`;
+      this.end({ reason: 'ProtocolError', message });
+      throw new AppError('BACKEND_ERROR', `the session's runner sent ${message}`);
+    }
+    return entries.map((e) => ({
+      ...e.info,
+      stdout: Buffer.concat(e.stdout),
+      stderr: Buffer.concat(e.stderr),
+    }));
   }
 
   ping(): Promise<void> {

@@ -18,7 +18,7 @@ import { FILE_TYPES } from '../api/session.js';
 import { ExitReportSchema } from './protocol.js';
 
 /** The session protocol this code speaks; the runner announces its own in the ready frame. */
-export const SESSION_PROTOCOL_VERSION = 4;
+export const SESSION_PROTOCOL_VERSION = 5;
 /** The oldest session-mode runner this code accepts. */
 export const MIN_SESSION_PROTOCOL_VERSION = 3;
 
@@ -47,6 +47,8 @@ export const REC_DATA = REC_MAX - REC_HEAD;
 export const BULK_REC_DATA = 64 * 1024 - REC_HEAD;
 /** The first protocol whose runner sends bulk 'd' records to a read that asks for them. */
 export const BULK_READ_VERSION = 4;
+/** The first protocol whose runner keeps a history of acknowledged execs ('I'), and says its lastExecId. */
+export const HISTORY_VERSION = 5;
 const MORE = 1;
 /** The largest request body the runner takes. */
 export const MAX_REQUEST = 2 * 1024 * 1024 + 64 * 1024;
@@ -56,6 +58,12 @@ export const CHUNK_BYTES = 1024 * 1024;
 export const STDIN_WINDOW = 1024 * 1024;
 /** What the runner keeps of each stream of an exec whose report no gateway took (its RETAINED_TAIL). */
 export const RETAINED_OUTPUT_BYTES = 64 * 1024;
+/**
+ * What the runner's exec history keeps of acknowledged execs in all, in the sandbox's own memory
+ * (its HISTORY_BYTES): each one's argv and its last RETAINED_OUTPUT_BYTES of each stream. The
+ * oldest go first; the newest always stays.
+ */
+export const HISTORY_BYTES = 1024 * 1024;
 /**
  * Download bytes the runner may send ahead of what the reader took: more than the path between
  * them holds (its 1 MiB stdout pipe, the engine's buffers, the socket's), so that credit given
@@ -89,6 +97,7 @@ export type RequestType =
   | 'N' // watch
   | 'V' // unwatch
   | 'P' // processes
+  | 'I' // exec history
   | 'J' // lifetime
   | 'H' // ping
   | 'Q'; // close
@@ -320,6 +329,7 @@ const MESSAGE_CAPS: Record<string, number> = {
   l: 256 * 1024, // list entries
   w: 16 * 1024, // watch event
   Y: 1024 * 1024, // resync
+  h: 32 * 1024, // one exec of the history
   Z: 1024, // session end
 };
 /** Record types whose data is raw bytes. */
@@ -409,6 +419,21 @@ export const RecoveredExecSchema = z.object({
 });
 export type RecoveredExecInfo = z.infer<typeof RecoveredExecSchema>;
 
+/** One acknowledged exec of the runner's history; its kept output follows as 'T' records. */
+export const HistoryEntrySchema = z.object({
+  id: int.positive(),
+  name: z.string().max(256),
+  background: z.boolean(),
+  startedAgoMs: z.number().min(0),
+  finishedAgoMs: z.number().min(0),
+  deadlineMs: z.number().min(0),
+  window: z.tuple([count, count]),
+  argv: z.array(z.string().max(1024)).max(4096),
+  report: SessionExitSchema,
+});
+export type HistoryEntryInfo = z.infer<typeof HistoryEntrySchema>;
+export const HistoryDoneSchema = z.object({ count });
+
 export const ResyncSchema = z.object({
   nonce: z.string().regex(/^[0-9a-f]{32}$/),
   version: int,
@@ -421,6 +446,8 @@ export const ResyncSchema = z.object({
     .string()
     .max(512 * 1024)
     .optional(),
+  /** Protocol 5: the highest exec id the runner has seen (its history's included). */
+  lastExecId: count.optional(),
   execs: z.array(RecoveredExecSchema).max(1024).optional(),
 });
 export type ResyncInfo = z.infer<typeof ResyncSchema>;

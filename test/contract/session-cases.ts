@@ -152,11 +152,11 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
         shell: 'echo started; sleep 1; echo finished',
         background: true,
       });
-      const running = sessions().execResult(s.id, bg.execId, PRINCIPAL);
+      const running = await sessions().execResult(s.id, bg.execId, PRINCIPAL);
       assert.equal(running.phase, 'Running');
       const done = await bg.result;
       assert.equal(done.stdout, 'started\nfinished\n');
-      assert.equal(sessions().execResult(s.id, bg.execId, PRINCIPAL).phase, 'Succeeded');
+      assert.equal((await sessions().execResult(s.id, bg.execId, PRINCIPAL)).phase, 'Succeeded');
       await remove(s.id);
     });
 

@@ -2,8 +2,9 @@
 // sandbox.backend: kubernetes (the gateway identity, bound to deploy/gateway-rbac.yaml, never
 // admin) and a real operator process. The seed's curl flow and the MCP flow over Streamable HTTP
 // work as on Docker; one session is served by both replicas in turn, survives a restart of the
-// replica that made it (its state lives in the Sandbox object and its Lease), and outlives a
-// replica killed while it held it (the other takes it over once the Lease lets it).
+// replica that made it (its state lives in the Sandbox object, its Lease and its runner: each
+// replica lists it, and answers for the execs the other ran), and outlives a replica killed while
+// it held it (the other takes it over once the Lease lets it).
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
 import { Channel } from '../../src/gateway/http/exec-ws.js';
@@ -85,9 +86,43 @@ describe(
       const id = await a().createSession('{"template":"python"}');
       assert.equal((await a().rest('PUT', `/sessions/${id}/files/n`, '1')).status, 201);
       const bump = ['python3', '-c', 'p="n"; n=int(open(p).read())+1; open(p,"w").write(str(n)); print(n)'];
-      assert.equal((await a().exec(id, bump)).stdout, '2\n');
-      // The other replica finds it by its Sandbox, takes the session's Lease over and re-attaches.
-      assert.equal((await b().exec(id, bump)).stdout, '3\n');
+      const onA = await a().exec(id, bump);
+      assert.equal(onA.stdout, '2\n');
+      // The other replica lists it from its Sandbox, without taking it over (A still holds it).
+      const listed = await b().rest('GET', '/sessions');
+      const entry = (listed.json.sessions as { id: string; state: string; image: string }[]).find(
+        (s) => s.id === id,
+      );
+      assert.equal(entry?.state, 'Ready', listed.text);
+      // The shape A gives of the session it serves, with the same facts.
+      const own = ((await a().rest('GET', '/sessions')).json.sessions as (typeof entry)[]).find(
+        (s) => s.id === id,
+      );
+      const facts = (v: typeof entry) => {
+        const { lastActivityAt: _l, idleExpiresAt: _i, execs: _e, ...rest } = v as Record<string, unknown>;
+        return rest;
+      };
+      assert.deepEqual(Object.keys(entry).sort(), Object.keys(own ?? {}).sort());
+      assert.deepEqual(facts(entry), facts(own!));
+      // It finds it by its Sandbox, takes the session's Lease over and re-attaches.
+      const onB = await b().exec(id, bump);
+      assert.equal(onB.stdout, '3\n');
+      // A's exec is answered on B from the runner's history, and is in B's log before its own.
+      const result = await b().rest('GET', `/sessions/${id}/exec/${String(onA.execId)}`);
+      assert.equal(result.status, 200, result.text);
+      assert.deepEqual([result.json.stdout, result.json.exitCode], ['2\n', 0]);
+      const logged = async (r: RestClient) => {
+        const logs = await r.rest('GET', `/sessions/${id}/logs`);
+        assert.equal(logs.status, 200, logs.text);
+        return (logs.json.execs as { execId: string; result: { stdout: string } }[]).map((e) => [
+          e.execId,
+          e.result.stdout,
+        ]);
+      };
+      assert.deepEqual(await logged(b()), [
+        [onA.execId, '2\n'],
+        [onB.execId, '3\n'],
+      ]);
       // Its exec WebSocket on the replica that holds it now: streamed stdin, then its end.
       const t = new Terminal(replicas[1]!.url, id, { Authorization: `Bearer ${TOKEN}` });
       await t.opened();
@@ -110,6 +145,13 @@ describe(
       assert.equal(await back.closed, 1000);
       assert.equal(back.output, '3');
       assert.equal((await a().exec(id, bump)).stdout, '4\n');
+      // The restarted replica's log has the execs both ran (the WebSocket's included).
+      const all = await logged(a());
+      assert.deepEqual(all.slice(0, 2), [
+        [onA.execId, '2\n'],
+        [onB.execId, '3\n'],
+      ]);
+      assert.equal(all.length, 5, JSON.stringify(all));
       // Killed while it holds the session (SIGKILL: nothing let go, its Lease still names it).
       const leaseHolder = ['get', 'lease', id, '-n', suite.ns, '-o', 'jsonpath={.spec.holderIdentity}'];
       const holder = async () => (await suite.cluster.kubectl(leaseHolder)).stdout;

@@ -9,6 +9,8 @@ import type { FileEntry, SessionReason } from '../../src/api/session.js';
 import type {
   Adoption,
   ExecExecution,
+  FinishedExec,
+  ListedSession,
   SandboxEnd,
   SessionBackend,
   SessionSandbox,
@@ -28,6 +30,8 @@ export class MemorySandbox implements SessionSandbox {
   readonly files = new Map<string, Buffer>();
   closedWith: SessionReason | undefined;
   ttl: number | undefined;
+  /** What its runner's history holds: execs another gateway ran. */
+  kept: FinishedExec[] = [];
   private endSandbox!: (end: SandboxEnd) => void;
   readonly ended = new Promise<SandboxEnd>((r) => (this.endSandbox = r));
 
@@ -124,6 +128,9 @@ export class MemorySandbox implements SessionSandbox {
   processes() {
     return Promise.resolve([]);
   }
+  history() {
+    return Promise.resolve(this.kept);
+  }
   artifacts(): AsyncIterable<Buffer> {
     return chunks([Buffer.from('tar')]);
   }
@@ -149,6 +156,8 @@ export function memorySessions(
     journal?: SessionJournal;
     /** What adoptSessions() finds. */
     adoption?: Adoption;
+    /** What listSessions() finds (the backend lists none by itself when absent). */
+    listed?: (principal: string) => ListedSession[];
   } = {},
 ) {
   const sandboxes: MemorySandbox[] = [];
@@ -160,6 +169,7 @@ export function memorySessions(
       return s;
     },
     adoptSessions: () => Promise.resolve(options.adoption ?? { adopted: [], lost: [] }),
+    ...(options.listed ? { listSessions: (p: string) => Promise.resolve(options.listed!(p)) } : {}),
   };
   const backend: SandboxBackend = {
     name: 'docker',

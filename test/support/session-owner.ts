@@ -1,8 +1,9 @@
 /**
  * A gateway stand-in for the adoption tests, run as its own process so that a test can SIGKILL
  * it: it creates one session on the Docker backend under the instance id it is given, writes a
- * file, starts a background exec that outlives it, prints {sessionId, principal} as one JSON line
- * and waits to be killed.   usage: session-owner.ts INSTANCE_ID SESSION_ID
+ * file, runs one exec to its end (its report taken: the runner's history keeps it), starts a
+ * background exec that outlives it, prints {sessionId, principal} as one JSON line and waits to
+ * be killed.   usage: session-owner.ts INSTANCE_ID SESSION_ID
  */
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { execSpec, sessionPolicy, sessionSpec } from './sessions.js';
@@ -15,6 +16,10 @@ async function main(): Promise<void> {
   const spec = sessionSpec({ template: 'bash' }, policy);
   const sandbox = await backend.sessions.createSession(spec, { sessionId, principal: 'owner' });
   await sandbox.writeFile({ path: 'kept.txt', data: Buffer.from('still here\n') });
+  await sandbox.exec(execSpec({ shell: 'echo before; exit 2' }, spec, policy), {
+    execId: 'before',
+    onOutput: () => {},
+  }).result;
   sandbox.exec(
     execSpec({ shell: 'echo early; sleep 3; echo late; exit 7', background: true }, spec, policy),
     {

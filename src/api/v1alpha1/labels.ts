@@ -48,5 +48,11 @@ export function childName(runName: string, uid: string): string {
   return `${base}-${shortHash(uid, 5)}`;
 }
 
+/**
+ * On a Sandbox: the session as the gateway made it (JSON: its limits and lifetimes, the names of
+ * its variables, never a value), so that any replica lists it without attaching.
+ */
+export const ANNOTATION_SESSION_FACTS = 'sandpit.dev/session-facts';
+
 /** On a session's Lease only: the runner's channel key (hex), so another gateway can re-attach. */
 export const ANNOTATION_CHANNEL_KEY = 'sandpit.dev/channel-key';

@@ -42,8 +42,8 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
     const session = await sessions.create(req.body, principalOfRequest(req), { signal: clientGone(res) });
     res.status(201).location(`/sessions/${session.id}`).json(session);
   });
-  router.get('/sessions', (req, res) => {
-    res.json({ sessions: sessions.list(principalOfRequest(req)) });
+  router.get('/sessions', async (req, res) => {
+    res.json({ sessions: await sessions.list(principalOfRequest(req)) });
   });
   router.get('/sessions/:id', async (req, res) => {
     res.json(await sessions.get(param(req, 'id'), principalOfRequest(req)));
@@ -103,7 +103,9 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
       res
         .status(background ? 202 : 200)
         .json(
-          background ? sessions.execResult(param(req, 'id'), handle.execId, principal) : await handle.result,
+          background
+            ? sessions.startedResult(param(req, 'id'), handle.execId, principal)
+            : await handle.result,
         );
       return;
     }
@@ -124,14 +126,14 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
     send({ event: 'result', ...(await handle.result) });
     res.end();
   });
-  router.get('/sessions/:id/exec/:execId', (req, res) => {
-    res.json(sessions.execResult(param(req, 'id'), param(req, 'execId'), principalOfRequest(req)));
+  router.get('/sessions/:id/exec/:execId', async (req, res) => {
+    res.json(await sessions.execResult(param(req, 'id'), param(req, 'execId'), principalOfRequest(req)));
   });
   router.delete('/sessions/:id/exec/:execId', async (req, res) => {
     res.json(await sessions.killExec(param(req, 'id'), param(req, 'execId'), principalOfRequest(req)));
   });
-  router.get('/sessions/:id/logs', (req, res) => {
-    res.json({ execs: sessions.logs(param(req, 'id'), principalOfRequest(req)) });
+  router.get('/sessions/:id/logs', async (req, res) => {
+    res.json({ execs: await sessions.logs(param(req, 'id'), principalOfRequest(req)) });
   });
   return router;
 }

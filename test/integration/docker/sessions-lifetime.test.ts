@@ -1,7 +1,8 @@
 /**
  * Sessions outlive their gateway, within their lifetime: a gateway killed with SIGKILL is
  * replaced by one of the same instance that adopts its sessions (same ids and files, the exec in
- * flight reported from the runner's buffer, the next exec working), and a session nobody attaches
+ * flight reported from the runner's buffer, the execs it ran before in the runner's history, the
+ * next exec working); the history is bounded in bytes, the newest kept; and a session nobody attaches
  * to stops by itself at its TTL (the one setTtl extended it to) or idle timeout, its runner
  * enforcing them with no gateway at all.
  */
@@ -11,6 +12,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { after, describe, test } from 'node:test';
 import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { HISTORY_BYTES, RETAINED_OUTPUT_BYTES } from '../../../src/runner/session-protocol.js';
 import { requireDocker } from '../../support/docker.js';
 import {
   eventually,
@@ -79,10 +81,64 @@ describe('sessions and their gateway', () => {
     const r = await found.execs[0]!.result;
     assert.equal(r.outcome.exitCode, 7);
     assert.match(r.stdout.text, /late\n$/, 'its output, from the runner’s buffer');
+    // The runner's history: the exec the killed gateway took the report of, then the one this one took.
+    let history = await found.sandbox.history();
+    assert.ok(
+      await eventually(async () => (history = await found.sandbox.history()).length === 2, 10_000),
+      JSON.stringify(history.map((h) => h.execId)),
+    );
+    assert.deepEqual(
+      history.map((h) => [h.execId, h.outcome.outcome.exitCode, h.outcome.stdout.text]),
+      [
+        ['before', 2, 'before\n'],
+        ['inflight', 7, 'early\nlate\n'],
+      ],
+    );
     const next = await runExec(found.sandbox, found.spec, { command: ['cat', 'kept.txt'] });
     assert.equal(next.stdout.text, 'still here\n');
     await found.sandbox.close('Deleted');
     assert.deepEqual(await sessionContainers(backend.docker, id), []);
+  });
+
+  test('the runner keeps the execs a gateway took, HISTORY_BYTES in all: the oldest go, the newest stays, each as it ran', async () => {
+    const backend = new DockerBackend({ docker: await requireDocker(), instanceId });
+    backends.push(backend);
+    const policy = sessionPolicy();
+    const spec = sessionSpec({ template: 'bash' }, policy);
+    const sandbox = await backend.sessions.createSession(spec, {
+      sessionId: sessionId('history'),
+      principal: 'p',
+    });
+    try {
+      const first = await runExec(sandbox, spec, { shell: 'echo first; echo oops >&2' }, { execId: 'first' });
+      // Each keeps its last RETAINED_OUTPUT_BYTES of stdout: more than HISTORY_BYTES in all.
+      const runs = Math.ceil(HISTORY_BYTES / RETAINED_OUTPUT_BYTES) + 2;
+      for (let i = 0; i < runs; i++)
+        await runExec(
+          sandbox,
+          spec,
+          { shell: `head -c ${2 * RETAINED_OUTPUT_BYTES} /dev/zero | tr '\\0' ${i % 10}` },
+          { execId: `big-${i}` },
+        );
+      const history = await sandbox.history();
+      const ids = history.map((h) => h.execId);
+      assert.equal(ids.at(-1), `big-${runs - 1}`, 'the newest');
+      assert.ok(!ids.includes('first'), `the oldest went first: ${ids.join(' ')}`);
+      const kept = history.reduce((n, h) => n + h.outcome.stdout.text.length, 0);
+      assert.ok(kept <= HISTORY_BYTES, `${kept} bytes of output kept`);
+      assert.ok(history.length >= runs - 4, `${history.length} of ${runs} kept`);
+      const last = history.at(-1)!.outcome.stdout;
+      assert.equal(last.bytes, 2 * RETAINED_OUTPUT_BYTES);
+      assert.equal(last.truncated, true);
+      assert.ok(last.text.endsWith(String((runs - 1) % 10).repeat(RETAINED_OUTPUT_BYTES)));
+      // Small output reads back as it ran.
+      const small = await runExec(sandbox, spec, { shell: 'echo first; echo oops >&2' }, { execId: 'small' });
+      const again = (await sandbox.history()).find((h) => h.execId === 'small');
+      assert.deepEqual([again?.outcome.stdout, again?.outcome.stderr], [small.stdout, small.stderr]);
+      assert.deepEqual(small.stdout, first.stdout);
+    } finally {
+      await sandbox.close('Deleted');
+    }
   });
 
   test('a TTL that setTtl extended is the one the runner enforces, with no gateway at all', async () => {

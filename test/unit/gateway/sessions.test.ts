@@ -8,7 +8,11 @@ import { describe, test } from 'node:test';
 import type { Principal } from '../../../src/gateway/principal.js';
 import { AppError, type ErrorCode } from '../../../src/shared/errors.js';
 import { pollUntil } from '../../../src/shared/time.js';
+import { classify } from '../../../src/api/outcome.js';
+import type { FinishedExec, ListedSession } from '../../../src/backends/sessions.js';
+import { factsOf } from '../../../src/policy/session.js';
 import { memorySessions } from '../../support/memory-sessions.js';
+import { sessionSpec } from '../../support/sessions.js';
 
 const WAIT = { intervalMs: 50, timeoutMs: 10_000 };
 const ALICE: Principal = { id: 'token:a11ce0000000000a', name: 'alice', scope: {} };
@@ -58,7 +62,7 @@ describe('session use cases', () => {
     assert.throws(() => service.sessions.exec(s.id, BOB, { command: ['ls'] }), code('NOT_FOUND'));
     await assert.rejects(service.sessions.readFile(s.id, BOB, { path: 'a' }), code('NOT_FOUND'));
     await assert.rejects(service.sessions.delete(s.id, BOB), code('NOT_FOUND'));
-    assert.deepEqual(service.sessions.list(BOB), []);
+    assert.deepEqual(await service.sessions.list(BOB), []);
     assert.equal((await service.sessions.get(s.id, ALICE)).state, 'Ready');
   });
 
@@ -99,21 +103,95 @@ describe('session use cases', () => {
     assert.match(last.execId, /^exec-[0-9a-f]{12}$/);
     assert.ok(!('runId' in last));
     assert.deepEqual(
-      service.sessions.logs(s.id, ALICE).map((e) => e.result.stdout),
+      (await service.sessions.logs(s.id, ALICE)).map((e) => e.result.stdout),
       ['echo 2\n', 'echo 3\n', 'echo 4\n'],
     );
     assert.equal((await service.sessions.get(s.id, ALICE)).execs, 5);
     assert.equal(records.filter((r) => r.event === 'exec').length, 5);
   });
 
+  test('execs another gateway ran come from the runner’s history: in the log in order, each once, not audited again', async () => {
+    const { service, sandboxes, records } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    const here = await service.sessions.exec(s.id, ALICE, { command: ['echo', 'here'] }).result;
+    const finished = (execId: string, text: string, endsIn: number): FinishedExec => ({
+      execId,
+      argv: ['echo', text],
+      background: false,
+      timeoutSeconds: 20,
+      outcome: {
+        outcome: classify({ exitCode: 0, timedOut: false, oomKilled: false, cancelled: false }),
+        stdout: { text, bytes: text.length, truncated: false, binary: false },
+        stderr: { text: '', bytes: 0, truncated: false, binary: false },
+        startedAt: Date.now() - 1000,
+        finishedAt: Date.now() + endsIn,
+      },
+    });
+    // The runner keeps this server's exec too (it took its report): it is not listed twice.
+    sandboxes[0]!.kept = [
+      finished('exec-before', 'before\n', -60_000),
+      finished(here.execId, 'here\n', -1),
+      finished('exec-after', 'after\n', 1000),
+    ];
+    assert.deepEqual(
+      (await service.sessions.logs(s.id, ALICE)).map((e) => [e.execId, e.result.stdout]),
+      [
+        ['exec-before', 'before\n'],
+        [here.execId, 'echo here\n'],
+        ['exec-after', 'after\n'],
+      ],
+    );
+    const after = await service.sessions.execResult(s.id, 'exec-after', ALICE);
+    assert.equal(after.phase, 'Succeeded');
+    assert.equal(after.sessionId, s.id);
+    assert.equal(after.limits?.timeoutSeconds, 20);
+    await assert.rejects(service.sessions.execResult(s.id, 'exec-none', ALICE), code('NOT_FOUND'));
+    await assert.rejects(service.sessions.logs(s.id, BOB), code('NOT_FOUND'));
+    assert.equal(records.filter((r) => r.event === 'exec').length, 1, 'audited where they ran');
+  });
+
+  test('the list adds the sessions the backend has a record of; one this server serves keeps its own view', async () => {
+    const facts = factsOf(sessionSpec({ template: 'python', env: [{ name: 'A', value: '1' }] }));
+    const record = (sessionId: string, state: 'Ready' | 'Failed'): ListedSession => ({
+      sessionId,
+      spec: facts,
+      envNames: ['A'],
+      state,
+      reason: state === 'Ready' ? 'Created' : 'ContainerFailed',
+      message: undefined,
+      createdAt: Date.now() - 5000,
+      lastActivityAt: Date.now() - 1000,
+      endedAt: undefined,
+    });
+    let mine: ListedSession[] = [];
+    const { service, sandboxes } = memorySessions({ listed: (p) => (p === ALICE.id ? mine : []) });
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    mine = [record(s.id, 'Failed'), record('ses-00000000000000aa', 'Ready')];
+    const listed = await service.sessions.list(ALICE);
+    assert.deepEqual(
+      listed.map((x) => [x.id, x.state]),
+      [
+        [s.id, 'Ready'],
+        ['ses-00000000000000aa', 'Ready'],
+      ],
+    );
+    const elsewhere = listed[1]!;
+    assert.equal(elsewhere.image, facts.image);
+    assert.deepEqual(elsewhere.env, ['A']);
+    assert.equal(elsewhere.limits.ttlSeconds, facts.ttlSeconds);
+    assert.equal(elsewhere.backend, 'docker');
+    assert.deepEqual(await service.sessions.list(BOB), []);
+    assert.equal(sandboxes.length, 1, 'listing attached to nothing');
+  });
+
   test('a background exec returns at once, is Running until killed, then its result is kept', async () => {
     const { service } = memorySessions();
     const s = await service.sessions.create({ template: 'python' }, ALICE);
     const handle = service.sessions.exec(s.id, ALICE, { command: ['sleep', '60'], background: true });
-    assert.equal(service.sessions.execResult(s.id, handle.execId, ALICE).phase, 'Running');
+    assert.equal((await service.sessions.execResult(s.id, handle.execId, ALICE)).phase, 'Running');
     assert.deepEqual((await service.sessions.get(s.id, ALICE)).runningExecs, [handle.execId]);
     await service.sessions.killExec(s.id, handle.execId, ALICE);
-    assert.equal(service.sessions.execResult(s.id, handle.execId, ALICE).phase, 'Succeeded');
+    assert.equal((await service.sessions.execResult(s.id, handle.execId, ALICE)).phase, 'Succeeded');
   });
 
   test('concurrent execs past the session limit are BUSY', async () => {
@@ -224,13 +302,7 @@ describe('session use cases', () => {
     const a = await service.sessions.create({ template: 'python' }, ALICE);
     await service.sessions.create({ template: 'python' }, ALICE);
     assert.equal((await service.sessions.delete(a.id, ALICE)).state, 'Deleted');
-    assert.deepEqual(
-      service.sessions
-        .list(ALICE)
-        .map((x) => x.state)
-        .sort(),
-      ['Deleted', 'Ready'],
-    );
+    assert.deepEqual((await service.sessions.list(ALICE)).map((x) => x.state).sort(), ['Deleted', 'Ready']);
     await service.shutdown({ endSessions: true });
     assert.deepEqual(
       sandboxes.map((x) => x.closedWith),

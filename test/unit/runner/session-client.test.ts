@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SessionClient } from '../../../src/runner/session-client.js';
-import { KEY_BYTES, newKey, REC_DATA } from '../../../src/runner/session-protocol.js';
+import { KEY_BYTES, newKey, REC_DATA, RETAINED_OUTPUT_BYTES } from '../../../src/runner/session-protocol.js';
 
 function record(key: Buffer, type: string, id: number, data: Buffer | string, more = false): Buffer {
   const body = Buffer.from(data);
@@ -125,4 +125,96 @@ describe('session client: bulk reads', () => {
       c.end({ reason: 'TransportClosed', message: 'done' });
     });
   }
+});
+
+describe('session client: the exec history (protocol 5)', () => {
+  const opened = async (version: number) => {
+    const t = client();
+    const open = t.c.open({
+      ttlMs: 1000,
+      idleMs: 1000,
+      maxExecs: 1,
+      env: [],
+      workdir: '/workspace',
+      meta: '',
+      fileSizeBytes: 1,
+      openFiles: 1,
+    });
+    t.c.push(record(t.key, 'A', 1, `{"version":${version}}`));
+    assert.equal(await open, version);
+    return t;
+  };
+  const entry = (id: number, name: string) =>
+    JSON.stringify({
+      id,
+      name,
+      background: false,
+      startedAgoMs: 900,
+      finishedAgoMs: 800,
+      deadlineMs: 20_000,
+      window: [100, 100],
+      argv: ['echo', name],
+      report: {
+        exitCode: 0,
+        signal: 0,
+        timedOut: false,
+        oomKilled: false,
+        killed: false,
+        stdoutBytes: 6,
+        stderrBytes: 0,
+        durationMs: 100,
+      },
+    });
+  const tail = (stream: 1 | 2, text: string) => Buffer.concat([Buffer.from([stream]), Buffer.from(text)]);
+
+  test('each exec with the output that follows it, oldest first', async () => {
+    const { c, key, sent } = await opened(5);
+    const history = c.history();
+    assert.equal(String.fromCharCode(sent.at(-1)![0]!), 'I');
+    const id = sent.at(-1)!.readUInt32BE(1);
+    c.push(
+      Buffer.concat([
+        record(key, 'h', id, entry(3, 'exec-one')),
+        record(key, 'T', id, tail(1, 'one\n')),
+        record(key, 'T', id, tail(2, 'warn\n')),
+        record(key, 'h', id, entry(4, 'exec-two')),
+        record(key, 'T', id, tail(1, 'tw')),
+        record(key, 'T', id, tail(1, 'o\n')),
+        record(key, 'A', id, '{"count":2}'),
+      ]),
+    );
+    const got = await history;
+    assert.deepEqual(
+      got.map((e) => [e.name, e.stdout.toString(), e.stderr.toString()]),
+      [
+        ['exec-one', 'one\n', 'warn\n'],
+        ['exec-two', 'two\n', ''],
+      ],
+    );
+    assert.equal(c.isEnded, false);
+  });
+
+  test('a runner before protocol 5 keeps none: nothing is asked', async () => {
+    const { c, sent } = await opened(4);
+    const before = sent.length;
+    assert.deepEqual(await c.history(), []);
+    assert.equal(sent.length, before);
+  });
+
+  test('output before any exec, or past what the runner keeps, ends the session', async () => {
+    for (const bad of ['orphan', 'too much'] as const) {
+      const { c, key, sent } = await opened(5);
+      const history = c.history();
+      const id = sent.at(-1)!.readUInt32BE(1);
+      if (bad === 'orphan') c.push(record(key, 'T', id, tail(1, 'x')));
+      else {
+        c.push(record(key, 'h', id, entry(3, 'exec-one')));
+        const piece = tail(1, 'x'.repeat(REC_DATA - 1));
+        for (let sentBytes = 0; sentBytes <= RETAINED_OUTPUT_BYTES && !c.isEnded; sentBytes += REC_DATA - 1)
+          c.push(record(key, 'T', id, piece));
+      }
+      assert.equal((await c.ended).reason, 'ProtocolError', bad);
+      await assert.rejects(history);
+    }
+  });
 });

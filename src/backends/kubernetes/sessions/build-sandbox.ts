@@ -6,6 +6,7 @@
  */
 import {
   ANNOTATION_PRINCIPAL,
+  ANNOTATION_SESSION_FACTS,
   LABEL_MANAGED_BY,
   LABEL_SESSION,
   labelValueFor,
@@ -14,6 +15,7 @@ import { SANDBOX, type Sandbox, type SandboxSpecInput } from '../../../api/v1alp
 import type { EffectiveSessionSpec } from '../../../policy/session.js';
 import { formatCpu, formatSize } from '../../../shared/quantity.js';
 import { LABEL_PRINCIPAL, MANAGED_BY_GATEWAY, principalLabelValue } from '../build-sandbox-run.js';
+import { sessionFacts } from './listed-session.js';
 
 export interface BuildSandboxOptions {
   /** The session id: the Sandbox's name (and its Lease's). */
@@ -21,6 +23,8 @@ export interface BuildSandboxOptions {
   namespace: string;
   /** Who owns the session: its annotation (read back by any replica) and hashed as a label. */
   principal: string;
+  /** When the gateway made the session's record (ms): in its facts annotation. */
+  createdAt: number;
   ttlSecondsAfterFinished: number;
   pendingTimeoutSeconds: number;
   /** Extra labels; the system labels are applied after them, so they cannot be overridden. */
@@ -40,7 +44,10 @@ export function buildSandbox(spec: EffectiveSessionSpec, options: BuildSandboxOp
         [LABEL_SESSION]: labelValueFor(options.sessionId),
         [LABEL_PRINCIPAL]: principalLabelValue(options.principal),
       },
-      annotations: { [ANNOTATION_PRINCIPAL]: options.principal },
+      annotations: {
+        [ANNOTATION_PRINCIPAL]: options.principal,
+        [ANNOTATION_SESSION_FACTS]: sessionFacts(spec, options.createdAt),
+      },
     },
     spec: buildSpec(spec, options),
   };

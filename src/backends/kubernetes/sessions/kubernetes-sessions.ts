@@ -27,15 +27,17 @@ import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '.
 import type {
   AdoptedSession,
   Adoption,
+  ListedSession,
   SessionBackend,
   SessionOptions,
   SessionSandbox,
 } from '../../sessions.js';
-import { MANAGED_BY_GATEWAY } from '../build-sandbox-run.js';
+import { LABEL_PRINCIPAL, MANAGED_BY_GATEWAY, principalLabelValue } from '../build-sandbox-run.js';
 import { gatewayError } from '../errors.js';
 import { followObject } from '../follow-object.js';
 import { buildSandbox } from './build-sandbox.js';
 import { LeasedSession, verifiedPod, type LeasedSessionDeps } from './leased-session.js';
+import { listedSession } from './listed-session.js';
 import { deleteSandbox, PodChannel, type SandboxRef } from './pod-channel.js';
 import { sandboxFailure, type SandboxObject } from './sandbox-checks.js';
 import { SessionLease } from './session-lease.js';
@@ -106,10 +108,12 @@ export class KubernetesSessions implements SessionBackend {
       );
     if (signal?.aborted) throw cancelled(signal);
     const kube = this.o.kube;
+    const createdAt = options.createdAt ?? Date.now();
     const body = buildSandbox(spec, {
       sessionId,
       namespace,
       principal,
+      createdAt,
       ttlSecondsAfterFinished: this.o.ttlSecondsAfterFinished,
       pendingTimeoutSeconds: this.o.pendingTimeoutSeconds,
       ...(this.o.labels ? { labels: this.o.labels } : {}),
@@ -137,7 +141,7 @@ export class KubernetesSessions implements SessionBackend {
         this.o.logger,
       );
       const channel = await PodChannel.attach(kube, ref, key);
-      const meta = { sessionId, principal, createdAt: Date.now() };
+      const meta = { sessionId, principal, createdAt };
       await withTimeout(
         channel.client.open(openRequest(spec, meta)),
         OPEN_TIMEOUT_MS,
@@ -212,6 +216,32 @@ export class KubernetesSessions implements SessionBackend {
     });
   }
 
+  /** The gateway's Sandboxes in `namespace` (of one principal, when given), every page. */
+  private async sandboxes(namespace: string, principal?: string): Promise<SandboxObject[]> {
+    const sandboxes: SandboxObject[] = [];
+    const owner = principal === undefined ? '' : `,${LABEL_PRINCIPAL}=${principalLabelValue(principal)}`;
+    let continueToken: string | undefined;
+    try {
+      do {
+        const page = await this.o.kube.listObjects<SandboxObject>(SANDBOX, {
+          namespace,
+          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_GATEWAY}${owner}`,
+          continueToken,
+        });
+        sandboxes.push(...page.items);
+        continueToken = page.continueToken;
+      } while (continueToken);
+    } catch (e) {
+      throw gatewayError(e, this.context('list', 'sandboxes', namespace));
+    }
+    return sandboxes;
+  }
+
+  /** The principal's sessions in its namespace as their Sandboxes say, ended ones included; none is attached to. */
+  async listSessions(principal: string, namespace = this.o.namespace): Promise<ListedSession[]> {
+    return (await this.sandboxes(namespace, principal)).flatMap((s) => listedSession(s, principal) ?? []);
+  }
+
   /**
    * The gateway's live Sandboxes, in its namespace and every tenant's, that no live replica holds,
    * taken over: a restarted gateway loses no session. Those held by a live replica are that
@@ -220,7 +250,7 @@ export class KubernetesSessions implements SessionBackend {
   async adoptSessions(): Promise<Adoption> {
     const namespaces = [...new Set([this.o.namespace, ...(this.o.tenantNamespaces ?? [])])];
     const sandboxes: SandboxObject[] = [];
-    for (const namespace of namespaces) sandboxes.push(...(await this.listSandboxes(namespace)));
+    for (const namespace of namespaces) sandboxes.push(...(await this.sandboxes(namespace)));
     const adoption: Adoption = { adopted: [], lost: [] };
     for (const sandbox of sandboxes) {
       const name = sandbox.metadata?.name ?? '';
@@ -234,25 +264,6 @@ export class KubernetesSessions implements SessionBackend {
       if (found) adoption.adopted.push(found);
     }
     return adoption;
-  }
-
-  private async listSandboxes(namespace: string): Promise<SandboxObject[]> {
-    const sandboxes: SandboxObject[] = [];
-    let continueToken: string | undefined;
-    try {
-      do {
-        const page = await this.o.kube.listObjects<SandboxObject>(SANDBOX, {
-          namespace,
-          labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_GATEWAY}`,
-          continueToken,
-        });
-        sandboxes.push(...page.items);
-        continueToken = page.continueToken;
-      } while (continueToken);
-    } catch (e) {
-      throw gatewayError(e, this.context('list', 'sandboxes', namespace));
-    }
-    return sandboxes;
   }
 
   /**

@@ -21,6 +21,7 @@ import type {
   FileChange,
   FileRead,
   FileWrite,
+  FinishedExec,
   RecoveredExec,
   SandboxEnd,
   SessionSandbox,
@@ -323,6 +324,11 @@ export class LeasedSession implements SessionSandbox {
 
   processes(): Promise<{ pid: number; command: string }[]> {
     return this.op((r) => r.processes());
+  }
+
+  /** Read where the runner is: this replica holds the session for it (taking it over when it must). */
+  history(): Promise<FinishedExec[]> {
+    return this.op((r) => r.history());
   }
 
   async setTtl(ttlSeconds: number): Promise<void> {

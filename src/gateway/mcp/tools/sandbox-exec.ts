@@ -32,12 +32,12 @@ export function sandboxExecTool(schemas: SessionSchemas): ToolSpec {
       if (execId !== undefined) {
         const result = kill
           ? await sessions.killExec(sessionId, execId, principal)
-          : sessions.execResult(sessionId, execId, principal);
+          : await sessions.execResult(sessionId, execId, principal);
         return toolResult(ExecResultOutput, result, renderRun(result));
       }
       if (request.background) {
         const handle = sessions.exec(sessionId, principal, request);
-        const now = sessions.execResult(sessionId, handle.execId, principal);
+        const now = sessions.startedResult(sessionId, handle.execId, principal);
         return toolResult(ExecResultOutput, now, `${handle.execId} started in the background`);
       }
       const relay = new OutputRelay(extra, { log: clientWants(deps, 'info') });

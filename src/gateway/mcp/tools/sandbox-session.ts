@@ -39,10 +39,10 @@ export function sandboxListTool(schemas: ToolSchemas): ToolSpec {
     input: schemas.none,
     output: SessionListOutput,
     annotations: READ_ANNOTATIONS,
-    handler: (deps) => (_args: object, extra) => {
-      const sessions = deps.service.sessions.list(principalOf(extra, deps));
+    handler: (deps) => async (_args: object, extra) => {
+      const sessions = await deps.service.sessions.list(principalOf(extra, deps));
       const text = sessions.length ? sessions.map(renderSession).join('\n\n') : 'no sessions';
-      return Promise.resolve(toolResult(SessionListOutput, { sessions }, text));
+      return toolResult(SessionListOutput, { sessions }, text);
     },
   };
 }

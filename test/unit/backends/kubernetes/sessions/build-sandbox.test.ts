@@ -3,6 +3,8 @@ import { describe, test } from 'node:test';
 import { SandboxSchema } from '../../../../../src/api/v1alpha1/sandbox.js';
 import { principalLabelValue } from '../../../../../src/backends/kubernetes/build-sandbox-run.js';
 import { buildSandbox } from '../../../../../src/backends/kubernetes/sessions/build-sandbox.js';
+import { listedSession } from '../../../../../src/backends/kubernetes/sessions/listed-session.js';
+import { factsOf } from '../../../../../src/policy/session.js';
 import { sessionSpec } from '../../../../support/sessions.js';
 
 const options = {
@@ -11,6 +13,7 @@ const options = {
   principal: 'alice',
   ttlSecondsAfterFinished: 300,
   pendingTimeoutSeconds: 60,
+  createdAt: Date.parse('2026-01-02T03:04:05.678Z'),
 };
 
 describe('buildSandbox', () => {
@@ -38,7 +41,48 @@ describe('buildSandbox', () => {
       'sandpit.dev/session': options.sessionId,
       'sandpit.dev/principal': principalLabelValue('alice'),
     });
-    assert.deepEqual(sandbox.metadata.annotations, { 'sandpit.dev/principal': 'alice' });
+    assert.equal(sandbox.metadata.annotations?.['sandpit.dev/principal'], 'alice');
+    assert.deepEqual(Object.keys(sandbox.metadata.annotations ?? {}).sort(), [
+      'sandpit.dev/principal',
+      'sandpit.dev/session-facts',
+    ]);
+  });
+
+  test('the facts annotation lists back as the session was made: no value, no secret', () => {
+    const listed = listedSession(
+      { ...sandbox, status: { phase: 'Ready', reason: 'Created', lastActivity: '2026-01-02T03:05:00.000Z' } },
+      'alice',
+    );
+    assert.ok(listed);
+    assert.equal(listed.sessionId, options.sessionId);
+    assert.deepEqual(listed.spec, factsOf(spec));
+    assert.deepEqual(
+      listed.envNames,
+      spec.env.map((e) => e.name),
+    );
+    assert.ok(listed.envNames.includes('A'));
+    assert.equal(listed.state, 'Ready');
+    assert.equal(listed.createdAt, options.createdAt);
+    assert.equal(listed.lastActivityAt, Date.parse('2026-01-02T03:05:00.000Z'));
+    assert.equal(listed.endedAt, undefined);
+    const ended = listedSession(
+      {
+        ...sandbox,
+        status: { phase: 'Expired', reason: 'TTLExpired', finishedTime: '2026-01-02T04:00:00Z' },
+      },
+      'alice',
+    );
+    assert.equal(ended?.reason, 'TTLExpired');
+    assert.equal(ended?.endedAt, Date.parse('2026-01-02T04:00:00Z'));
+  });
+
+  test("another principal's Sandbox, or one whose facts do not parse, is not listed", () => {
+    assert.equal(listedSession(sandbox, 'bob'), undefined);
+    const forged = structuredClone(sandbox);
+    forged.metadata.annotations!['sandpit.dev/session-facts'] = '{"v":1,"spec":{}}';
+    assert.equal(listedSession(forged, 'alice'), undefined);
+    forged.metadata.annotations!['sandpit.dev/session-facts'] = 'x'.repeat(100_000);
+    assert.equal(listedSession(forged, 'alice'), undefined);
   });
 
   test('the spec is the effective decision with its lifetimes, and no secret', () => {
