@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -315,4 +316,59 @@ void ring_push(struct ring *r, const char *p, size_t n)
 	size_t over = r->len + n > r->cap ? r->len + n - r->cap : 0;
 	r->len = r->len + n - over;
 	r->start = (r->start + over) % r->cap;
+}
+
+int network_refusal(char *why, size_t why_len)
+{
+	struct if_nameindex *ifs = if_nameindex();
+	if (!ifs) {
+		snprintf(why, why_len, "cannot list the sandbox's network interfaces: %s", strerror(errno));
+		return -1;
+	}
+	int refused = 0;
+	for (struct if_nameindex *i = ifs; i->if_index != 0 && !refused; i++) {
+		if (strcmp(i->if_name, "lo") != 0) {
+			snprintf(why, why_len,
+				 "network interface %s exists although egress is none: this sandbox is not isolated "
+				 "from the network",
+				 i->if_name);
+			refused = -1;
+		}
+	}
+	if_freenameindex(ifs);
+	return refused;
+}
+
+void write_termination_log(const char *text, size_t len)
+{
+	int tl = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (tl < 0)
+		return;
+	while (len > 0) {
+		ssize_t n = write(tl, text, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		text += n;
+		len -= (size_t)n;
+	}
+	close(tl);
+}
+
+void write_termination_failure(const char *msg)
+{
+	/* {"failure": msg}, msg escaped as a JSON string (each byte takes at most 6). */
+	char json[6 * 1024 + 32];
+	size_t n = (size_t)snprintf(json, sizeof json, "{\"failure\":\"");
+	for (const unsigned char *c = (const unsigned char *)msg; *c && n + 8 < sizeof json; c++) {
+		if (*c == '"' || *c == '\\')
+			n += (size_t)snprintf(json + n, sizeof json - n, "\\%c", *c);
+		else if (*c < 0x20)
+			n += (size_t)snprintf(json + n, sizeof json - n, "\\u%04x", *c);
+		else
+			json[n++] = (char)*c;
+	}
+	n += (size_t)snprintf(json + n, sizeof json - n, "\"}");
+	write_termination_log(json, n);
 }

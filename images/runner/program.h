@@ -70,6 +70,18 @@ int unstash_fds(int sock, const int *fds, int n);
 /* Whether any process but ours (and zombies, which hold no descriptors) is in /proc: -1 if unreadable. */
 int others_alive(void);
 
+/*
+ * Egress none fails closed where nothing else is known to cut the network off (a cluster that does
+ * not enforce NetworkPolicy): whether the sandbox has a network interface besides lo. 0 when it has
+ * none; otherwise -1, with `why` saying which one (the words src/runner/protocol.ts recognises) or
+ * that the list could not be read. Both modes refuse to start then.
+ */
+int network_refusal(char *why, size_t why_len);
+
+/* The runner's own failure, {"failure": msg}, in /dev/termination-log when it exists (Kubernetes). */
+void write_termination_failure(const char *msg);
+void write_termination_log(const char *text, size_t len);
+
 /* The last `cap` bytes of a stream, circular: the tail of its output that both modes keep. */
 struct ring {
 	char *buf;

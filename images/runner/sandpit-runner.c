@@ -61,7 +61,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <net/if.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -170,31 +169,6 @@ static void frame(char type, const void *data, size_t len)
 	} while (len > 0);
 }
 
-/* {"failure": msg} for the termination log, with msg escaped as a JSON string. */
-static size_t failure_json(char *out, size_t size, const char *msg)
-{
-	size_t n = (size_t)snprintf(out, size, "{\"failure\":\"");
-	for (const unsigned char *c = (const unsigned char *)msg; *c && n + 8 < size; c++) {
-		if (*c == '"' || *c == '\\')
-			n += (size_t)snprintf(out + n, size - n, "\\%c", *c);
-		else if (*c < 0x20)
-			n += (size_t)snprintf(out + n, size - n, "\\u%04x", *c);
-		else
-			out[n++] = (char)*c;
-	}
-	n += (size_t)snprintf(out + n, size - n, "\"}");
-	return n;
-}
-
-static void write_termination_log(const char *text, size_t len)
-{
-	int tl = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (tl >= 0) {
-		write_all(tl, text, len);
-		close(tl);
-	}
-}
-
 static void die_frame(const char *fmt, ...)
 {
 	char msg[1024];
@@ -203,10 +177,9 @@ static void die_frame(const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (plain) {
-		char json[2 * sizeof msg];
 		release_stdio();
 		dprintf(2, "sandpit-runner: %s\n", msg);
-		write_termination_log(json, failure_json(json, sizeof json, msg));
+		write_termination_failure(msg);
 	} else {
 		frame('F', msg, strlen(msg));
 	}
@@ -548,16 +521,9 @@ static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
  * there means the isolation it was promised does not exist (the runner never opens it up). */
 static void refuse_open_network(void)
 {
-	struct if_nameindex *ifs = if_nameindex();
-	if (!ifs)
-		die_frame("cannot list the sandbox's network interfaces: %s", strerror(errno));
-	for (struct if_nameindex *i = ifs; i->if_index != 0; i++) {
-		if (strcmp(i->if_name, "lo") != 0)
-			die_frame("network interface %s exists although egress is none: this sandbox is not "
-				  "isolated from the network",
-				  i->if_name);
-	}
-	if_freenameindex(ifs);
+	char why[256];
+	if (network_refusal(why, sizeof why) != 0)
+		die_frame("%s", why);
 }
 
 /* The isolated program's init is a copy of the runner: the key and the job must not stay in it. */

@@ -1,5 +1,6 @@
 /*
- * sandpit-runner --session [--open-within SECONDS]: one long-lived runner per session container.
+ * sandpit-runner --session [--open-within SECONDS] [--no-network]: one long-lived runner per
+ * session container.
  * It serves a stream of framed requests on its attached stdin and answers each in-band on
  * stdout, tagged with the request's id, so that an exec costs a process spawn rather than a
  * `docker exec`, several execs run at once, and a restarted gateway can re-attach.
@@ -9,7 +10,10 @@
  * u32be:version, then a newline (a pod's log holds a partial line back until one comes, and the
  * operator reads the frame there; the gateway's record decoder skips it), and waits for an open
  * request. Without one within --open-within seconds
- * (default 60) it exits 6, so a warm-pool container nobody claimed stops by itself.
+ * (default 60) it exits 6, so a warm-pool container nobody claimed stops by itself. With
+ * --no-network it first refuses a sandbox that has any network interface but lo, as a one-shot
+ * job's 'n' record does (egress none fails closed): it writes no ready frame, says why on stderr
+ * and in /dev/termination-log ({"failure": ...}), and exits 1.
  *
  * Requests (stdin): u8 type | u32be id | u32be len | body[len] | "SPQE"
  *   A body is records, u8 tag | u32be len | bytes (flags are records of length 0), except for
@@ -84,6 +88,7 @@
  * exits (3 TTL, 4 idle): the container stops with no gateway at all. It exits 0 on 'Q', 5 when
  * stdin ends, 6 when never opened, 7 on SIGTERM (docker stop), 1 on an internal error.
  */
+#include "program.h"
 #include "session.h"
 
 #include <errno.h>
@@ -777,13 +782,22 @@ static void check_timers(long long now)
 int session_main(int argc, char **argv)
 {
 	long long open_within = 60;
+	int no_network = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--open-within") == 0 && i + 1 < argc)
 			open_within = atoll(argv[++i]);
+		else if (strcmp(argv[i], "--no-network") == 0)
+			no_network = 1;
 		else if (strcmp(argv[i], "--session") != 0) {
-			fprintf(stderr, "usage: sandpit-runner --session [--open-within SECONDS]\n");
+			fprintf(stderr, "usage: sandpit-runner --session [--open-within SECONDS] [--no-network]\n");
 			return 2;
 		}
+	}
+	char why[256];
+	if (no_network && network_refusal(why, sizeof why) != 0) {
+		dprintf(2, "sandpit-runner: %s\n", why);
+		write_termination_failure(why);
+		return EXIT_FAILED;
 	}
 	prctl(PR_SET_DUMPABLE, 0);
 	if (getpid() != 1)

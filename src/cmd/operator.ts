@@ -50,7 +50,7 @@ const OPTIONS = {
 
 const NETWORK_SETTING = 'kubernetes.operator.networkPolicyEnforced';
 export const NETWORK_WARNING =
-  "The config does not say whether this cluster enforces NetworkPolicy: a run with egress none starts only in a sandbox whose only interface is lo (e.g. RuntimeClass gvisor), any other is refused. Set networkPolicy.enforced in the chart's values (kubernetes.operator.networkPolicyEnforced): true where the network plugin enforces NetworkPolicy, false to keep refusing without this warning";
+  "The config does not say whether this cluster enforces NetworkPolicy: a run or session with egress none starts only in a sandbox whose only interface is lo (e.g. RuntimeClass gvisor), any other is refused. Set networkPolicy.enforced in the chart's values (kubernetes.operator.networkPolicyEnforced): true where the network plugin enforces NetworkPolicy, false to keep refusing without this warning";
 const HEALTHY_FAILING_MS = 5 * 60_000;
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 

@@ -321,7 +321,7 @@ export const ConfigSchema = z
             networkPolicyEnforced: bool()
               .optional()
               .describe(
-                "The cluster's network plugin enforces NetworkPolicy. Unset or false: a run with egress none starts only in a sandbox whose only interface is lo (e.g. RuntimeClass gvisor), any other is refused; unset also warns at start-up",
+                "The cluster's network plugin enforces NetworkPolicy. Unset or false: a run or session with egress none starts only in a sandbox whose only interface is lo (e.g. RuntimeClass gvisor), any other is refused; unset also warns at start-up",
               ),
             seccompProfile: z
               .enum(['Localhost', 'RuntimeDefault'], { error: 'expected Localhost or RuntimeDefault' })

@@ -10,6 +10,7 @@ import { isSessionEnded, type SessionReason, type SessionState } from '../../api
 import { setConditions, type ConditionInput } from '../../api/v1alpha1/conditions.js';
 import { IDLE_SLACK_SECONDS, type SandboxStatus } from '../../api/v1alpha1/sandbox.js';
 import { sessionEnd } from '../../runner/session-end.js';
+import { notIsolatedMessage, refusedInterface } from '../pod/not-isolated.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
 import {
   pendingDeadlineMs,
@@ -176,8 +177,11 @@ function creating(i: SandboxStatusInput): Outcome {
   };
 }
 
-/** A pod that finished: why, from the pod's reason and the runner's exit status. */
+/** A pod that finished: why, from the pod's reason, the runner's refusal and its exit status. */
 function podEnded(pod: PodView): Outcome {
+  const iface = refusedInterface(pod);
+  if (iface !== undefined)
+    return { phase: 'Failed', reason: 'BackendError', message: notIsolatedMessage(iface, 'session') };
   if (pod.reason === 'DeadlineExceeded')
     return { phase: 'Expired', reason: 'TTLExpired', message: 'the pod reached its activeDeadlineSeconds' };
   if (pod.reason === 'Evicted')

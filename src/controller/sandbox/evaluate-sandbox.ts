@@ -2,27 +2,23 @@
  * evaluateSandbox(): the authoritative policy verdict on a Sandbox (DESIGN.md §3): its spec is
  * read as the shared session request and given to the same evaluateSession() the gateway uses, so
  * a Sandbox made with kubectl gets exactly the limits one made through sandpit gets. Egress none
- * fails closed: the session runner does not check the sandbox's interfaces (a run's does), so
- * unless the cluster is declared to enforce the session's deny-all NetworkPolicy, no session pod
- * is made. Pure.
+ * fails closed as a run's does: unless the cluster is declared to enforce the session's deny-all
+ * NetworkPolicy, the session runner refuses a sandbox with any interface but lo before it starts.
+ * Pure.
  */
 import { SessionRequestSchema } from '../../api/session.js';
 import { issuesToViolations } from '../../api/validate.js';
 import { SandboxSpecSchema, toSessionRequestInput, type SandboxSpec } from '../../api/v1alpha1/sandbox.js';
 import type { Policy } from '../../policy/policy.js';
 import { evaluateSession, type EffectiveSessionSpec } from '../../policy/session.js';
+import type { ClusterFacts } from '../sandboxrun/evaluate-run.js';
 import { denied, type Denial } from '../verdict.js';
 
 export type SandboxVerdict =
-  { allowed: true; spec: SandboxSpec; effective: EffectiveSessionSpec } | Denial<SandboxSpec>;
+  | { allowed: true; spec: SandboxSpec; effective: EffectiveSessionSpec; requireNoNetwork: boolean }
+  | Denial<SandboxSpec>;
 
-export const NETWORK_SETTING = 'kubernetes.operator.networkPolicyEnforced';
-
-export function evaluateSandbox(
-  rawSpec: unknown,
-  policy: Policy,
-  cluster: { networkPolicyEnforced: boolean },
-): SandboxVerdict {
+export function evaluateSandbox(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): SandboxVerdict {
   const parsed = SandboxSpecSchema.safeParse(rawSpec ?? {});
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;
@@ -30,13 +26,10 @@ export function evaluateSandbox(
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluateSession(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
-  if (!cluster.networkPolicyEnforced) {
-    return denied(spec, 'denied by policy', [
-      {
-        field: 'network',
-        message: `egress is none, and this cluster is not declared to enforce NetworkPolicy (${NETWORK_SETTING}), which is the only isolation of a session pod`,
-      },
-    ]);
-  }
-  return { allowed: true, spec, effective: evaluation.spec };
+  return {
+    allowed: true,
+    spec,
+    effective: evaluation.spec,
+    requireNoNetwork: !cluster.networkPolicyEnforced,
+  };
 }

@@ -54,7 +54,7 @@ export interface SandboxSettings {
   pod: PodSettings;
   /** A Sandbox whose spec names no pendingTimeoutSeconds waits this long for its pod to be ready. */
   defaultPendingTimeoutSeconds: number;
-  /** The cluster enforces NetworkPolicy (declared in the config): without it no session pod is made. */
+  /** The cluster enforces NetworkPolicy (declared in the config): without it the runner checks its interfaces. */
   networkPolicyEnforced: boolean;
 }
 
@@ -175,7 +175,7 @@ function observeChildren(
     { ...ref, podRecorded: sandbox.status.podName !== undefined },
     {
       networkPolicy: buildNetworkPolicy(sessionChildMeta(ref), sessionPodSelector(ref)),
-      pod: buildSessionPod(ref, verdict.effective, deps.settings.pod),
+      pod: buildSessionPod(ref, verdict.effective, deps.settings.pod, verdict),
       runtimeClass: verdict.effective.runtime,
     },
   );

@@ -6,7 +6,7 @@ import { classify, type RunFacts } from '../../api/outcome.js';
 import { isTerminal, type Phase, type Reason } from '../../api/run.js';
 import { ConditionType, setConditions, type ConditionInput } from '../../api/v1alpha1/conditions.js';
 import type { RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
-import { networkRefusal } from '../../runner/protocol.js';
+import { NETWORK_NOT_ISOLATED, notIsolatedMessage, refusedInterface } from '../pod/not-isolated.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
 import { pendingDeadlineMs, pendingEnd, pendingProblem, type Blocked } from '../pod/pending.js';
 import { admittedCondition, kstatusConditions, type Verdict } from '../verdict.js';
@@ -31,20 +31,6 @@ export interface StatusInput {
 
 /** The runner's own failure in --plain mode (it could not start the program), with no exit report. */
 export const RUNNER_FAILED_EXIT = 125;
-
-/** The Started condition's reason when the runner refused a sandbox that has a network. */
-export const NETWORK_NOT_ISOLATED = 'NetworkNotIsolated';
-
-/** What a refused run says: why, and what to configure. */
-export function notIsolatedMessage(iface: string): string {
-  return (
-    `egress is none, but the sandbox has the network interface ${iface} and this cluster is not declared to ` +
-    'enforce NetworkPolicy, so the run was refused before the program started. Where the network plugin ' +
-    "enforces NetworkPolicy, set networkPolicy.enforced: true in the chart's values " +
-    '(kubernetes.operator.networkPolicyEnforced); otherwise run in a RuntimeClass whose sandbox has no network ' +
-    '(e.g. gvisor, runsc --network=none)'
-  );
-}
 
 interface Outcome {
   phase: Phase;
@@ -142,12 +128,6 @@ function ended(i: StatusInput, phase: Phase, reason: Reason, message: string): O
   };
 }
 
-/** The interface the runner found when it refused the job for having a network (no report then). */
-function refusedInterface(pod: PodView): string | undefined {
-  const t = pod.terminated;
-  return t?.failure !== undefined && !t.report ? networkRefusal(t.failure) : undefined;
-}
-
 /** An end that the program's exit does not explain: an eviction, or the runner's refusal of the sandbox. */
 type OtherEnd = Pick<Outcome, 'phase' | 'reason' | 'message'> & Partial<Pick<Outcome, 'started'>>;
 
@@ -160,7 +140,7 @@ function endedOtherwise(pod: PodView): OtherEnd | undefined {
     };
   const iface = refusedInterface(pod);
   if (iface === undefined) return undefined;
-  const message = notIsolatedMessage(iface);
+  const message = notIsolatedMessage(iface, 'run');
   return {
     phase: 'Failed',
     reason: 'BackendError',

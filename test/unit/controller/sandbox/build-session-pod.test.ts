@@ -24,7 +24,7 @@ function session(input: Record<string, unknown>) {
 
 describe('buildSessionPod', () => {
   const spec = session({ template: 'python', ttlSeconds: 900, env: [{ name: 'MODE', value: 'x' }] });
-  const pod = buildSessionPod(SBX, spec, SETTINGS);
+  const pod = buildSessionPod(SBX, spec, SETTINGS, { requireNoNetwork: false });
   const c = pod.spec?.containers[0];
 
   test('the session runner waits its whole TTL for an open, on an attachable stdin', () => {
@@ -63,8 +63,21 @@ describe('buildSessionPod', () => {
     assert.ok(c?.env?.some((e) => e.name === 'MODE' && e.value === 'x'));
   });
 
+  test('on a cluster not declared to enforce NetworkPolicy the runner checks its interfaces first', () => {
+    const checked = buildSessionPod(SBX, spec, SETTINGS, { requireNoNetwork: true });
+    assert.deepEqual(checked.spec?.containers[0]?.command, [
+      '/usr/local/bin/sandpit-runner',
+      '--session',
+      '--open-within',
+      '900',
+      '--no-network',
+    ]);
+  });
+
   test('a long name is hashed in the label', () => {
-    const long = buildSessionPod({ ...SBX, name: 'n'.repeat(80) }, spec, SETTINGS);
+    const long = buildSessionPod({ ...SBX, name: 'n'.repeat(80) }, spec, SETTINGS, {
+      requireNoNetwork: false,
+    });
     assert.match(long.metadata?.labels?.['sandpit.dev/session'] ?? '', /^h-[0-9a-f]{20}$/);
   });
 });
@@ -82,7 +95,12 @@ describe('evaluateSandbox', () => {
     if (v.allowed) {
       assert.equal(v.effective.ttlSeconds, 120);
       assert.equal(v.effective.runtime, 'runc');
+      assert.equal(v.requireNoNetwork, false);
     }
+  });
+  test('a cluster not declared to enforce NetworkPolicy: allowed, as a run is, with the runner checking its interfaces', () => {
+    const open = evaluateSandbox({ template: 'python' }, policy, { networkPolicyEnforced: false });
+    assert.ok(open.allowed && open.requireNoNetwork, JSON.stringify(open));
   });
   test('refusals name the spec field', () => {
     const memory = evaluateSandbox({ template: 'python', resources: { memory: '64Gi' } }, policy, ENFORCED);
@@ -92,8 +110,6 @@ describe('evaluateSandbox', () => {
     assert.ok(!runtime.allowed && /runtimeClassName/.test(runtime.message), JSON.stringify(runtime));
     const invalid = evaluateSandbox({ template: 'python', idleTimeoutSeconds: 5 }, policy, ENFORCED);
     assert.ok(!invalid.allowed && /^invalid spec: idleTimeoutSeconds/.test(invalid.message));
-    const open = evaluateSandbox({ template: 'python' }, policy, { networkPolicyEnforced: false });
-    assert.ok(!open.allowed && /^denied by policy: network: .*networkPolicyEnforced/.test(open.message));
     const neither = evaluateSandbox({ ttlSeconds: 5 }, policy, ENFORCED);
     assert.ok(!neither.allowed && /template/.test(neither.message));
   });

@@ -37,7 +37,7 @@ const running = (ready = true) =>
     ],
   });
 
-const exited = (exitCode: number, reason = 'Error') =>
+const exited = (exitCode: number, reason = 'Error', message?: string) =>
   pod({
     phase: exitCode === 0 ? 'Succeeded' : 'Failed',
     containerStatuses: [
@@ -47,7 +47,7 @@ const exited = (exitCode: number, reason = 'Error') =>
         imageID: '',
         ready: false,
         restartCount: 0,
-        state: { terminated: { exitCode, reason, startedAt: at(1), finishedAt: at(5) } },
+        state: { terminated: { exitCode, reason, message, startedAt: at(1), finishedAt: at(5) } },
       },
     ],
   });
@@ -194,6 +194,24 @@ describe('computeSandboxStatus', () => {
       'Failed',
       'ContainerFailed',
     ]);
+  });
+
+  test('the runner refused a sandbox with a network (no NetworkPolicy enforced): Failed/BackendError naming the interface and the fix', () => {
+    const failure = JSON.stringify({
+      failure:
+        'network interface eth0 exists although egress is none: this sandbox is not isolated from the network',
+    });
+    const s = computeSandboxStatus(input({ pod: exited(RUNNER_EXIT.failed, 'Error', failure) }));
+    assert.deepEqual([s.phase, s.reason], ['Failed', 'BackendError']);
+    assert.match(s.message ?? '', /network interface eth0 .* so the session was refused before it started/);
+    assert.match(s.message ?? '', /networkPolicy\.enforced: true/);
+    assert.equal(cond(s, 'Stalled')?.status, 'True');
+    // Any other failure of the runner is its own end, as before.
+    const other = JSON.stringify({ failure: 'cannot list the interfaces' });
+    assert.deepEqual(
+      [computeSandboxStatus(input({ pod: exited(RUNNER_EXIT.failed, 'Error', other) })).reason],
+      ['RunnerGone'],
+    );
   });
 
   test('a lost pod, or one deleted from outside: Failed/RunnerGone', () => {
