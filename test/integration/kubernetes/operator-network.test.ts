@@ -2,7 +2,9 @@
 // plugin; every pod gets an eth0), and this operator's config does not declare enforcement: so a
 // run under runc, which has eth0, is refused before its program starts, with the reason and what
 // to configure in its status, an Event and the gateway's result; a run under gVisor (runsc
-// --network=none: only lo) runs. No run ever starts with eth0.
+// --network=none: only lo) runs. No run ever starts with eth0. A session
+// follows the same rule: its runner checks its interfaces before it answers, so a Sandbox under
+// runc ends Failed, and one under gVisor is served.
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import type { CoreV1Event } from '@kubernetes/client-node';
@@ -12,6 +14,7 @@ import { evaluate } from '../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { bindGatewayRbac, gatewayBackend } from '../../contract/kube-gateway.js';
 import { createRun, operatorSuite, sandboxRun, waitForFinished } from './operator-harness.js';
+import { cancelSandbox, createSandbox, sandbox, waitForReady } from './sandbox-harness.js';
 
 const GVISOR = 'gvisor';
 /** Prints the interfaces the program sees (gVisor has no /sys/class/net: the kernel's own list). */
@@ -68,6 +71,29 @@ describe('egress none on a cluster that does not enforce NetworkPolicy', { timeo
     const done = await waitForFinished(cluster, ns, 'gvisor', 90_000);
     assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
     assert.equal(done.status?.output?.tail, "ran with ['lo']\n");
+  });
+
+  it('a Sandbox under runc (eth0) ends Failed before its runner serves it, naming the interface and the fix; one under gvisor (only lo) is Ready', async () => {
+    const { cluster, ns } = ops.suite;
+    const spec = { template: 'python', ttlSeconds: 120 };
+    await createSandbox(cluster, ns, sandbox('sbx-runc', { ...spec, runtimeClassName: 'runc' }));
+    await createSandbox(cluster, ns, sandbox('sbx-gvisor', { ...spec, runtimeClassName: GVISOR }));
+    const [refused, served] = await Promise.all([
+      waitForReady(cluster, ns, 'sbx-runc'),
+      waitForReady(cluster, ns, 'sbx-gvisor'),
+    ]);
+    const s = refused.status!;
+    assert.deepEqual([s.phase, s.reason], ['Failed', 'BackendError'], JSON.stringify(s));
+    assert.match(s.message ?? '', /network interface eth0 .* the session was refused before it started/);
+    assert.match(s.message ?? '', FIX);
+    assert.equal(served.status?.phase, 'Ready', JSON.stringify(served.status));
+    // It was checked, not let through: its runner was told to refuse a network.
+    const pod = await cluster.core.readNamespacedPod({ namespace: ns, name: served.status?.podName ?? '' });
+    assert.ok(
+      pod.spec?.containers[0]?.command?.includes('--no-network'),
+      JSON.stringify(pod.spec?.containers),
+    );
+    await cancelSandbox(cluster, ns, 'sbx-gvisor');
   });
 
   it("the gateway's result says why and what to configure", async () => {
