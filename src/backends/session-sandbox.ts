@@ -1,7 +1,7 @@
 /**
  * A session sandbox over its runner's client (src/runner/session-client.ts): what every backend
  * whose sandboxes run sandpit-runner in session mode shares. The backend supplies the host: how
- * the sandbox is removed, detached, and how it ended once it is gone.
+ * the sandbox is removed, detached, how it ended once it is gone, and what becomes of it then.
  */
 import { classify, type RunFacts } from '../api/outcome.js';
 import type { FileEntry, SessionReason } from '../api/session.js';
@@ -39,10 +39,16 @@ export const MAX_LIST_ENTRIES = 50_000;
 export interface SessionHost {
   /** Resolves once the sandbox's runner can no longer be reached (its container stopped). */
   readonly gone: Promise<void>;
-  /** How the sandbox ended, once it is gone: what the engine says (OOM, the runner's status). */
-  endOf(): Promise<SandboxEnd>;
+  /**
+   * How the sandbox ended by itself, once it is gone: the runner's own last record (`own`, when
+   * it sent one) weighed against what the engine or the operator knows (OOM, the exit status, the
+   * record of an end it made).
+   */
+  endOf(own: SandboxEnd | undefined): Promise<SandboxEnd>;
   /** Removes the sandbox; idempotent, never throws. */
   remove(): Promise<void>;
+  /** What becomes of a sandbox that ended by itself, once its end is known; never throws. */
+  retire(): Promise<void>;
   /** Leaves the sandbox running, attached to nothing (a restarted gateway adopts it). */
   detach(): void;
 }
@@ -137,9 +143,8 @@ export class RunnerSession implements SessionSandbox {
       const end = Promise.race([this.client.ended, this.host.gone.then(() => undefined)]);
       void end.then(async (clientEnd) => {
         if (this.closing || this.detached) return; // close() and detach() are not ends by itself
-        const own = clientEnd ? runnerEnd(clientEnd) : undefined;
-        const why = own ?? (await this.host.endOf());
-        await this.host.remove();
+        const why = await this.host.endOf(clientEnd ? runnerEnd(clientEnd) : undefined);
+        await this.host.retire();
         this.doneResolve();
         resolve(why);
       });

@@ -60,9 +60,6 @@ export const DEFAULT_SESSION_CAPS: SessionCaps = {
 
 /** Ended sessions kept so that a GET says how they ended. */
 const ENDED_KEPT = 256;
-/** A sandbox that ends this close to its session's TTL instant ended by the TTL. */
-const TTL_END_SLACK_MS = 1000;
-
 /** setTimeout's longest delay; a later deadline is checked again when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -238,7 +235,7 @@ export class SessionUseCases {
     const { backend, metrics, logger } = this.deps;
     record.state = 'Ready';
     this.schedule(record);
-    void record.sandbox?.ended.then((end: SandboxEnd) => this.endedBySandbox(record, end));
+    void record.sandbox?.ended.then((end: SandboxEnd) => this.end(record, end.reason, end.message));
     metrics.liveSessions.inc({ backend: backend.name });
     metrics.sessionsCreated.inc({ backend: backend.name, served: record.sandbox?.served ?? 'cold' });
     this.journal.remember({
@@ -560,7 +557,7 @@ export class SessionUseCases {
     this.live.set(record.sessionId, record);
     record.state = 'Ready';
     this.schedule(record);
-    void a.sandbox.ended.then((end) => this.endedBySandbox(record, end));
+    void a.sandbox.ended.then((end) => this.end(record, end.reason, end.message));
     this.deps.metrics.liveSessions.inc({ backend: this.deps.backend.name });
     for (const exec of a.execs) {
       record.execs.recover(exec, {
@@ -635,20 +632,6 @@ export class SessionUseCases {
   /** Live sessions now (for health). */
   get count(): number {
     return this.live.size;
-  }
-
-  /**
-   * A sandbox that ended by itself. At its TTL it ended by its TTL, however the end was reported:
-   * the runner's own TTL, the pod's deadline and the pod's removal all fall on that instant, and
-   * which of them a backend sees first is a race (on Kubernetes the pod may be gone before the
-   * runner's last record arrives).
-   */
-  private endedBySandbox(record: SessionRecord, end: SandboxEnd): Promise<void> {
-    const ttlAt = record.createdAt + record.spec.ttlSeconds * 1000;
-    const atTtl = Date.now() >= ttlAt - TTL_END_SLACK_MS && end.reason !== 'OOMKilled';
-    if (atTtl && end.reason !== 'TTLExpired')
-      return this.end(record, 'TTLExpired', `its lifetime of ${record.spec.ttlSeconds} s is over`);
-    return this.end(record, end.reason, end.message);
   }
 
   /**

@@ -4,6 +4,7 @@
 // only this backend has: the SandboxRun record, health, and its typed errors.
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { RunRequestSchema } from '../../src/api/run.js';
 import { principalLabelValue } from '../../src/backends/kubernetes/build-sandbox-run.js';
@@ -20,6 +21,7 @@ import {
   type Suite,
 } from '../integration/kubernetes/operator-harness.js';
 import { contractCases } from './cases.js';
+import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
 import { sessionContractCases } from './session-cases.js';
 import { bindGatewayRbac, gatewayBackend } from './kube-gateway.js';
 import {
@@ -83,33 +85,28 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
         return runs.split('\n').filter(Boolean).length + pods.items.length;
       },
       recordPhase: async (runId) => (await getRun(cluster, ns, runId))?.status?.phase,
-      async waitSessionGone(sessionId, timeoutMs) {
+      async waitSessionGone(sessionId, timeoutMs, kept) {
         const deadline = Date.now() + timeoutMs;
-        const left = async () =>
-          (
-            await cluster.core.listNamespacedPod({
-              namespace: ns,
-              labelSelector: `sandpit.dev/session=${sessionId}`,
-            })
-          ).items.length +
-          (
-            await cluster.kubectl([
-              'get',
-              'sandboxes',
-              '-n',
-              ns,
-              '--ignore-not-found',
-              '-o',
-              'name',
-              sessionId,
-            ])
-          ).stdout
-            .split('\n')
-            .filter(Boolean).length;
-        while ((await left()) > 0) {
+        // What is left: its pods, and its Sandbox unless it is the record `kept` says.
+        const left = async (): Promise<string[]> => {
+          const pods = await cluster.core.listNamespacedPod({
+            namespace: ns,
+            labelSelector: `sandpit.dev/session=${sessionId}`,
+          });
+          const status = (await getSandbox(cluster, ns, sessionId))?.status;
+          const record = status && { phase: status.phase, reason: status.reason };
+          return [
+            ...pods.items.map((p) => `pod ${p.metadata?.name}`),
+            ...(record && !isDeepStrictEqual(record, kept) ? [`its Sandbox ${JSON.stringify(record)}`] : []),
+            ...(kept && !record ? ['no Sandbox kept as its record'] : []),
+          ];
+        };
+        let now = await left();
+        while (now.length > 0) {
           if (Date.now() > deadline)
-            throw new Error(`session ${sessionId} still has a Sandbox or pod after ${timeoutMs} ms`);
+            throw new Error(`session ${sessionId}: ${now.join(', ')} after ${timeoutMs} ms`);
           await new Promise((r) => setTimeout(r, 250));
+          now = await left();
         }
       },
       idlePrecisionMs: 20_000,

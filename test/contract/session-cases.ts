@@ -1,10 +1,11 @@
 /**
  * The session contract: the same session requests through the gateway's service give the same
  * results on every backend (issue 15: "a platform team changes sandbox.backend and nothing else").
- * Registered by docker.test.ts and kubernetes.test.ts with their targets. The one allowed
- * difference is how precisely an idle session is expired (the target's idlePrecisionMs: on
+ * Registered by docker.test.ts and kubernetes.test.ts with their targets. The allowed
+ * differences: how precisely an idle session is expired (the target's idlePrecisionMs: on
  * Kubernetes the operator expires it from the session Lease's renewTime, which the gateway writes
- * at most every 10 s).
+ * at most every 10 s), and the record a session that ended by itself leaves (waitSessionGone's
+ * `kept`: on Kubernetes its Sandbox, with the operator's phase and reason).
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -81,7 +82,7 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
   // The expiry case mostly waits (an idle timeout is at least 60 s on Kubernetes): it runs beside
   // the others, two cases at a time.
   describe('sessions', { concurrency: 2 }, () => {
-    it('sessions: TTL and idle expiry end the session and remove its sandbox', async () => {
+    it('sessions: TTL and idle expiry end the session, remove its sandbox and leave the record of the end', async () => {
       const x = target();
       const ttl = await create({ template: 'bash', ttlSeconds: 10 });
       const idle = await create({ template: 'bash', idleTimeoutSeconds: 60, ttlSeconds: 600 });
@@ -99,7 +100,7 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
         'the TTL ends it',
       );
       assert.deepEqual([ttlEnd?.state, ttlEnd?.reason], ['Expired', 'TTLExpired']);
-      await x.waitSessionGone(ttl.id, 60_000);
+      await x.waitSessionGone(ttl.id, 60_000, { phase: 'Expired', reason: 'TTLExpired' });
       let idleEnd: Session | undefined;
       await until(
         async () => (idleEnd = await ended(idle.id)) !== undefined,
@@ -114,7 +115,7 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
         endedAt - idleFrom <= 60_000 + x.idlePrecisionMs + 5000,
         `ended ${endedAt - idleFrom} ms after creation; precision ${x.idlePrecisionMs} ms`,
       );
-      await x.waitSessionGone(idle.id, 60_000);
+      await x.waitSessionGone(idle.id, 60_000, { phase: 'Expired', reason: 'IdleExpired' });
     });
 
     it('sessions: three commands share files, env and the workspace', async () => {
@@ -288,15 +289,18 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
       await remove(second.id);
     });
 
-    // Every session a case made is gone (a failed case may leave its own; ended ones are checked too).
+    // Every session a case made is gone (a failed case may leave its own; ended ones are checked
+    // too), one that ended by itself with the record of how.
     after(async () => {
+      const kept = new Map<string, { phase: string; reason: string }>();
       for (const id of open) {
         const s = await sessions()
           .get(id, PRINCIPAL)
           .catch(() => undefined);
         if (s?.state === 'Ready') await sessions().delete(id, PRINCIPAL);
+        else if (s?.reason && s.reason !== 'Deleted') kept.set(id, { phase: s.state, reason: s.reason });
       }
-      for (const id of open) await target().waitSessionGone(id, 60_000);
+      for (const id of open) await target().waitSessionGone(id, 60_000, kept.get(id));
     });
   });
 }

@@ -90,8 +90,17 @@ export interface ContractTarget {
   liveOutputUnderGvisor: boolean;
   /** gVisor here: the runtime (Docker) or RuntimeClass (Kubernetes) a request names, and a service whose policy allows it. */
   gvisor: { runtime: string; service: SandpitService };
-  /** Waits until nothing of the session is left (its container; its Sandbox and pod); throws after `timeoutMs`. */
-  waitSessionGone(sessionId: string, timeoutMs: number): Promise<void>;
+  /**
+   * Waits until the session's sandbox is removed (its container; its pod), and nothing else is
+   * left; throws after `timeoutMs`. The contract's other allowed session difference: Kubernetes
+   * keeps the operator's record of a session that ended by itself (its Sandbox, until its
+   * ttlSecondsAfterFinished), which must then say `kept`; Docker keeps no record.
+   */
+  waitSessionGone(
+    sessionId: string,
+    timeoutMs: number,
+    kept?: { phase: string; reason: string },
+  ): Promise<void>;
   /**
    * How late an idle session may end after its idle time: the contract's one allowed session
    * difference. Docker's gateway expires it on the dot; Kubernetes' operator from the session

@@ -138,8 +138,9 @@ export class SessionContainer implements SessionHost {
     return this.attached.diagnosis(message);
   }
 
-  /** How the session ended, once its container stopped: OOM, or the runner's exit status. */
-  async endOf(): Promise<SandboxEnd> {
+  /** How the session ended, once its container stopped: the runner's record, else OOM or its exit status. */
+  async endOf(own: SandboxEnd | undefined): Promise<SandboxEnd> {
+    if (own) return own;
     const info = await within(
       (async () => {
         await (this.container.wait() as Promise<unknown>).catch(() => undefined);
@@ -154,6 +155,11 @@ export class SessionContainer implements SessionHost {
 
   remove(): Promise<void> {
     return this.attached.remove();
+  }
+
+  /** A container that ended by itself is removed: Docker keeps no record of a session. */
+  retire(): Promise<void> {
+    return this.remove();
   }
 
   /** Leaves the container running, attached to nothing: a restarted gateway adopts it. */

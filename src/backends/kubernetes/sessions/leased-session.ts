@@ -148,6 +148,8 @@ export class LeasedSession implements SessionSandbox {
     void runner.ended.then((end) => {
       if (this.held !== held) return;
       this.held = undefined;
+      // Ended by itself: the operator records it, and nothing here removes the Sandbox.
+      this.closed = true;
       lease.stop();
       this.endResolve(end);
     });
@@ -357,12 +359,23 @@ export class LeasedSession implements SessionSandbox {
     return end;
   }
 
+  /**
+   * Deleted: deletes the Sandbox. At the gateway's own deadline (its TTL or idle timer), lets go
+   * and leaves the Sandbox to the runner and the operator: the runner ends the session at the
+   * same deadline (the open request set it), the operator at its own (or the pod's
+   * activeDeadlineSeconds), and the operator keeps the record for ttlSecondsAfterFinished.
+   */
   async close(reason: SessionReason): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.linger);
     const held = this.held;
     this.held = undefined;
+    if (reason !== 'Deleted') {
+      held?.lease.stop();
+      held?.runner.detach();
+      return;
+    }
     if (held) {
       held.lease.stop();
       await held.runner.close(reason);

@@ -2,8 +2,9 @@
  * One attachment to a session pod's runner (pods/attach, stdin and stdout): the SessionHost of a
  * RunnerSession on Kubernetes. The attach starts after the runner wrote its ready frame (the
  * operator saw it before it set Ready), so the bytes that come are the runner's records. Removing
- * the session deletes its Sandbox (the pod and the Lease go with it, by ownerReference); how it
- * ended is what the operator wrote in the Sandbox's status.
+ * the session deletes its Sandbox (the pod and the Lease go with it, by ownerReference). A session
+ * that ended by itself is left to the operator: it records the end in the Sandbox's status, and
+ * its ttlSecondsAfterFinished deletes the Sandbox.
  */
 import { SANDBOX_CONTAINER } from '../../../api/v1alpha1/labels.js';
 import { SANDBOX } from '../../../api/v1alpha1/sandbox.js';
@@ -62,8 +63,27 @@ export class PodChannel implements SessionHost {
     return self;
   }
 
-  /** The Sandbox's end as the operator wrote it (waiting briefly for it), else RunnerGone. */
-  async endOf(): Promise<SandboxEnd> {
+  /**
+   * How the session ended by itself. The runner's own record says why when it ended by its TTL,
+   * its idleness or a close. When it was stopped from outside, or said nothing (the attach closed
+   * first), the operator's record says why (waiting briefly for it): the operator stops the pod of
+   * a session it ended (its TTL counts from the Sandbox's creation, so it comes first, and the pod's
+   * activeDeadlineSeconds after it), and records a pod deleted from outside as RunnerGone.
+   */
+  async endOf(own: SandboxEnd | undefined): Promise<SandboxEnd> {
+    if (own && own.reason !== 'ContainerFailed') return own;
+    const recorded = await this.operatorEnd();
+    return (
+      recorded ??
+      own ?? {
+        reason: 'RunnerGone',
+        message: `the attach to pod ${this.ref.podName} closed while its Sandbox is still live`,
+      }
+    );
+  }
+
+  /** The end the operator wrote in the Sandbox's status, waiting up to END_WAIT_MS for one. */
+  private async operatorEnd(): Promise<SandboxEnd | undefined> {
     const until = Date.now() + END_WAIT_MS;
     for (;;) {
       const sandbox = await this.kube
@@ -76,11 +96,7 @@ export class PodChannel implements SessionHost {
           reason: status.reason ?? 'RunnerGone',
           message: status.message ?? `the Sandbox is ${status.phase}`,
         };
-      if (Date.now() >= until)
-        return {
-          reason: 'RunnerGone',
-          message: `the attach to pod ${this.ref.podName} closed while its Sandbox is still ${status?.phase ?? 'unknown'}`,
-        };
+      if (Date.now() >= until) return undefined;
       await sleep(250);
     }
   }
@@ -95,6 +111,12 @@ export class PodChannel implements SessionHost {
   detach(): void {
     this.detached = true;
     this.attached.close();
+  }
+
+  /** The operator keeps the record of an end (ttlSecondsAfterFinished removes it): only let go. */
+  retire(): Promise<void> {
+    this.detach();
+    return Promise.resolve();
   }
 }
 
