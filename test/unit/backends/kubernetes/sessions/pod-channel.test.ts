@@ -15,19 +15,21 @@ const REF = { namespace: 'ns', name: 'ses-1', uid: 'uid-1', podName: 'ses-1-pod'
 function fakeKube(status: () => SandboxStatus | undefined) {
   const calls = { gets: 0, deletes: 0 };
   const kube = {
-    attach: async () => ({
-      write: async () => {},
-      closed: new Promise<string>(() => {}),
-      open: true,
-      close: () => {},
-    }),
-    getObject: async () => {
+    attach: () =>
+      Promise.resolve({
+        write: () => Promise.resolve(),
+        closed: new Promise<string>(() => {}),
+        open: true,
+        close: () => {},
+      }),
+    getObject: () => {
       calls.gets++;
       const s = status();
-      return s ? { metadata: { name: REF.name, uid: REF.uid }, status: s } : undefined;
+      return Promise.resolve(s ? { metadata: { name: REF.name, uid: REF.uid }, status: s } : undefined);
     },
-    deleteObject: async () => {
+    deleteObject: () => {
       calls.deletes++;
+      return Promise.resolve();
     },
   } as unknown as ChannelApi;
   return { kube, calls };
@@ -77,19 +79,19 @@ describe("a session pod's end, as the Kubernetes backend classifies it", () => {
 
 describe('a runner session that ended by itself', () => {
   test("asks its host how it ended, with the runner's own record, then retires the sandbox (never removes it)", async () => {
-    const client = new SessionClient({ write: async () => {} }, Buffer.alloc(16));
+    const client = new SessionClient({ write: () => Promise.resolve() }, Buffer.alloc(16));
     const seen: { own?: SandboxEnd | undefined; retired: number; removed: number } = {
       retired: 0,
       removed: 0,
     };
     const host: SessionHost = {
       gone: new Promise(() => {}),
-      endOf: async (own) => {
+      endOf: (own) => {
         seen.own = own;
-        return { reason: 'TTLExpired', message: 'the operator says so' };
+        return Promise.resolve({ reason: 'TTLExpired', message: 'the operator says so' });
       },
-      remove: async () => void seen.removed++,
-      retire: async () => void seen.retired++,
+      remove: () => Promise.resolve(void seen.removed++),
+      retire: () => Promise.resolve(void seen.retired++),
       detach: () => {},
     };
     const evaluated = evaluateSession(SessionRequestSchema.parse({ template: 'python' }), createPolicy());
