@@ -27,6 +27,11 @@ export interface RunExecution {
   result: Promise<RunResult>;
   /** Resolves once the sandbox is gone (removal may finish after `result`). */
   cleanedUp: Promise<void>;
+  /**
+   * Where the backend records runs for every process (`runs`): resolves once the run is recorded
+   * there (Kubernetes: its SandboxRun exists), or once it ended without being recorded. Never rejects.
+   */
+  recorded?: Promise<void>;
 }
 
 export interface BackendHealth {

@@ -25,6 +25,8 @@ export interface RunHandle {
   result: Promise<RunResult>;
   /** Call once the result is on its way to the caller: `get_run` keeps only a short tail from then on. */
   delivered(): void;
+  /** Resolves once every gateway process can read the run (get_run on another replica), or it ended. */
+  recorded: Promise<void>;
 }
 
 export interface StartRunOptions {
@@ -92,6 +94,18 @@ export class RunUseCases {
     return this.launch(spec, principal, release, options);
   }
 
+  /**
+   * Starts a run nobody waits for (REST `?wait=false`) and answers with its state once every
+   * gateway process can read it: on Kubernetes, once its SandboxRun exists, so that get_run on
+   * another replica finds it. How it ends is read with get().
+   */
+  async submit(input: unknown, principal: Principal): Promise<RunResult> {
+    const handle = await this.start(input, principal);
+    void handle.result.catch(() => undefined);
+    await handle.recorded;
+    return this.get(handle.runId, principal);
+  }
+
   /** Starts a run and waits for its result. */
   async run(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunResult> {
     const handle = await this.start(input, principal, options);
@@ -141,7 +155,12 @@ export class RunUseCases {
       release();
       settle();
     });
-    return { runId, result, delivered: () => this.store.delivered(runId) };
+    return {
+      runId,
+      result,
+      delivered: () => this.store.delivered(runId),
+      recorded: execution.recorded ?? Promise.resolve(),
+    };
   }
 
   /** The one consumer of the backend's output: decoded once, kept for get_run, handed on. */

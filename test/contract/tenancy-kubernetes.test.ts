@@ -252,10 +252,13 @@ describe(
       const created = await rest(one, 'POST', '/runs?wait=false', TOKEN.a, SLEEPER);
       assert.equal(created.status, 202, JSON.stringify(created.body));
       const runId = String(created.body.runId);
-      // A run that does not wait is answered before its SandboxRun is made (the backend makes it next).
-      const run = await waitFor(`the SandboxRun in the tenant's namespace ${ns.a}`, () =>
+      // A run that does not wait is answered once its SandboxRun exists: the other gateway reads it at once.
+      const [run, seenAtOnce] = await Promise.all([
         getRun(cluster, ns.a, runId),
-      );
+        rest(two, 'GET', `/runs/${runId}`, TOKEN.a),
+      ]);
+      assert.ok(run, `the SandboxRun in the tenant's namespace ${ns.a} exists when the 202 comes`);
+      assert.equal(seenAtOnce.status, 200, JSON.stringify(seenAtOnce.body));
       assert.match(run.metadata.annotations?.['sandpit.dev/owner'] ?? '', /^token:[0-9a-f]{16}$/);
       const running = await waitFor(
         'gateway 2 to read the run Running',

@@ -106,13 +106,20 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
-    return this.executions.start(spec, options, (ctx) => this.execute(spec, options, ctx));
+    let markRecorded!: () => void;
+    const recorded = new Promise<void>((r) => (markRecorded = r));
+    const execution = this.executions.start(spec, options, (ctx) =>
+      this.execute(spec, options, ctx, markRecorded),
+    );
+    void execution.result.then(markRecorded, markRecorded);
+    return { ...execution, recorded };
   }
 
   private async execute(
     spec: EffectiveSpec,
     { runId, signal, principal, owner, namespace: tenant }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
+    markRecorded: () => void,
   ): Promise<RunResult> {
     const o = this.options;
     const namespace = tenant ?? this.namespace;
@@ -135,6 +142,7 @@ export class KubernetesBackend implements SandboxBackend {
       throw e;
     }
     o.logger?.debug({ run: `${namespace}/${runId}` }, 'Created SandboxRun');
+    markRecorded();
     const stop = new AbortController();
     // An abort while the object was being created counts too: onAbort calls at once if so.
     const detach = onAbort(signal, () => stop.abort());

@@ -115,7 +115,9 @@ export const REST_ROUTES: Record<string, Partial<Record<Method, Operation>>> = {
     post: {
       summary: 'Run code once in a fresh sandbox; waits for the result unless wait=false',
       request: { schema: RunRequestSchema },
-      query: { wait: 'false to answer 202 at once' },
+      query: {
+        wait: 'false to answer 202 once the run is recorded (GET /runs/{id} then finds it on any replica)',
+      },
       responses: { 200: RunResultSchema, 202: RunResultSchema },
     },
   },

@@ -1,6 +1,6 @@
 /**
  * One-shot runs over REST: `POST /runs` (the run request; waits for the result, or with
- * `?wait=false` answers 202 at once), `GET /runs/:id`, and `DELETE /runs/:id` to cancel. A waiting
+ * `?wait=false` answers 202 once the run is recorded), `GET /runs/:id`, and `DELETE /runs/:id` to cancel. A waiting
  * client that goes away cancels its run, as on every transport (docs/mcp.md, disconnects).
  */
 import { Router } from 'express';
@@ -12,11 +12,8 @@ export function runRoutes(service: SandpitService, json: ReturnType<typeof requi
   router.post('/runs', json, async (req, res) => {
     const principal = principalOfRequest(req);
     if (req.query.wait === 'false') {
-      const handle = await service.runs.start(req.body, principal);
-      res
-        .status(202)
-        .location(`/runs/${handle.runId}`)
-        .json(await service.runs.get(handle.runId, principal));
+      const run = await service.runs.submit(req.body, principal);
+      res.status(202).location(`/runs/${run.runId}`).json(run);
       return;
     }
     const controller = new AbortController();
