@@ -108,6 +108,8 @@ export interface LostSession {
 export interface SandboxEnd {
   reason: SessionReason;
   message: string;
+  /** Another gateway process ended it and recorded the end (audited, counted): this one does not again. */
+  recordedElsewhere?: boolean;
 }
 
 export interface ExecOptions {

@@ -235,7 +235,9 @@ export class SessionUseCases {
     const { backend, metrics, logger } = this.deps;
     record.state = 'Ready';
     this.schedule(record);
-    void record.sandbox?.ended.then((end: SandboxEnd) => this.end(record, end.reason, end.message));
+    void record.sandbox?.ended.then((end: SandboxEnd) =>
+      this.end(record, end.reason, end.message, end.recordedElsewhere),
+    );
     metrics.liveSessions.inc({ backend: backend.name });
     metrics.sessionsCreated.inc({ backend: backend.name, served: record.sandbox?.served ?? 'cold' });
     this.journal.remember({
@@ -557,7 +559,7 @@ export class SessionUseCases {
     this.live.set(record.sessionId, record);
     record.state = 'Ready';
     this.schedule(record);
-    void a.sandbox.ended.then((end) => this.end(record, end.reason, end.message));
+    void a.sandbox.ended.then((end) => this.end(record, end.reason, end.message, end.recordedElsewhere));
     this.deps.metrics.liveSessions.inc({ backend: this.deps.backend.name });
     for (const exec of a.execs) {
       record.execs.recover(exec, {
@@ -581,7 +583,7 @@ export class SessionUseCases {
     const known = this.live.get(sessionId);
     if (known?.owner === principal.id && !known.ending) {
       const end = await known.sandbox?.endedElsewhere?.().catch(() => undefined);
-      if (end) await this.end(known, end.reason, end.message);
+      if (end) await this.end(known, end.reason, end.message, end.recordedElsewhere);
     }
     if (known || this.ended.has(sessionId) || !backend?.findSession) return;
     let finding = this.finding.get(sessionId);
@@ -636,9 +638,16 @@ export class SessionUseCases {
 
   /**
    * Ends a session once: kills its execs, removes its sandbox, then records how it ended. A
-   * sandbox that ended by itself is removed the same way.
+   * sandbox that ended by itself is removed the same way. An end another gateway process made and
+   * recorded (`recordedElsewhere`: deleted through another replica) ends it here without a
+   * second audit record or count.
    */
-  private end(record: SessionRecord, reason: SessionReason, message: string): Promise<void> {
+  private end(
+    record: SessionRecord,
+    reason: SessionReason,
+    message: string,
+    recordedElsewhere = false,
+  ): Promise<void> {
     record.ending ??= (async () => {
       clearTimeout(record.timer);
       try {
@@ -650,12 +659,17 @@ export class SessionUseCases {
         );
       }
       await record.execs.settled();
-      this.finish(record, reason, message);
+      this.finish(record, reason, message, recordedElsewhere);
     })();
     return record.ending;
   }
 
-  private finish(record: SessionRecord, reason: SessionReason, message: string): void {
+  private finish(
+    record: SessionRecord,
+    reason: SessionReason,
+    message: string,
+    recordedElsewhere: boolean,
+  ): void {
     const { backend, metrics, logger } = this.deps;
     const state = stateFor(reason);
     Object.assign(record, { state, reason, message, endedAt: Date.now() });
@@ -665,10 +679,12 @@ export class SessionUseCases {
       if (this.ended.size <= ENDED_KEPT) break;
       this.ended.delete(old);
     }
-    metrics.sessionsEnded.inc({ backend: backend.name, state, reason });
     this.journal.forget(record.sessionId);
-    this.audit(record, state, reason);
-    logger.info({ sessionId: record.sessionId, state, reason, message }, 'session ended');
+    if (!recordedElsewhere) {
+      metrics.sessionsEnded.inc({ backend: backend.name, state, reason });
+      this.audit(record, state, reason);
+    }
+    logger.info({ sessionId: record.sessionId, state, reason, message, recordedElsewhere }, 'session ended');
   }
 
   private audit(record: SessionRecord, state: SessionState, reason: SessionReason): void {

@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import type { Principal } from '../../../src/gateway/principal.js';
 import { SandpitService } from '../../../src/gateway/service.js';
-import { createAuditTrail } from '../../../src/observability/audit-trail.js';
+import type { AuditRecord } from '../../../src/api/audit.js';
+import type { AuditTrail } from '../../../src/observability/audit-trail.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
@@ -21,6 +22,16 @@ let cluster: KubeCluster;
 let ns: string;
 let pods: ReturnType<typeof serveSessionPods>;
 const services: SandpitService[] = [];
+/** Every replica's audit records, in one trail. */
+const audited: AuditRecord[] = [];
+const audit: AuditTrail = {
+  assertAvailable() {},
+  record: (r) => void audited.push(r),
+  open: () => Promise.resolve(),
+  flush: () => Promise.resolve(),
+  close: () => Promise.resolve(),
+  file: undefined,
+};
 
 const alice: Principal = { id: 'p-alice', name: 'alice', scope: {} };
 const mallory: Principal = { id: 'p-mallory', name: 'mallory', scope: {} };
@@ -36,7 +47,7 @@ function replica(replicaId: string, lingerMs = 1000): SandpitService {
     policy: createPolicy(),
     logger: silentLogger(),
     metrics,
-    audit: createAuditTrail({ logger: silentLogger(), metrics: metrics.audit }),
+    audit,
     slots: { maxConcurrent: 4, maxQueued: 16 },
   });
   services.push(service);
@@ -122,6 +133,11 @@ describe('the session service over the kubernetes backend, on two replicas', { t
 
     const view = await b.sessions.delete(session.id, alice);
     assert.equal(view.state, 'Deleted');
+    // a learns of it on its next request, and ends it too: the deletion is audited once, by b.
+    await a.sessions.serve(session.id, alice);
+    assert.equal((await a.sessions.get(session.id, alice)).state, 'Deleted');
+    const ends = audited.filter((r) => r.event === 'session.deleted' && r.sessionId === session.id);
+    assert.equal(ends.length, 1, JSON.stringify(ends));
   });
 
   test('a restarted replica keeps the session: found by its Sandbox on start-up', async () => {

@@ -239,6 +239,19 @@ describe('session use cases', () => {
     assert.ok(records.some((r) => r.event === 'session.failed'));
   });
 
+  test('an end another replica made and recorded (deleted through it) ends the session here, audited and counted once there only', async () => {
+    const { service, sandboxes, records, metrics } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    const before = records.length;
+    sandboxes[0]?.die({ reason: 'Deleted', message: 'its Sandbox is gone', recordedElsewhere: true });
+    assert.ok(
+      await pollUntil(async () => (await service.sessions.get(s.id, ALICE)).state === 'Deleted', WAIT),
+    );
+    assert.deepEqual(records.slice(before), [], 'no second audit record');
+    const ended = await metrics.registry.getSingleMetricAsString('sandpit_sessions_ended_total');
+    assert.doesNotMatch(ended, /reason="Deleted"/);
+  });
+
   test('paths that leave the workspace are INVALID_REQUEST naming the field, before the sandbox is asked', async () => {
     const { service, sandboxes } = memorySessions();
     const s = await service.sessions.create({ template: 'python' }, ALICE);

@@ -353,7 +353,8 @@ export class LeasedSession implements SessionSandbox {
           reason: sandbox.status?.reason ?? 'RunnerGone',
           message: sandbox.status?.message ?? `it is ${phase}`,
         }
-      : { reason: 'Deleted', message: `its Sandbox ${namespace}/${name} is gone` };
+      : // Deleted through another replica, which audited it (or from outside, by kubectl).
+        { reason: 'Deleted', message: `its Sandbox ${namespace}/${name} is gone`, recordedElsewhere: true };
     this.closed = true;
     this.endResolve(end);
     return end;
