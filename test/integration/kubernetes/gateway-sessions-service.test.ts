@@ -133,8 +133,13 @@ describe('the session service over the kubernetes backend, on two replicas', { t
 
     const view = await b.sessions.delete(session.id, alice);
     assert.equal(view.state, 'Deleted');
-    // a learns of it on its next request, and ends it too: the deletion is audited once, by b.
-    await a.sessions.serve(session.id, alice);
+    // a, which still held it, sees its pod go and ends it too: the deletion is audited once, by b.
+    const deadline = Date.now() + 60_000;
+    while ((await a.sessions.get(session.id, alice)).state === 'Ready') {
+      assert.ok(Date.now() < deadline, 'a saw the session end within 60 s');
+      await new Promise((r) => setTimeout(r, 250));
+      await a.sessions.serve(session.id, alice);
+    }
     assert.equal((await a.sessions.get(session.id, alice)).state, 'Deleted');
     const ends = audited.filter((r) => r.event === 'session.deleted' && r.sessionId === session.id);
     assert.equal(ends.length, 1, JSON.stringify(ends));

@@ -90,7 +90,9 @@ export class PodChannel implements SessionHost {
         .getObject<SandboxObject>(SANDBOX, this.ref.namespace, this.ref.name)
         .catch(() => undefined);
       const status = sandbox?.status;
-      if (!sandbox) return { reason: 'Deleted', message: 'the Sandbox was deleted' };
+      // Not by this process (its close() is not an end by itself): another replica, which
+      // recorded the end, or kubectl.
+      if (!sandbox) return { reason: 'Deleted', message: 'the Sandbox was deleted', recordedElsewhere: true };
       if (status?.phase && status.phase !== 'Ready' && status.phase !== 'Creating')
         return {
           reason: status.reason ?? 'RunnerGone',

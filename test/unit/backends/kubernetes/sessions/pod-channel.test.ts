@@ -66,6 +66,13 @@ describe("a session pod's end, as the Kubernetes backend classifies it", () => {
     assert.ok(calls.gets > 1, 'it waited for the record');
   });
 
+  test('a Sandbox gone under a held session was deleted elsewhere (another replica recorded it): Deleted, not recorded again', async () => {
+    const { kube } = fakeKube(() => undefined);
+    const channel = await PodChannel.attach(kube, REF, Buffer.alloc(16));
+    const end = await channel.endOf({ reason: 'ContainerFailed', message: 'the container was stopped' });
+    assert.deepEqual([end.reason, end.recordedElsewhere], ['Deleted', true]);
+  });
+
   test('an end by itself leaves the Sandbox (and its record) to the operator; a deletion deletes it', async () => {
     const { kube, calls } = fakeKube(() => EXPIRED);
     const ended = await PodChannel.attach(kube, REF, Buffer.alloc(16));
