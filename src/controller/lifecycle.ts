@@ -13,7 +13,7 @@ import type { Store } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { ObjectRef } from './children.js';
 import type { ReconcileResult } from './kind-controller.js';
-import { podStopStep } from './pod/pod-stop.js';
+import { podStopStep, type FinishedPod } from './pod/pod-stop.js';
 import type { StatusOverlay } from './status-overlay.js';
 
 /** A whole-number field (≥ 0) of a raw spec, read leniently: a rejected spec still has a TTL. */
@@ -65,9 +65,13 @@ export interface StopDeps {
 }
 
 /** Stops the pod of an ended owner; returns when to look again while its deletion is pending. */
-export async function stopPod(deps: StopDeps, owner: ObjectRef): Promise<number | undefined> {
+export async function stopPod(
+  deps: StopDeps,
+  owner: ObjectRef,
+  finished: FinishedPod = 'keep',
+): Promise<number | undefined> {
   const pod = deps.pods.get(owner.namespace, childName(owner.name, owner.uid));
-  const step = podStopStep(pod, owner.uid, deps.now());
+  const step = podStopStep(pod, owner.uid, deps.now(), finished);
   if (step.action === 'none' || step.action === 'wait' || !pod?.metadata?.uid) return step.recheckMs;
   const force = step.action === 'force';
   const name = pod.metadata.name ?? '';
@@ -95,6 +99,8 @@ export interface EndedOwner<S extends { observedGeneration?: number | undefined 
   endedAt: string | undefined;
   ttlSecondsAfterFinished: number | undefined;
   now: string;
+  /** Whether a pod that finished by itself stays until the owner goes (the default) or is deleted. */
+  finishedPod?: FinishedPod;
 }
 
 /** An owner that has ended: its pod must not keep running; the TTL after finishing deletes it. */
@@ -102,7 +108,7 @@ export async function endedPass<S extends { observedGeneration?: number | undefi
   deps: StopDeps & StatusWriteDeps,
   o: EndedOwner<S>,
 ): Promise<ReconcileResult> {
-  const recheckPodMs = await stopPod(deps, o.ref);
+  const recheckPodMs = await stopPod(deps, o.ref, o.finishedPod);
   const ttlAfter =
     o.ttlSecondsAfterFinished === undefined || !o.endedAt
       ? undefined

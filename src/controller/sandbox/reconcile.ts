@@ -4,7 +4,7 @@
  * Pod exist (the shared ensureChildren()), reads the runner's ready frame at the start of the pod's
  * log once the pod is Ready, reads the session Lease's renewTime as the last activity, computes the status purely, writes it
  * once if it changed (PUT with the resourceVersion), reports the transition, and deletes the pod of
- * a session that ended. It never writes the spec, never writes the Lease, and never touches
+ * a session that ended, a pod that finished by itself too (nothing reads it after the end). It never writes the spec, never writes the Lease, and never touches
  * children it does not control.
  */
 import { childName, SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
@@ -113,6 +113,7 @@ export async function reconcileSandbox(deps: SandboxReconcileDeps, key: string):
       endedAt: sandbox.status.finishedTime,
       ttlSecondsAfterFinished: sandbox.timing.ttlSecondsAfterFinished,
       now: sandbox.timing.now,
+      finishedPod: 'delete',
     });
   }
   return liveSandbox(deps, sandbox);
@@ -160,7 +161,7 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
   const waitingForRunner = podReady && status.phase === 'Creating' ? RUNNER_POLL_MS : undefined;
   const after = earliest(sandboxRequeueMs(status, sandbox.timing), waitingForRunner);
   if (status.phase && isSessionEnded(status.phase))
-    return { requeueAfterMs: earliest(after, await stopPod(deps, sandbox.ref)) };
+    return { requeueAfterMs: earliest(after, await stopPod(deps, sandbox.ref, 'delete')) };
   return { requeueAfterMs: after };
 }
 

@@ -47,6 +47,14 @@ describe('podStopStep', () => {
     assert.deepEqual(podStopStep(pod({ phase: 'Failed' }), RUN.uid, NOW), { action: 'none' });
   });
 
+  test("a session's finished pod is deleted (nothing reads it; its memory-backed workspace lives until it goes)", () => {
+    assert.equal(podStopStep(pod({ phase: 'Failed' }), RUN.uid, NOW, 'delete').action, 'delete');
+    assert.equal(podStopStep(pod({ phase: 'Succeeded' }), RUN.uid, NOW, 'delete').action, 'delete');
+    assert.deepEqual(podStopStep(pod({ owner: 'someone-else', phase: 'Failed' }), RUN.uid, NOW, 'delete'), {
+      action: 'none',
+    });
+  });
+
   test('a deletion the kubelet has not confirmed yet is waited for, then forced', () => {
     assert.deepEqual(podStopStep(pod({ deletedAgoMs: 3000 }), RUN.uid, NOW), {
       action: 'wait',
