@@ -75,6 +75,8 @@ export class KubernetesBackend implements SandboxBackend {
   private readonly live = new Set<AbortController>();
   // close() waits for results, not for pods to go: deleting them is the operator's job.
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: false });
+  /** Aborted by close(): the waits for finished runs' pods to go end, not to hold the process. */
+  private readonly closing = new AbortController();
   private healthCache: { at: number; value: Promise<BackendHealth> } | undefined;
 
   constructor(options: KubernetesBackendOptions) {
@@ -191,15 +193,16 @@ export class KubernetesBackend implements SandboxBackend {
     podName: string | undefined,
     phase: string | undefined,
   ): Promise<void> {
-    if (!podName) return;
+    if (!podName || this.closing.signal.aborted) return;
     const stopped = await waitPodStopped(this.api, {
       namespace: run.namespace,
       pod: podName,
       until: phase === 'Cancelled' ? 'absent' : 'stopped',
       timeoutMs: this.timing.podGoneMs,
       watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
+      signal: this.closing.signal,
     });
-    if (!stopped) {
+    if (!stopped && !this.closing.signal.aborted) {
       this.options.logger?.warn(
         { run: `${run.namespace}/${run.name}`, pod: podName },
         'Pod of finished SandboxRun was not seen stopped; the operator deletes it',
@@ -221,11 +224,14 @@ export class KubernetesBackend implements SandboxBackend {
 
   /**
    * Stops accepting runs, cancels the live ones and waits for their results (the operator removes
-   * their pods). Sessions are let go, still running: their Leases released, for any replica.
+   * their pods: the waits for them to go end here, or their watches would keep the process alive
+   * for as long as a pod takes to be deleted). Sessions are let go, still running: their Leases
+   * released, for any replica.
    */
   async close(): Promise<void> {
     this.executions.close();
     for (const run of this.live) run.abort();
     await Promise.all([this.executions.settled(), this.sessions.detachAll()]);
+    this.closing.abort();
   }
 }

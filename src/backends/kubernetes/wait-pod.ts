@@ -2,7 +2,7 @@
  * waitPodStopped(): resolves once a run's pod no longer runs: gone, or (unless `absent` is asked
  * for) finished. A finished pod is kept for its log until the run's TTL deletes it; a cancelled
  * run's pod is deleted by the operator, and `absent` waits for that. Never throws: it reports
- * whether the pod was seen stopped within the time given.
+ * whether the pod was seen stopped within the time given (or before `signal` aborted).
  */
 import type { Pod } from '../../kube/objects.js';
 import type { RunApi } from './run-api.js';
@@ -13,6 +13,8 @@ export interface WaitPodOptions {
   until: 'absent' | 'stopped';
   timeoutMs: number;
   watchTimeoutSeconds: number;
+  /** Ends the wait early (the backend is closing): the pod is the operator's to remove. */
+  signal?: AbortSignal;
 }
 
 const finished = (pod: Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
@@ -27,7 +29,9 @@ export async function waitPodStopped(api: RunApi, o: WaitPodOptions): Promise<bo
       resourceVersion: first.metadata?.resourceVersion,
       onObject: done,
       watchTimeoutSeconds: o.watchTimeoutSeconds,
-      signal: AbortSignal.timeout(o.timeoutMs),
+      signal: o.signal
+        ? AbortSignal.any([o.signal, AbortSignal.timeout(o.timeoutMs)])
+        : AbortSignal.timeout(o.timeoutMs),
     });
     return end !== 'aborted';
   } catch {
