@@ -63,9 +63,11 @@ status=${PIPESTATUS[0]}
 set -e
 tests=$(grep -E '^# tests [0-9]+' "$log" | tail -1 | awk '{print $3}')
 fails=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | awk '{print $3}')
+# A test cancelled because the event loop emptied before it settled is a failure too.
+cancelled=$(grep -E '^# cancelled [0-9]+' "$log" | tail -1 | awk '{print $3}')
 if [ -z "$tests" ] || [ "$tests" -eq 0 ]; then
   echo "test/run.sh: tier $tier ran zero tests: that is a failure" >&2
   exit 1
 fi
-echo "==> $tier: $tests tests, ${fails:-?} failed" >&2
+echo "==> $tier: $tests tests, ${fails:-?} failed, ${cancelled:-?} cancelled" >&2
 exit "$status"
