@@ -188,8 +188,13 @@ export interface SessionSandbox {
    * of output per stream, the last bytes of a longer one). Empty from a runner that keeps none.
    */
   history(): Promise<FinishedExec[]>;
-  /** Processes that outlived their exec (setsid, double fork), alive until the session ends. */
-  processes(): Promise<{ pid: number; command: string }[]>;
+  /**
+   * Processes that outlived their exec (setsid, double fork), alive until the session ends.
+   * Undefined where asking would count as the session's activity (Kubernetes: this replica does
+   * not hold the session, and taking it renews its Lease): reading a session's state never keeps
+   * it from idling.
+   */
+  processes(): Promise<{ pid: number; command: string }[] | undefined>;
   /** A new whole lifetime, counted from creation (PATCH); the runner enforces it from now on. */
   setTtl(ttlSeconds: number): Promise<void>;
   /**

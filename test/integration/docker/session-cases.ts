@@ -156,6 +156,7 @@ export function sessionCases(runtime?: 'runsc'): void {
       assert.equal(r.stdout.text, 'up\n');
       assert.ok(performance.now() - t0 < 10_000);
       const procs = await sandbox.processes();
+      assert.ok(procs, 'a Docker session always lists its processes');
       const commands = procs.map((p) => p.command);
       assert.ok(
         commands.some((c) => c === 'sleep 62'),

@@ -324,7 +324,8 @@ export class LeasedSession implements SessionSandbox {
     }
   }
 
-  processes(): Promise<{ pid: number; command: string }[]> {
+  async processes(): Promise<{ pid: number; command: string }[] | undefined> {
+    if (!this.held) return undefined;
     return this.op((r) => r.processes());
   }
 
