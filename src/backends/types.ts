@@ -25,7 +25,10 @@ export interface RunExecution {
   output: AsyncIterable<OutputChunk>;
   /** The final result, with capped output. Resolves for every program outcome; rejects only on infrastructure errors. */
   result: Promise<RunResult>;
-  /** Resolves once the sandbox is gone (removal may finish after `result`). */
+  /**
+   * Resolves once the sandbox is gone (removal may finish after `result`), or once the backend
+   * stops watching for that (its wait timed out, or the backend was closed).
+   */
   cleanedUp: Promise<void>;
   /**
    * Where the backend records runs for every process (`runs`): resolves once the run is recorded
