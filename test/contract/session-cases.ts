@@ -82,9 +82,14 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
   // The expiry case mostly waits (an idle timeout is at least 60 s on Kubernetes): it runs beside
   // the others, two cases at a time.
   describe('sessions', { concurrency: 2 }, () => {
-    it('sessions: TTL and idle expiry end the session, remove its sandbox and leave the record of the end', async () => {
+    it('sessions: TTL, an extended TTL and idle expiry end the session, remove its sandbox and leave the record of the end', async () => {
       const x = target();
       const ttl = await create({ template: 'bash', ttlSeconds: 10 });
+      // The same 10 s lifetime, extended at once to 30 s (a new whole lifetime, counted from creation).
+      const longer = await create({ template: 'bash', ttlSeconds: 10 });
+      const extended = await sessions().extend(longer.id, PRINCIPAL, { ttlSeconds: 30 });
+      assert.equal(extended.limits.ttlSeconds, 30);
+      assert.equal(Date.parse(extended.expiresAt) - Date.parse(extended.createdAt), 30_000);
       const idle = await create({ template: 'bash', idleTimeoutSeconds: 60, ttlSeconds: 600 });
       const idleFrom = Date.now();
       await exec(idle.id, { command: ['true'] });
@@ -101,6 +106,25 @@ export function sessionContractCases(target: () => ContractTarget, onFailure: ()
       );
       assert.deepEqual([ttlEnd?.state, ttlEnd?.reason], ['Expired', 'TTLExpired']);
       await x.waitSessionGone(ttl.id, 60_000, { phase: 'Expired', reason: 'TTLExpired' });
+      // Past its old expiry the extended session lives and works; it ends TTLExpired at the new one.
+      const createdAt = Date.parse(longer.createdAt);
+      await new Promise((r) => setTimeout(r, Math.max(0, createdAt + 12_000 - Date.now())));
+      const alive = await exec(longer.id, { command: ['echo', 'still here'] });
+      assert.equal(alive.stdout, 'still here\n', JSON.stringify(alive));
+      assert.equal((await sessions().get(longer.id, PRINCIPAL)).state, 'Ready');
+      let longerEnd: Session | undefined;
+      await until(
+        async () => (longerEnd = await ended(longer.id)) !== undefined,
+        createdAt + 30_000 + 30_000 - Date.now(),
+        'the extended TTL ends it',
+      );
+      const longerEndedAt = Date.now();
+      assert.deepEqual([longerEnd?.state, longerEnd?.reason], ['Expired', 'TTLExpired']);
+      assert.ok(
+        longerEndedAt - createdAt >= 30_000 - 1000,
+        `ended ${longerEndedAt - createdAt} ms after creation`,
+      );
+      await x.waitSessionGone(longer.id, 60_000, { phase: 'Expired', reason: 'TTLExpired' });
       let idleEnd: Session | undefined;
       await until(
         async () => (idleEnd = await ended(idle.id)) !== undefined,

@@ -30,9 +30,9 @@ export const GATEWAY_PERMISSIONS: readonly GatewayPermission[] = [
   {
     apiGroup: 'sandpit.dev',
     resource: 'sandboxes',
-    verbs: ['create', 'delete', 'get', 'list', 'watch'],
+    verbs: ['create', 'delete', 'get', 'list', 'patch', 'watch'],
     scope: 'run-namespace',
-    why: 'create a session, wait for it to be ready (watch), find it by name or after a restart (get, list), delete it',
+    why: 'create a session, wait for it to be ready (watch), find it by name or after a restart (get, list), extend its lifetime (patch spec.ttlSeconds), delete it',
   },
   {
     apiGroup: 'coordination.k8s.io',

@@ -1,11 +1,17 @@
 /**
  * buildSessionPod(): the pod one Sandbox lives in: the hardened sandbox pod
  * (pod/build-sandbox-pod.ts) whose container runs the session runner on its attached stdin
- * (`stdin: true, stdinOnce: false`, so a restarted gateway can attach again), until
- * activeDeadlineSeconds (the session's TTL plus the start grace). The runner waits the whole TTL
- * for someone to open it: a Sandbox made with kubectl stays up for kubectl exec. With
+ * (`stdin: true, stdinOnce: false`, so a restarted gateway can attach again). With
  * `requireNoNetwork` (a cluster not declared to enforce NetworkPolicy) the runner first refuses a
  * sandbox that has any interface but lo (`--no-network`). Pure.
+ *
+ * A session's TTL can be extended (PATCH /sessions/:id changes spec.ttlSeconds), but a pod's
+ * activeDeadlineSeconds can never be raised, and its command never changes. So the pod carries
+ * only the policy's TTL ceiling (`maxTtlSeconds`, which no extension can pass): its
+ * activeDeadlineSeconds is the ceiling plus the start grace, the kubelet's backstop should the
+ * operator be gone, and the runner waits up to the ceiling for someone to open it (a Sandbox made
+ * with kubectl stays up for kubectl exec). The session's exact TTL is enforced by the operator
+ * (status.expiresAt, recomputed from spec.ttlSeconds) and by the runner of an opened session.
  */
 import type { Pod } from '../../kube/objects.js';
 import type { EffectiveSessionSpec } from '../../policy/session.js';
@@ -18,7 +24,7 @@ export function buildSessionPod(
   sandbox: ObjectRef,
   spec: EffectiveSessionSpec,
   settings: PodSettings,
-  options: { requireNoNetwork: boolean },
+  options: { requireNoNetwork: boolean; maxTtlSeconds: number },
 ): Pod {
   return buildSandboxPod({
     meta: sessionChildMeta(sandbox),
@@ -29,12 +35,12 @@ export function buildSessionPod(
         RUNNER_PATH,
         '--session',
         '--open-within',
-        String(spec.ttlSeconds),
+        String(options.maxTtlSeconds),
         ...(options.requireNoNetwork ? ['--no-network'] : []),
       ],
       stdin: true,
       env: spec.env,
     },
-    activeDeadlineSeconds: spec.ttlSeconds + settings.startGraceSeconds,
+    activeDeadlineSeconds: options.maxTtlSeconds + settings.startGraceSeconds,
   });
 }

@@ -176,7 +176,10 @@ function observeChildren(
     { ...ref, podRecorded: sandbox.status.podName !== undefined },
     {
       networkPolicy: buildNetworkPolicy(sessionChildMeta(ref), sessionPodSelector(ref)),
-      pod: buildSessionPod(ref, verdict.effective, deps.settings.pod, verdict),
+      pod: buildSessionPod(ref, verdict.effective, deps.settings.pod, {
+        requireNoNetwork: verdict.requireNoNetwork,
+        maxTtlSeconds: deps.settings.policy.sessions.maxTtlSeconds,
+      }),
       runtimeClass: verdict.effective.runtime,
     },
   );

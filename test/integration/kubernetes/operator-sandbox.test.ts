@@ -10,6 +10,7 @@ import type { CoreV1Event, V1NetworkPolicy } from '@kubernetes/client-node';
 import { microTime } from '../../../src/controller/leader-election.js';
 import type { Sandbox } from '../../../src/api/v1alpha1/sandbox.js';
 import { IDLE_SLACK_SECONDS } from '../../../src/api/v1alpha1/sandbox.js';
+import { DEFAULT_SESSION_CEILINGS } from '../../../src/policy/policy.js';
 import { httpStatus, REPO_ROOT } from '../../support/kube/index.js';
 import { createTimed, lateBy, operatorSuite, sandboxRun, type Suite } from './operator-harness.js';
 import {
@@ -19,6 +20,7 @@ import {
   sandbox,
   secondsSinceCreation,
   sessionPods,
+  setSandboxTtl,
   waitForEnd,
   waitForReady,
   waitForSandbox,
@@ -94,11 +96,18 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
     const pod = await cluster.core.readNamespacedPod({ namespace: ns, name: st.podName ?? '' });
     const spec = pod.spec!;
     const c = spec.containers[0]!;
-    assert.deepEqual(c.command, ['/usr/local/bin/sandpit-runner', '--session', '--open-within', '1800']);
+    // The pod carries the policy's TTL ceiling (a deadline cannot be raised; an extension may come).
+    const ceiling = DEFAULT_SESSION_CEILINGS.maxTtlSeconds;
+    assert.deepEqual(c.command, [
+      '/usr/local/bin/sandpit-runner',
+      '--session',
+      '--open-within',
+      String(ceiling),
+    ]);
     assert.equal(c.stdin, true);
     assert.equal(c.stdinOnce ?? false, false, 'stdinOnce false: a gateway can attach again');
     assert.equal(c.tty ?? false, false);
-    assert.equal(spec.activeDeadlineSeconds, 1800 + START_GRACE_SECONDS);
+    assert.equal(spec.activeDeadlineSeconds, ceiling + START_GRACE_SECONDS);
     assert.equal(spec.restartPolicy, 'Never');
     assert.equal(spec.automountServiceAccountToken, false);
     assert.equal(spec.enableServiceLinks, false);
@@ -158,16 +167,26 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
     await expectEvent(ops.suite, ended, 'Normal', 'Deleted');
   });
 
-  it('ttlSeconds: Expired/TTLExpired at expiresAt, its pod deleted; ttlSecondsAfterFinished then removes it', async () => {
+  it('ttlSeconds, changed once Ready (a new generation): Expired/TTLExpired at the new expiresAt, its pod deleted; ttlSecondsAfterFinished then removes it', async () => {
     const { cluster, ns } = ops.suite;
     const reactionMs = await reaction(ops.suite);
     const ttlSeconds = 12;
     await createSandbox(
       cluster,
       ns,
-      sandbox('short', { template: 'bash', ttlSeconds, ttlSecondsAfterFinished: 2 }),
+      sandbox('short', { template: 'bash', ttlSeconds: 600, ttlSecondsAfterFinished: 2 }),
     );
-    assert.equal((await waitForReady(cluster, ns, 'short')).status?.phase, 'Ready');
+    const ready = await waitForReady(cluster, ns, 'short');
+    assert.equal(secondsSinceCreation(ready, ready.status?.expiresAt), 600);
+    await setSandboxTtl(cluster, ns, 'short', ttlSeconds);
+    const moved = await waitForSandbox(
+      cluster,
+      ns,
+      'short',
+      (s) => (s.status?.observedGeneration ?? 0) > (ready.metadata?.generation ?? 1),
+      'the operator to observe the new generation',
+    );
+    assert.equal(secondsSinceCreation(moved, moved.status?.expiresAt), ttlSeconds, 'expiresAt recomputed');
     const ended = await waitForEnd(cluster, ns, 'short', 60_000);
     assert.equal(ended.status?.phase, 'Expired', JSON.stringify(ended.status));
     assert.equal(ended.status?.reason, 'TTLExpired');
@@ -288,6 +307,19 @@ describe('Sandboxes on the real cluster', { timeout: 300_000 }, () => {
       secondsSinceCreation(ended, ended.status?.finishedTime) < 30,
       'it did not wait for the timeout',
     );
+    await waitNoPods(cluster, ns, ended);
+  });
+
+  it('a live Sandbox whose ttlSeconds is edited over the ceiling: Failed/PolicyDenied, as a create over it', async () => {
+    const { cluster, ns } = ops.suite;
+    await createSandbox(cluster, ns, sandbox('stretched', { template: 'bash', ttlSeconds: 600 }));
+    await waitForReady(cluster, ns, 'stretched');
+    await setSandboxTtl(cluster, ns, 'stretched', DEFAULT_SESSION_CEILINGS.maxTtlSeconds + 1);
+    const ended = await waitForEnd(cluster, ns, 'stretched');
+    assert.deepEqual([ended.status?.phase, ended.status?.reason], ['Failed', 'PolicyDenied']);
+    assert.match(ended.status?.message ?? '', /ttlSeconds/);
+    assert.equal(condition(ended, 'Admitted')?.status, 'False');
+    assertGenerations(ended);
     await waitNoPods(cluster, ns, ended);
   });
 

@@ -53,6 +53,21 @@ export async function cancelSandbox(cluster: KubeCluster, namespace: string, nam
   });
 }
 
+/** What `kubectl patch sbx … -p '{"spec":{"ttlSeconds":N}}'` does (and the gateway's extension). */
+export async function setSandboxTtl(
+  cluster: KubeCluster,
+  namespace: string,
+  name: string,
+  ttlSeconds: number,
+): Promise<void> {
+  await customApi(cluster).patchNamespacedCustomObject({
+    ...sandboxApi,
+    namespace,
+    name,
+    body: [{ op: 'replace', path: '/spec/ttlSeconds', value: ttlSeconds }],
+  });
+}
+
 /** Waits (by watch) for the Sandbox to satisfy `pred`; returns it. */
 export function waitForSandbox(
   cluster: KubeCluster,

@@ -35,7 +35,14 @@ const RESYNC_TIMEOUT_MS = 10_000;
 export interface LeasedSessionDeps {
   kube: Pick<
     KubeClient,
-    'attach' | 'getObject' | 'deleteObject' | 'getPod' | 'getLease' | 'createLease' | 'replaceLease'
+    | 'attach'
+    | 'getObject'
+    | 'patchObject'
+    | 'deleteObject'
+    | 'getPod'
+    | 'getLease'
+    | 'createLease'
+    | 'replaceLease'
   >;
   /** This replica's identity: the Lease's holderIdentity while it holds the session. */
   holder: string;
@@ -334,7 +341,15 @@ export class LeasedSession implements SessionSandbox {
     return this.op((r) => r.history());
   }
 
+  /**
+   * A new whole lifetime: recorded in the Sandbox's spec first (the operator recomputes its
+   * expiresAt from it; the pod's own deadline is the policy's ceiling), then told to the runner.
+   */
   async setTtl(ttlSeconds: number): Promise<void> {
+    const { namespace, name } = this.ref;
+    await this.deps.kube.patchObject(SANDBOX, { namespace, name }, [
+      { op: 'replace', path: '/spec/ttlSeconds', value: ttlSeconds },
+    ]);
     await this.op((r) => r.setTtl(ttlSeconds));
     if (this.spec) this.spec = { ...this.spec, ttlSeconds };
   }

@@ -1,6 +1,7 @@
 /**
  * What a Sandbox says of its session for a list, read by any replica without attaching: the facts
- * the gateway annotated it with when it made it (sessionFacts), and the operator's status. Pure.
+ * the gateway annotated it with when it made it (sessionFacts), its spec's ttlSeconds (which an
+ * extension changes), and the operator's status. Pure.
  * The annotation is checked, never trusted: one that does not parse leaves the Sandbox out. What
  * only the runner knows is not there: its execs, and its secrets' names.
  */
@@ -37,6 +38,13 @@ const time = (iso: string | undefined): number | undefined => {
   return Number.isNaN(ms) ? undefined : ms;
 };
 
+/** The Sandbox's spec.ttlSeconds, when it is a whole number of seconds. */
+function specTtl(sandbox: SandboxObject): number | undefined {
+  const spec = sandbox.spec;
+  const ttl = spec && typeof spec === 'object' ? (spec as { ttlSeconds?: unknown }).ttlSeconds : undefined;
+  return typeof ttl === 'number' && Number.isInteger(ttl) && ttl > 0 ? ttl : undefined;
+}
+
 /** The facts annotation, checked; undefined when there is none or it does not parse. */
 function annotatedFacts(raw: string | undefined): z.infer<typeof FactsSchema> | undefined {
   if (raw === undefined || raw.length > MAX_FACTS_BYTES) return undefined;
@@ -59,7 +67,13 @@ export function listedSession(sandbox: SandboxObject, principal: string): Listed
   const state = status.phase ?? 'Creating';
   return {
     sessionId: name,
-    spec: { ...facts.spec, template: facts.spec.template, runtime: facts.spec.runtime },
+    spec: {
+      ...facts.spec,
+      template: facts.spec.template,
+      runtime: facts.spec.runtime,
+      // An extension patches spec.ttlSeconds, never the facts: the spec is the lifetime's record.
+      ttlSeconds: specTtl(sandbox) ?? facts.spec.ttlSeconds,
+    },
     envNames: facts.envNames,
     state,
     reason: status.reason ?? 'Created',

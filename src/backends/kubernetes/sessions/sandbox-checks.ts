@@ -13,8 +13,9 @@ import type { KubeObject, Pod } from '../../../kube/objects.js';
 import { AppError } from '../../../shared/errors.js';
 import { MANAGED_BY_GATEWAY } from '../build-sandbox-run.js';
 
-/** A Sandbox as the gateway reads it: metadata, and the operator's status. */
+/** A Sandbox as the gateway reads it: metadata, its spec unchecked, and the operator's status. */
 export interface SandboxObject extends KubeObject {
+  spec?: unknown;
   status?: SandboxStatus;
 }
 

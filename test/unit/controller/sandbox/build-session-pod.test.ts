@@ -24,15 +24,23 @@ function session(input: Record<string, unknown>) {
 
 describe('buildSessionPod', () => {
   const spec = session({ template: 'python', ttlSeconds: 900, env: [{ name: 'MODE', value: 'x' }] });
-  const pod = buildSessionPod(SBX, spec, SETTINGS, { requireNoNetwork: false });
+  const CEILING = 7200;
+  const options = { requireNoNetwork: false, maxTtlSeconds: CEILING };
+  const pod = buildSessionPod(SBX, spec, SETTINGS, options);
   const c = pod.spec?.containers[0];
 
-  test('the session runner waits its whole TTL for an open, on an attachable stdin', () => {
-    assert.deepEqual(c?.command, ['/usr/local/bin/sandpit-runner', '--session', '--open-within', '900']);
+  test('the session runner waits for an open, on an attachable stdin', () => {
+    assert.deepEqual(c?.command, ['/usr/local/bin/sandpit-runner', '--session', '--open-within', '7200']);
     assert.equal(c?.stdin, true);
     assert.equal(c?.stdinOnce, false);
     assert.equal(c?.tty, false);
-    assert.equal(pod.spec?.activeDeadlineSeconds, 900 + SETTINGS.startGraceSeconds);
+  });
+
+  test('the pod carries the TTL ceiling, not the TTL: an extension never meets an old deadline', () => {
+    assert.equal(pod.spec?.activeDeadlineSeconds, CEILING + SETTINGS.startGraceSeconds);
+    const shorter = buildSessionPod(SBX, session({ template: 'python', ttlSeconds: 60 }), SETTINGS, options);
+    assert.equal(shorter.spec?.activeDeadlineSeconds, pod.spec?.activeDeadlineSeconds, 'whatever the TTL');
+    assert.deepEqual(shorter.spec?.containers[0]?.command, c?.command);
   });
 
   test('the run pod hardening', () => {
@@ -64,20 +72,18 @@ describe('buildSessionPod', () => {
   });
 
   test('on a cluster not declared to enforce NetworkPolicy the runner checks its interfaces first', () => {
-    const checked = buildSessionPod(SBX, spec, SETTINGS, { requireNoNetwork: true });
+    const checked = buildSessionPod(SBX, spec, SETTINGS, { ...options, requireNoNetwork: true });
     assert.deepEqual(checked.spec?.containers[0]?.command, [
       '/usr/local/bin/sandpit-runner',
       '--session',
       '--open-within',
-      '900',
+      '7200',
       '--no-network',
     ]);
   });
 
   test('a long name is hashed in the label', () => {
-    const long = buildSessionPod({ ...SBX, name: 'n'.repeat(80) }, spec, SETTINGS, {
-      requireNoNetwork: false,
-    });
+    const long = buildSessionPod({ ...SBX, name: 'n'.repeat(80) }, spec, SETTINGS, options);
     assert.match(long.metadata?.labels?.['sandpit.dev/session'] ?? '', /^h-[0-9a-f]{20}$/);
   });
 });

@@ -9,6 +9,8 @@ import {
   type SandboxStatusInput,
 } from '../../../../src/controller/sandbox/compute-status.js';
 import { observePod } from '../../../../src/controller/pod/observe-pod.js';
+import { evaluateSandbox } from '../../../../src/controller/sandbox/evaluate-sandbox.js';
+import { createPolicy } from '../../../../src/policy/policy.js';
 import { RUNNER_EXIT } from '../../../../src/runner/session-protocol.js';
 
 const CREATED = '2026-01-01T00:00:00.000Z';
@@ -256,6 +258,59 @@ describe('computeSandboxStatus', () => {
     const ended = computeSandboxStatus(input({ cancel: true }));
     const later = computeSandboxStatus(input({ current: ended, generation: 2, pod: running(), now: at(99) }));
     assert.deepEqual(later, { ...ended, observedGeneration: 2 });
+  });
+
+  test('a changed spec.ttlSeconds (a new generation): expiresAt recomputed, the session lives on to it, and the requeue moves', () => {
+    const ready = computeSandboxStatus(input({ ttlSeconds: 10, pod: running(), now: at(2) }));
+    assert.equal(ready.expiresAt, at(10));
+    const timing = {
+      createdAt: CREATED,
+      pendingTimeoutSeconds: 60,
+      idleTimeoutSeconds: undefined,
+      ttlSecondsAfterFinished: undefined,
+    };
+    assert.equal(sandboxRequeueMs(ready, { ...timing, now: at(2) }), 8_000);
+    const extended = computeSandboxStatus(
+      input({ generation: 2, ttlSeconds: 30, current: ready, pod: running(), now: at(5) }),
+    );
+    assert.deepEqual([extended.phase, extended.expiresAt, extended.observedGeneration], ['Ready', at(30), 2]);
+    assert.equal(sandboxRequeueMs(extended, { ...timing, now: at(5) }), 25_000, 'the requeue moved');
+    const pastOld = computeSandboxStatus(
+      input({ generation: 2, ttlSeconds: 30, current: extended, pod: running(), now: at(10) }),
+    );
+    assert.equal(pastOld.phase, 'Ready', 'alive past the old expiry');
+    const atNew = computeSandboxStatus(
+      input({ generation: 2, ttlSeconds: 30, current: pastOld, pod: running(), now: at(30) }),
+    );
+    assert.deepEqual([atNew.phase, atNew.reason], ['Expired', 'TTLExpired']);
+    assert.match(atNew.message ?? '', /\(30s\)/);
+  });
+
+  test('a spec.ttlSeconds edited over the policy ceiling is refused as a create over it is: Failed/PolicyDenied', () => {
+    const policy = createPolicy();
+    const ceiling = policy.sessions.maxTtlSeconds;
+    const ready = computeSandboxStatus(input({ pod: running(), now: at(2) }));
+    const verdict = evaluateSandbox({ template: 'bash', ttlSeconds: ceiling + 1 }, policy, {
+      networkPolicyEnforced: true,
+    });
+    assert.equal(verdict.allowed, false);
+    if (verdict.allowed) return;
+    assert.ok(
+      verdict.violations.some((v) => v.field === 'ttlSeconds'),
+      JSON.stringify(verdict.violations),
+    );
+    const s = computeSandboxStatus(
+      input({
+        generation: 2,
+        verdict: { allowed: false, message: verdict.message },
+        ttlSeconds: undefined,
+        current: ready,
+        pod: running(),
+        now: at(3),
+      }),
+    );
+    assert.deepEqual([s.phase, s.reason, s.observedGeneration], ['Failed', 'PolicyDenied', 2]);
+    assert.equal(cond(s, 'Admitted')?.status, 'False');
   });
 });
 

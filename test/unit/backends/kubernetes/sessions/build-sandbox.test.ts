@@ -76,6 +76,13 @@ describe('buildSandbox', () => {
     assert.equal(ended?.endedAt, Date.parse('2026-01-02T04:00:00Z'));
   });
 
+  test('an extended session lists with the lifetime in its spec (the gateway patches spec.ttlSeconds only)', () => {
+    const extended = { ...sandbox, spec: { ...sandbox.spec, ttlSeconds: 1800 } };
+    assert.equal(listedSession(extended, 'alice')?.spec.ttlSeconds, 1800);
+    const garbled = { ...sandbox, spec: { ...sandbox.spec, ttlSeconds: 'soon' as unknown as number } };
+    assert.equal(listedSession(garbled, 'alice')?.spec.ttlSeconds, 900, 'else the facts');
+  });
+
   test("another principal's Sandbox, or one whose facts do not parse, is not listed", () => {
     assert.equal(listedSession(sandbox, 'bob'), undefined);
     const forged = structuredClone(sandbox);
