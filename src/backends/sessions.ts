@@ -25,6 +25,12 @@ export interface SessionOptions {
 export interface SessionBackend {
   /** The shortest idle timeout this backend can enforce (policy refuses less); none when absent. */
   readonly minIdleTimeoutSeconds?: number | undefined;
+  /**
+   * Where other replicas serve sessions too (a sandbox's `endedElsewhere`): how long after a
+   * deadline passed in one replica's view it asks again whether the session ended (the backend's
+   * own expiry may lag the deadline by about this much).
+   */
+  readonly endCheckMs?: number | undefined;
   /** Makes and starts the session's sandbox; resolves once its runner answered. */
   createSession(spec: EffectiveSessionSpec, options: SessionOptions): Promise<SessionSandbox>;
   /**

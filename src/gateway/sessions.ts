@@ -62,6 +62,8 @@ export const DEFAULT_SESSION_CAPS: SessionCaps = {
 const ENDED_KEPT = 256;
 /** setTimeout's longest delay; a later deadline is checked again when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How often an overdue shared session is looked at again when its backend names no interval. */
+const DEFAULT_END_CHECK_MS = 10_000;
 
 export interface SessionRecord {
   sessionId: string;
@@ -714,8 +716,13 @@ export class SessionUseCases {
     this.schedule(record);
   }
 
-  /** One timer, at the nearer of the TTL and the idle deadline; an idle session with a running exec is not idle. */
-  private schedule(record: SessionRecord): void {
+  /**
+   * One timer, at the nearer of the TTL and the idle deadline; an idle session with a running exec
+   * is not idle. Where other replicas serve the session too (`endedElsewhere`), this replica's view
+   * of its activity and lifetime may be stale (another one serves it, or extended it), so a
+   * deadline passed here only asks the backend: its end, as its record says, or a look again.
+   */
+  private schedule(record: SessionRecord, notBeforeMs = 0): void {
     clearTimeout(record.timer);
     if (record.ending) return;
     const ttlAt = record.createdAt + record.spec.ttlSeconds * 1000;
@@ -724,16 +731,36 @@ export class SessionUseCases {
     record.timer = setTimeout(
       () => {
         const now = Date.now();
-        if (now >= ttlAt)
+        const endedElsewhere = record.sandbox?.endedElsewhere?.bind(record.sandbox);
+        if (now >= idleAt && now < ttlAt && record.execs.running.length > 0) this.touch(record);
+        else if (now < at) this.schedule(record);
+        else if (endedElsewhere) void this.askForEnd(record, endedElsewhere);
+        else if (now >= ttlAt)
           void this.end(record, 'TTLExpired', `its lifetime of ${record.spec.ttlSeconds} s is over`);
-        else if (now >= idleAt && record.execs.running.length === 0)
-          void this.end(record, 'IdleExpired', `nothing happened for ${record.spec.idleTimeoutSeconds} s`);
-        else if (now >= idleAt) this.touch(record);
-        else this.schedule(record);
+        else void this.end(record, 'IdleExpired', `nothing happened for ${record.spec.idleTimeoutSeconds} s`);
       },
-      Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS),
+      Math.min(Math.max(notBeforeMs, at - Date.now()), MAX_TIMER_MS),
     );
     record.timer.unref();
+  }
+
+  /**
+   * A shared session past its deadline here: ends it as the backend's record says when that says
+   * it ended, else looks again after the backend's `endCheckMs` (only overdue sessions are asked).
+   */
+  private async askForEnd(
+    record: SessionRecord,
+    endedElsewhere: () => Promise<SandboxEnd | undefined>,
+  ): Promise<void> {
+    const end = await endedElsewhere().catch((e: unknown) => {
+      this.deps.logger.warn(
+        { sessionId: record.sessionId, err: toAppError(e).message },
+        'could not ask the backend whether an overdue session ended; asking again later',
+      );
+      return undefined;
+    });
+    if (end) await this.end(record, end.reason, end.message, end.recordedElsewhere);
+    else this.schedule(record, this.backend.endCheckMs ?? DEFAULT_END_CHECK_MS);
   }
 
   private countedOut(record: SessionRecord, data: AsyncIterable<Buffer>): AsyncIterable<Buffer> {

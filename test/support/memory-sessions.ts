@@ -23,6 +23,7 @@ import type { AuditTrail } from '../../src/observability/audit-trail.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { createPolicy, type PolicyOptions } from '../../src/policy/policy.js';
+import type { EffectiveSessionSpec } from '../../src/policy/session.js';
 import { AppError } from '../../src/shared/errors.js';
 
 /** A sandbox that keeps files in a map and answers an exec with its argv on stdout. */
@@ -148,6 +149,58 @@ export class MemorySandbox implements SessionSandbox {
   }
 }
 
+/**
+ * The backend's record of sessions several replicas serve (as a Sandbox and its Lease are on
+ * Kubernetes): who held each last, and the end the backend recorded, if any.
+ */
+export class MemoryCluster {
+  readonly sessions = new Map<
+    string,
+    {
+      principal: string;
+      spec: EffectiveSessionSpec;
+      createdAt: number;
+      lastHolder: string;
+      end: SandboxEnd | undefined;
+      /** The replicas that asked whether it ended, one entry a question. */
+      asked: string[];
+    }
+  >();
+
+  /** The backend ends the session by itself (the operator's TTL or idle expiry). */
+  endSession(sessionId: string, end: SandboxEnd): void {
+    const s = this.sessions.get(sessionId);
+    if (s) s.end = end;
+  }
+}
+
+/** One replica's sandbox of a shared session: every operation holds it; its end is the cluster's. */
+export class SharedMemorySandbox extends MemorySandbox {
+  private readonly cluster: MemoryCluster;
+  private readonly replica: string;
+
+  constructor(sessionId: string, cluster: MemoryCluster, replica: string) {
+    super(sessionId);
+    this.cluster = cluster;
+    this.replica = replica;
+    this.record.lastHolder = replica;
+  }
+  override list() {
+    this.record.lastHolder = this.replica;
+    return super.list();
+  }
+  endedElsewhere(): Promise<SandboxEnd | undefined> {
+    const r = this.record;
+    r.asked.push(this.replica);
+    return Promise.resolve(r.end && { ...r.end, recordedElsewhere: r.lastHolder !== this.replica });
+  }
+  private get record() {
+    const r = this.cluster.sessions.get(this.sessionId);
+    if (!r) throw new AppError('NOT_FOUND', `no session ${this.sessionId}`);
+    return r;
+  }
+}
+
 export function memorySessions(
   options: {
     caps?: Partial<SessionCaps>;
@@ -158,16 +211,51 @@ export function memorySessions(
     adoption?: Adoption;
     /** What listSessions() finds (the backend lists none by itself when absent). */
     listed?: (principal: string) => ListedSession[];
+    /** Sessions other replicas serve too: this replica's name and the backend's shared record. */
+    replicaOf?: { cluster: MemoryCluster; replica: string; endCheckMs: number };
   } = {},
 ) {
   const sandboxes: MemorySandbox[] = [];
+  const shared = options.replicaOf;
+  const sandboxFor = (sessionId: string) =>
+    shared
+      ? new SharedMemorySandbox(sessionId, shared.cluster, shared.replica)
+      : new MemorySandbox(sessionId);
   const sessions: SessionBackend = {
-    async createSession(_spec, { sessionId }) {
-      const s = new MemorySandbox(sessionId);
+    ...(shared ? { endCheckMs: shared.endCheckMs } : {}),
+    async createSession(spec, { sessionId, principal, createdAt }) {
+      shared?.cluster.sessions.set(sessionId, {
+        principal,
+        spec,
+        createdAt: createdAt ?? Date.now(),
+        lastHolder: shared.replica,
+        end: undefined,
+        asked: [],
+      });
+      const s = sandboxFor(sessionId);
       sandboxes.push(s);
       await new Promise((r) => setImmediate(r));
       return s;
     },
+    ...(shared
+      ? {
+          findSession(sessionId: string, principal: string) {
+            const r = shared.cluster.sessions.get(sessionId);
+            if (!r || r.principal !== principal || r.end)
+              return Promise.reject(new AppError('NOT_FOUND', `no session ${sessionId}`));
+            const sandbox = sandboxFor(sessionId);
+            sandboxes.push(sandbox);
+            return Promise.resolve({
+              sessionId,
+              principal,
+              spec: r.spec,
+              createdAt: r.createdAt,
+              sandbox,
+              execs: [],
+            });
+          },
+        }
+      : {}),
     adoptSessions: () => Promise.resolve(options.adoption ?? { adopted: [], lost: [] }),
     ...(options.listed ? { listSessions: (p: string) => Promise.resolve(options.listed!(p)) } : {}),
   };

@@ -56,3 +56,9 @@ export const ANNOTATION_SESSION_FACTS = 'sandpit.dev/session-facts';
 
 /** On a session's Lease only: the runner's channel key (hex), so another gateway can re-attach. */
 export const ANNOTATION_CHANNEL_KEY = 'sandpit.dev/channel-key';
+
+/**
+ * On a session's Lease only: the replica that took it last, kept when it lets go (holderIdentity
+ * is cleared then). That replica alone audits an end the Sandbox records (TTL, idle, a crash).
+ */
+export const ANNOTATION_LAST_HOLDER = 'sandpit.dev/last-holder';

@@ -11,7 +11,7 @@ import { pollUntil } from '../../../src/shared/time.js';
 import { classify } from '../../../src/api/outcome.js';
 import type { FinishedExec, ListedSession } from '../../../src/backends/sessions.js';
 import { factsOf } from '../../../src/policy/session.js';
-import { memorySessions } from '../../support/memory-sessions.js';
+import { MemoryCluster, memorySessions } from '../../support/memory-sessions.js';
 import { sessionSpec } from '../../support/sessions.js';
 
 const WAIT = { intervalMs: 50, timeoutMs: 10_000 };
@@ -226,6 +226,35 @@ describe('session use cases', () => {
     assert.ok(
       await pollUntil(async () => (await service.sessions.get(s.id, ALICE)).reason === 'IdleExpired', WAIT),
     );
+  });
+
+  test("where other replicas serve the session too, one replica's deadline only asks the backend: it lives on while another serves it, and its end is audited once, by the replica that held it last", async () => {
+    const cluster = new MemoryCluster();
+    const a = memorySessions({ replicaOf: { cluster, replica: 'gw-a', endCheckMs: 50 } });
+    const b = memorySessions({ replicaOf: { cluster, replica: 'gw-b', endCheckMs: 50 } });
+    const s = await a.service.sessions.create({ template: 'python', idleTimeoutSeconds: 1 }, ALICE);
+    const asksOf = (replica: string) => cluster.sessions.get(s.id)?.asked.filter((r) => r === replica).length;
+    const stateOn = async (r: typeof a) => (await r.service.sessions.list(ALICE))[0]?.state;
+    // B serves the session while A's idle deadline (1 s after creation) passes.
+    for (let i = 0; i < 4; i++) {
+      await b.service.sessions.listFiles(s.id, ALICE);
+      if (i === 1) assert.equal(asksOf('gw-a'), 0, 'A asks nothing before its deadline');
+      await new Promise((r) => setTimeout(r, 400));
+    }
+    assert.ok((asksOf('gw-a') ?? 0) >= 2, 'past its deadline, A asked, and asked again');
+    assert.equal(await stateOn(a), 'Ready');
+    assert.equal(a.sandboxes[0]?.closedWith, undefined, 'A left the sandbox alone');
+    assert.deepEqual(
+      a.records.map((r) => r.event),
+      ['session.created'],
+    );
+
+    cluster.endSession(s.id, { reason: 'IdleExpired', message: 'nothing happened for 1 s' });
+    assert.ok(await pollUntil(async () => (await stateOn(a)) === 'Expired', WAIT), 'A ends it by its timer');
+    assert.ok(await pollUntil(async () => (await stateOn(b)) === 'Expired', WAIT), 'B ends it by its timer');
+    assert.equal((await a.service.sessions.get(s.id, ALICE)).reason, 'IdleExpired');
+    const expired = (r: typeof a) => r.records.filter((x) => x.event === 'session.expired').length;
+    assert.deepEqual([expired(a), expired(b)], [0, 1], 'audited by B, which held it last, only');
   });
 
   test('a sandbox that dies by itself ends the session Failed with its reason', async () => {

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { SESSION_ID_PATTERN } from '../../../api/session.js';
 import { ANNOTATION_PRINCIPAL, LABEL_MANAGED_BY } from '../../../api/v1alpha1/labels.js';
-import { MIN_IDLE_TIMEOUT_SECONDS, SANDBOX } from '../../../api/v1alpha1/sandbox.js';
+import { IDLE_SLACK_SECONDS, MIN_IDLE_TIMEOUT_SECONDS, SANDBOX } from '../../../api/v1alpha1/sandbox.js';
 import { collectionPath, customPrefix, type KubeClient } from '../../../kube/client.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { EffectiveSessionSpec } from '../../../policy/session.js';
@@ -72,6 +72,8 @@ export function replicaIdentity(): string {
 
 export class KubernetesSessions implements SessionBackend {
   readonly minIdleTimeoutSeconds = MIN_IDLE_TIMEOUT_SECONDS;
+  /** The operator expires an idle session up to IDLE_SLACK_SECONDS after its deadline: look that often. */
+  readonly endCheckMs = IDLE_SLACK_SECONDS * 1000;
   readonly holder: string;
   private readonly o: KubernetesSessionsOptions;
   private readonly deps: LeasedSessionDeps;

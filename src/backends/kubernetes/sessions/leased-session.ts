@@ -28,7 +28,7 @@ import type {
 } from '../../sessions.js';
 import { deleteSandbox, PodChannel, type SandboxRef } from './pod-channel.js';
 import { ownershipProblem, refuseAttach, type SandboxObject } from './sandbox-checks.js';
-import { SessionLease } from './session-lease.js';
+import { lastHolderOf, SessionLease } from './session-lease.js';
 
 const RESYNC_TIMEOUT_MS = 10_000;
 
@@ -368,12 +368,24 @@ export class LeasedSession implements SessionSandbox {
       ? {
           reason: sandbox.status?.reason ?? 'RunnerGone',
           message: sandbox.status?.message ?? `it is ${phase}`,
+          recordedElsewhere: await this.anotherHeldLast(),
         }
       : // Deleted through another replica, which audited it (or from outside, by kubectl).
         { reason: 'Deleted', message: `its Sandbox ${namespace}/${name} is gone`, recordedElsewhere: true };
     this.closed = true;
     this.endResolve(end);
     return end;
+  }
+
+  /**
+   * An end the Sandbox records is audited by the replica that held the session last (the Lease
+   * says which); every other one that knew the session ends it without a record. A Lease that
+   * names none (made before the annotation, or gone) leaves it to this replica.
+   */
+  private async anotherHeldLast(): Promise<boolean> {
+    const lease = await this.deps.kube.getLease(this.ref.namespace, this.ref.name);
+    const last = lease && lastHolderOf(lease);
+    return last !== undefined && last !== this.deps.holder;
   }
 
   /**

@@ -11,7 +11,12 @@
  * leaseDurationSeconds has passed (its holder died); every write is resourceVersion-guarded.
  */
 import { ACTIVITY_WRITE_SECONDS, SANDBOX } from '../../../api/v1alpha1/sandbox.js';
-import { ANNOTATION_CHANNEL_KEY, LABEL_SESSION, labelValueFor } from '../../../api/v1alpha1/labels.js';
+import {
+  ANNOTATION_CHANNEL_KEY,
+  ANNOTATION_LAST_HOLDER,
+  LABEL_SESSION,
+  labelValueFor,
+} from '../../../api/v1alpha1/labels.js';
 import type { KubeClient } from '../../../kube/client.js';
 import { isConflict } from '../../../kube/errors.js';
 import { microTime, type Lease } from '../../../kube/objects.js';
@@ -41,7 +46,7 @@ export function buildSessionLease(l: NewLease): Lease {
       name: l.name,
       namespace: l.namespace,
       labels: { [LABEL_SESSION]: labelValueFor(l.name) },
-      annotations: { [ANNOTATION_CHANNEL_KEY]: l.key.toString('hex') },
+      annotations: { [ANNOTATION_CHANNEL_KEY]: l.key.toString('hex'), [ANNOTATION_LAST_HOLDER]: l.holder },
       ownerReferences: [
         { apiVersion: SANDBOX.apiVersion, kind: SANDBOX.kind, name: l.name, uid: l.sandboxUid },
       ],
@@ -71,6 +76,10 @@ export function takenBy(lease: Lease, holder: string, now: number): Lease {
   const keeping = spec.holderIdentity === holder;
   return {
     ...lease,
+    metadata: {
+      ...lease.metadata,
+      annotations: { ...lease.metadata?.annotations, [ANNOTATION_LAST_HOLDER]: holder },
+    },
     spec: {
       ...spec,
       holderIdentity: holder,
@@ -80,6 +89,11 @@ export function takenBy(lease: Lease, holder: string, now: number): Lease {
       leaseTransitions: (spec.leaseTransitions ?? 0) + (keeping ? 0 : 1),
     },
   };
+}
+
+/** The replica that held the session last (holding it now, or the last before it let go). Pure. */
+export function lastHolderOf(lease: Lease): string | undefined {
+  return lease.spec?.holderIdentity || lease.metadata?.annotations?.[ANNOTATION_LAST_HOLDER] || undefined;
 }
 
 /** The runner's channel key the Lease carries. */

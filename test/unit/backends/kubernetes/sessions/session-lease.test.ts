@@ -4,6 +4,7 @@ import {
   buildSessionLease,
   channelKeyOf,
   LEASE_DURATION_SECONDS,
+  lastHolderOf,
   liveHolder,
   takenBy,
 } from '../../../../../src/backends/kubernetes/sessions/session-lease.js';
@@ -28,6 +29,7 @@ describe('the session Lease', () => {
     assert.equal(lease.metadata?.labels?.['sandpit.dev/session'], 'ses-1');
     assert.equal(lease.metadata?.annotations?.['sandpit.dev/channel-key'], key.toString('hex'));
     assert.deepEqual(channelKeyOf(lease), key);
+    assert.equal(lastHolderOf(lease), 'gw-a');
     assert.equal(lease.spec?.holderIdentity, 'gw-a');
     assert.equal(lease.spec?.renewTime, '2026-12-01T10:00:00.000000Z', 'a MicroTime');
     assert.equal(lease.spec?.leaseDurationSeconds, LEASE_DURATION_SECONDS);
@@ -52,6 +54,12 @@ describe('the session Lease', () => {
     assert.equal(taken.spec?.acquireTime, '2026-12-01T10:01:00.000000Z');
     assert.equal(taken.spec?.renewTime, '2026-12-01T10:01:00.000000Z');
     assert.equal(taken.spec?.leaseTransitions, 1);
+    assert.equal(lastHolderOf(taken), 'gw-b');
+    assert.equal(
+      lastHolderOf({ ...taken, spec: { ...taken.spec, holderIdentity: '' } }),
+      'gw-b',
+      'released, the Lease still names who held it last',
+    );
     const kept = takenBy(taken, 'gw-b', later + 1000);
     assert.equal(kept.spec?.leaseTransitions, 1);
     assert.equal(kept.spec?.acquireTime, taken.spec?.acquireTime);
