@@ -6,7 +6,7 @@
  * ends, the replica detaches and releases the Lease, so another replica can take it at once: the
  * session's state lives in the Sandbox, the Lease and the runner, never in one gateway's memory.
  */
-import { isSessionEnded, type FileEntry, type SessionReason } from '../../../api/session.js';
+import type { FileEntry, SessionReason } from '../../../api/session.js';
 import { SANDBOX } from '../../../api/v1alpha1/sandbox.js';
 import type { KubeClient } from '../../../kube/client.js';
 import type { Logger } from '../../../observability/logger.js';
@@ -28,6 +28,7 @@ import type {
 } from '../../sessions.js';
 import { deleteSandbox, PodChannel, type SandboxRef } from './pod-channel.js';
 import { ownershipProblem, refuseAttach, type SandboxObject } from './sandbox-checks.js';
+import { recordedEnd } from './sandbox-end.js';
 import { lastHolderOf, SessionLease } from './session-lease.js';
 
 const RESYNC_TIMEOUT_MS = 10_000;
@@ -362,16 +363,11 @@ export class LeasedSession implements SessionSandbox {
     if (this.held || this.acquiring || this.closed) return undefined;
     const { namespace, name } = this.ref;
     const sandbox = await this.deps.kube.getObject<SandboxObject>(SANDBOX, namespace, name);
-    const phase = sandbox?.status?.phase;
-    if (sandbox && !(phase && isSessionEnded(phase))) return undefined;
+    const recorded = recordedEnd(sandbox, { namespace, name });
+    if (!recorded) return undefined;
     const end: SandboxEnd = sandbox
-      ? {
-          reason: sandbox.status?.reason ?? 'RunnerGone',
-          message: sandbox.status?.message ?? `it is ${phase}`,
-          recordedElsewhere: await this.anotherHeldLast(),
-        }
-      : // Deleted through another replica, which audited it (or from outside, by kubectl).
-        { reason: 'Deleted', message: `its Sandbox ${namespace}/${name} is gone`, recordedElsewhere: true };
+      ? { ...recorded, recordedElsewhere: await this.anotherHeldLast() }
+      : recorded;
     this.closed = true;
     this.endResolve(end);
     return end;

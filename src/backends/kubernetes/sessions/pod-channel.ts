@@ -16,6 +16,7 @@ import { sleep } from '../../../shared/abort.js';
 import type { SessionHost } from '../../session-sandbox.js';
 import type { SandboxEnd } from '../../sessions.js';
 import type { SandboxObject } from './sandbox-checks.js';
+import { podEnd, recordedEnd, runnerEndStands } from './sandbox-end.js';
 
 /** How long a pod whose attach closed is given for the operator to say how its Sandbox ended. */
 const END_WAIT_MS = 5000;
@@ -71,15 +72,8 @@ export class PodChannel implements SessionHost {
    * activeDeadlineSeconds after it), and records a pod deleted from outside as RunnerGone.
    */
   async endOf(own: SandboxEnd | undefined): Promise<SandboxEnd> {
-    if (own && own.reason !== 'ContainerFailed') return own;
-    const recorded = await this.operatorEnd();
-    return (
-      recorded ??
-      own ?? {
-        reason: 'RunnerGone',
-        message: `the attach to pod ${this.ref.podName} closed while its Sandbox is still live`,
-      }
-    );
+    if (runnerEndStands(own)) return own;
+    return podEnd(own, await this.operatorEnd(), this.ref.podName);
   }
 
   /** The end the operator wrote in the Sandbox's status, waiting up to END_WAIT_MS for one. */
@@ -89,16 +83,9 @@ export class PodChannel implements SessionHost {
       const sandbox = await this.kube
         .getObject<SandboxObject>(SANDBOX, this.ref.namespace, this.ref.name)
         .catch(() => undefined);
-      const status = sandbox?.status;
-      // Not by this process (its close() is not an end by itself): another replica, which
-      // recorded the end, or kubectl.
-      if (!sandbox) return { reason: 'Deleted', message: 'the Sandbox was deleted', recordedElsewhere: true };
-      if (status?.phase && status.phase !== 'Ready' && status.phase !== 'Creating')
-        return {
-          reason: status.reason ?? 'RunnerGone',
-          message: status.message ?? `the Sandbox is ${status.phase}`,
-        };
-      if (Date.now() >= until) return undefined;
+      // Gone is not by this process (its close() is not an end by itself).
+      const end = recordedEnd(sandbox, this.ref);
+      if (end || Date.now() >= until) return end;
       await sleep(250);
     }
   }
