@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { classify } from '../../../src/api/outcome.js';
 import { buildResult } from '../../../src/api/result.js';
 import type { RunExecution, SandboxBackend } from '../../../src/backends/types.js';
 import { LOCAL_PRINCIPAL, type Principal } from '../../../src/gateway/principal.js';
@@ -13,24 +12,14 @@ import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
+import { cancelledResult } from '../../support/cancelled-result.js';
 
 /** Runs nothing: each run stays live until its signal aborts, then ends Cancelled. */
 const backend: SandboxBackend = {
   name: 'docker',
   start(spec, { runId, signal }): RunExecution {
     const result = new Promise<ReturnType<typeof buildResult>>((resolve) =>
-      signal?.addEventListener('abort', () =>
-        resolve(
-          buildResult({
-            runId,
-            subject: spec,
-            outcome: classify({ exitCode: null, timedOut: false, oomKilled: false, cancelled: true }),
-            startedAt: 0,
-            finishedAt: 1,
-            backend: 'docker',
-          }),
-        ),
-      ),
+      signal?.addEventListener('abort', () => resolve(cancelledResult(spec, runId, 'docker'))),
     );
     return { runId, output: (async function* () {})(), result, cleanedUp: result.then(() => undefined) };
   },

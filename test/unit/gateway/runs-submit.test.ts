@@ -5,8 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { classify } from '../../../src/api/outcome.js';
-import { buildResult } from '../../../src/api/result.js';
 import type { RunResult } from '../../../src/api/run.js';
 import type { RunExecution, SandboxBackend } from '../../../src/backends/types.js';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
@@ -15,6 +13,7 @@ import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
+import { cancelledResult } from '../../support/cancelled-result.js';
 
 const RUN = { template: 'python', code: 'print(1)' };
 
@@ -25,18 +24,7 @@ function backendWith(recorded: () => Promise<void> | undefined, fail?: AppError)
     start(spec, { runId, signal }): RunExecution {
       const result = new Promise<RunResult>((resolve, reject) => {
         if (fail) return reject(fail);
-        signal?.addEventListener('abort', () =>
-          resolve(
-            buildResult({
-              runId,
-              subject: spec,
-              outcome: classify({ exitCode: null, timedOut: false, oomKilled: false, cancelled: true }),
-              startedAt: 0,
-              finishedAt: 1,
-              backend: 'kubernetes',
-            }),
-          ),
-        );
+        signal?.addEventListener('abort', () => resolve(cancelledResult(spec, runId, 'kubernetes')));
       });
       const r = recorded();
       return {
