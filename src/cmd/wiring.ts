@@ -22,7 +22,7 @@ import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import { evaluateSession } from '../policy/session.js';
 import { SessionRequestSchema } from '../api/session.js';
 import { sessionShape } from '../backends/docker/session/docker-sessions.js';
-import type { ContainerShape } from '../backends/docker/container-config.js';
+import type { SandboxShape } from '../policy/shape.js';
 import type { Policy } from '../policy/policy.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { kubeconfigSource } from './process.js';
@@ -230,7 +230,7 @@ export async function openAudit(
 }
 
 /** The container shape a template's sessions get by default: what a pre-warmed session pool holds. */
-function defaultSessionShape(template: string, policy: Policy): ContainerShape {
+function defaultSessionShape(template: string, policy: Policy): SandboxShape {
   const evaluation = evaluateSession(SessionRequestSchema.parse({ template }), policy);
   if (!evaluation.ok) {
     throw new AppError(

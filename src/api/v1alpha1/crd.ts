@@ -118,9 +118,11 @@ export interface CrdDefinition {
   spec: { schema: z.ZodType; description: string };
   status: { schema: z.ZodType; description: string };
   columns: readonly PrinterColumn[];
+  /** The /scale subresource's paths, for kinds an autoscaler may size. */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath: string };
 }
 
-/** The CustomResourceDefinition of one kind (apiextensions.k8s.io/v1), namespaced, with a status subresource. */
+/** The CustomResourceDefinition of one kind (apiextensions.k8s.io/v1), namespaced, with a status (and optionally a scale) subresource. */
 export function buildCrd(def: CrdDefinition): JsonSchema {
   const { kind } = def;
   return {
@@ -143,7 +145,7 @@ export function buildCrd(def: CrdDefinition): JsonSchema {
           name: kind.version,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          subresources: { status: {}, ...(def.scale ? { scale: { ...def.scale } } : {}) },
           additionalPrinterColumns: def.columns.map((c) => ({ ...c })),
           schema: {
             openAPIV3Schema: {

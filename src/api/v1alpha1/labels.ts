@@ -15,6 +15,23 @@ export const LABEL_RUN_UID = 'sandpit.dev/run-uid';
 export const LABEL_SESSION = 'sandpit.dev/session';
 /** The Sandbox's UID: what its NetworkPolicy selects, so it matches exactly this session's pod. */
 export const LABEL_SESSION_UID = 'sandpit.dev/session-uid';
+/** On a pool's pods: the SandboxPool's name (hashed when it does not fit); kept on a claimed pod. */
+export const LABEL_POOL = 'sandpit.dev/pool';
+/** On a pool's pods: the SandboxPool's UID (what its /scale selector and its NetworkPolicy use). */
+export const LABEL_POOL_UID = 'sandpit.dev/pool-uid';
+/**
+ * On a pool's pods: `idle` while the pool owns the pod, `claimed` once a run or a session does (the
+ * claim changes it together with the owner reference, in one resourceVersion-guarded update).
+ */
+export const LABEL_POOL_POD = 'sandpit.dev/pool-pod';
+export const POOL_POD_IDLE = 'idle';
+export const POOL_POD_CLAIMED = 'claimed';
+/**
+ * The namespace-wide deny-all NetworkPolicy (ingress and egress) that selects every sandbox pod by
+ * LABEL_MANAGED_BY, so that a pod whose labels change at a claim is never selected by no policy at
+ * all. Per-run and per-session policies only add to it.
+ */
+export const NAMESPACE_DENY_ALL_POLICY = 'sandpit-deny-all';
 export const LABEL_COMPONENT = 'sandpit.dev/component';
 /** Who asked for the run (set by the gateway); the audit record's principal. */
 export const ANNOTATION_PRINCIPAL = 'sandpit.dev/principal';

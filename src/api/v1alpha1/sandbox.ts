@@ -81,6 +81,11 @@ export const SandboxStatusSchema = z.object({
   reason: SessionReasonSchema.optional(),
   message: z.string().optional().describe('Human-readable detail about the phase'),
   podName: z.string().optional().describe('The pod the session runs in'),
+  served: z
+    .enum(['cold', 'warm'])
+    .optional()
+    .describe('warm: a ready pod of a SandboxPool serves the session; cold: a pod was made for it'),
+  pool: z.string().optional().describe('The SandboxPool whose pod serves the session, when one does'),
   readyTime: time('When the pod was ready and its runner answered'),
   // A string column: kubectl prints a future `date` column as <invalid>.
   expiresAt: time('When the session reaches its ttlSeconds'),

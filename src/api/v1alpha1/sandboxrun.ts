@@ -104,6 +104,11 @@ export const SandboxRunStatusSchema = z.object({
   message: z.string().optional().describe('Human-readable detail about the phase'),
   exitCode: z.number().int().optional().describe('Exit code of the program, once it has exited'),
   podName: z.string().optional().describe('The pod that runs (or ran) the program'),
+  served: z
+    .enum(['cold', 'warm'])
+    .optional()
+    .describe('warm: a ready pod of a SandboxPool served the run; cold: a pod was made for it'),
+  pool: z.string().optional().describe('The SandboxPool whose pod served the run, when one did'),
   startTime: time('When the program started'),
   completionTime: time('When the run finished'),
   conditions: conditionsSchema(

@@ -3,7 +3,7 @@
  * container gets the full hardening whether it serves a cold run or waits in a warm pool.
  */
 import type Docker from 'dockerode';
-import type { EffectiveSpec } from '../../policy/evaluate.js';
+import type { RunnerMode, SandboxShape } from '../../policy/shape.js';
 import { buildSeccompProfile } from '../../policy/seccomp.js';
 import { LABELS, MANAGED_BY } from './labels.js';
 import { RUNNER_PATH } from '../../runner/protocol.js';
@@ -25,8 +25,6 @@ const SECCOMP = {
 
 /** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
 export const RUNSC_PIDS_OVERHEAD = 384;
-
-export type RunnerMode = 'run' | 'session';
 
 export interface ContainerOptions {
   name: string;
@@ -51,18 +49,9 @@ export interface SessionLabels {
   key: Buffer;
 }
 
-type Limits = Pick<
-  EffectiveSpec['limits'],
-  'cpuMilli' | 'memoryBytes' | 'pids' | 'workspaceBytes' | 'tmpBytes' | 'fileSizeBytes' | 'openFiles'
->;
-
-/** What a container depends on: the image, the runtime and the limits (never the job itself). */
-export type ContainerShape = Pick<EffectiveSpec, 'image' | 'runtime' | 'template' | 'workdir'> & {
-  limits: Limits;
-};
 
 export function buildContainerConfig(
-  shape: ContainerShape,
+  shape: SandboxShape,
   options: ContainerOptions,
 ): Docker.ContainerCreateOptions {
   const { limits } = shape;

@@ -11,11 +11,11 @@ import type { Metrics } from '../../../observability/metrics.js';
 import { backoffDelay } from '../../../shared/backoff.js';
 import { pollUntil, withTimeout } from '../../../shared/time.js';
 import { AttachedRunner } from '../attached-runner.js';
-import { buildContainerConfig, type ContainerShape, type RunnerMode } from '../container-config.js';
+import { buildContainerConfig } from '../container-config.js';
 import { SessionContainer } from '../session/session-container.js';
 import { newKey } from '../../../runner/session-protocol.js';
 import type { PoolOptions } from './pool-options.js';
-import { poolKey, shapeOf } from './pool-key.js';
+import { poolKey, shapeOf, type RunnerMode, type SandboxShape } from '../../../policy/shape.js';
 import { WarmPool, type PoolMember } from './warm-pool.js';
 
 const READY_TIMEOUT_MS = 30_000;
@@ -61,7 +61,7 @@ export class PoolManager {
    * pools for `prewarm`'s shapes (runs) and `sessions`' (sessions), filling at once; others are
    * made on first demand.
    */
-  start(prewarm: ContainerShape[] = [], sessions: ContainerShape[] = []): void {
+  start(prewarm: SandboxShape[] = [], sessions: SandboxShape[] = []): void {
     if (this.closed) return;
     if (!this.timer) {
       this.timer = setInterval(() => void this.check(), this.deps.options.checkIntervalSeconds * 1000);
@@ -77,16 +77,16 @@ export class PoolManager {
    * hit the replacement is not started here: a container start costs a few hundred ms of CPU on
    * the same cores as the claimed run, so the caller calls `replenish()` once its reply is out.
    */
-  claim(shape: ContainerShape): AttachedRunner | undefined {
+  claim(shape: SandboxShape): AttachedRunner | undefined {
     return this.take(shape, 'run') as AttachedRunner | undefined;
   }
 
   /** A ready session-mode container of exactly this shape (its runner waits for the open), or undefined. */
-  claimSession(shape: ContainerShape): SessionContainer | undefined {
+  claimSession(shape: SandboxShape): SessionContainer | undefined {
     return this.take(shape, 'session') as SessionContainer | undefined;
   }
 
-  private take(shape: ContainerShape, mode: RunnerMode): PoolMember | undefined {
+  private take(shape: SandboxShape, mode: RunnerMode): PoolMember | undefined {
     if (this.closed) return undefined;
     const pool = this.poolFor(shape, mode);
     const runner = pool.take(Date.now());
@@ -132,7 +132,7 @@ export class PoolManager {
     this.report();
   }
 
-  private poolFor(shape: ContainerShape, mode: RunnerMode, pinned = false): WarmPool {
+  private poolFor(shape: SandboxShape, mode: RunnerMode, pinned = false): WarmPool {
     const key = poolKey(shape, mode);
     let pool = this.pools.get(key);
     if (!pool) {

@@ -4,7 +4,7 @@
  * given a second one.
  */
 import type Docker from 'dockerode';
-import type { ContainerShape, RunnerMode } from '../container-config.js';
+import type { RunnerMode, SandboxShape } from '../../../policy/shape.js';
 
 const DEMAND_WINDOW_MS = 2000;
 
@@ -24,7 +24,7 @@ interface Idle<T> {
 
 export class WarmPool<T extends PoolMember = PoolMember> {
   readonly key: string;
-  readonly shape: ContainerShape;
+  readonly shape: SandboxShape;
   readonly mode: RunnerMode;
   /** Pre-warmed from config: kept however long it goes unused. */
   readonly pinned: boolean;
@@ -36,7 +36,7 @@ export class WarmPool<T extends PoolMember = PoolMember> {
 
   constructor(
     key: string,
-    shape: ContainerShape,
+    shape: SandboxShape,
     options: { mode?: RunnerMode; pinned: boolean; now: number },
   ) {
     this.key = key;

@@ -24,7 +24,8 @@ import type {
   SessionOptions,
   SessionSandbox,
 } from '../../sessions.js';
-import { buildContainerConfig, type ContainerShape } from '../container-config.js';
+import { buildContainerConfig } from '../container-config.js';
+import type { SandboxShape } from '../../../policy/shape.js';
 import { LABELS, MANAGED_FILTER } from '../labels.js';
 import type { PoolManager } from '../pool/pool-manager.js';
 import { SessionContainer } from './session-container.js';
@@ -47,7 +48,7 @@ export interface DockerSessionsDeps {
   logger?: Logger | undefined;
 }
 
-export function sessionShape(spec: EffectiveSessionSpec): ContainerShape {
+export function sessionShape(spec: EffectiveSessionSpec): SandboxShape {
   return {
     template: spec.template,
     image: spec.image,
@@ -103,7 +104,7 @@ export class DockerSessions implements SessionBackend {
     }
   }
 
-  private coldConfig(shape: ContainerShape, options: SessionOptions): Docker.ContainerCreateOptions {
+  private coldConfig(shape: SandboxShape, options: SessionOptions): Docker.ContainerCreateOptions {
     return buildContainerConfig(shape, {
       name: `${SESSION_NAME_PREFIX}${options.sessionId}`,
       kind: 'session',
@@ -120,7 +121,7 @@ export class DockerSessions implements SessionBackend {
   }
 
   /** A ready session-pool container of this shape, renamed after the session it now serves. */
-  private claimWarm(shape: ContainerShape, sessionId: string): SessionContainer | undefined {
+  private claimWarm(shape: SandboxShape, sessionId: string): SessionContainer | undefined {
     for (;;) {
       const container = this.deps.pool?.claimSession(shape);
       if (!container) return undefined;

@@ -145,7 +145,9 @@ describe('the SandboxRun CRD', () => {
       'output',
       'phase',
       'podName',
+      'pool',
       'reason',
+      'served',
       'startTime',
     ]);
     assert.deepEqual(s.phase!.enum, [

@@ -6,17 +6,16 @@ import {
   SANDBOX_USER,
   UNROUTABLE_NAMESERVER,
   type ContainerOptions,
-  type ContainerShape,
 } from '../../../../src/backends/docker/container-config.js';
 import { LABELS, MANAGED_BY, MANAGED_FILTER } from '../../../../src/backends/docker/labels.js';
 import { buildSeccompProfile } from '../../../../src/policy/seccomp.js';
 import { RUNNER_PATH } from '../../../../src/runner/protocol.js';
-import { poolKey } from '../../../../src/backends/docker/pool/pool-key.js';
+import { poolKey, type SandboxShape } from '../../../../src/policy/shape.js';
 
 const MiB = 1024 ** 2;
 const KEY = Buffer.alloc(16, 0xab);
 
-const shape: ContainerShape = {
+const shape: SandboxShape = {
   image: 'sandpit/python:3.11',
   runtime: undefined,
   template: 'python',
@@ -39,9 +38,9 @@ const options: ContainerOptions = {
   expiresAt: 1_800_000_000_000,
 };
 
-const build = (s: Partial<ContainerShape> = {}, o: Partial<ContainerOptions> = {}) =>
+const build = (s: Partial<SandboxShape> = {}, o: Partial<ContainerOptions> = {}) =>
   buildContainerConfig({ ...shape, ...s }, { ...options, ...o });
-const host = (s: Partial<ContainerShape> = {}) => build(s).HostConfig!;
+const host = (s: Partial<SandboxShape> = {}) => build(s).HostConfig!;
 
 describe('network', () => {
   test('NetworkMode none, never re-enabled', () => {
