@@ -1,0 +1,105 @@
+/**
+ * The exit trailer of `sandpit-runner --pool` (a pool pod on Kubernetes): the program's output goes
+ * to the pod log plain, as a cold run's does, and the runner ends it with one line that reports how
+ * the job ended, so that the operator, attached to the pod, has the result at once (the v1.20
+ * kubelet reports a container's end only at its next relist, once a second):
+ *
+ *     "\n" RS "sandpit-exit " <the job's key, 32 hex digits> " " <JSON> "\n"
+ *
+ * The JSON is the exit report, or `{"failure": text}` when the job never ran. The line is written
+ * in one write() of at most PIPE_BUF bytes, after the last of the program's output, so `kubectl
+ * logs` shows the output and then this line. The program cannot forge it: it never learns the
+ * key before the line is written. The leading newline is always there, so that removing the
+ * trailer gives back exactly the bytes the program wrote.
+ *
+ * TrailerFilter removes it from a stream (the attach's stdout, or the followed pod log): it holds
+ * back only what could still be the trailer, and drops it once the stream ends with one. Pure.
+ */
+import { ExitReportSchema, KEY_BYTES, type ExitReport } from './protocol.js';
+import * as z from 'zod';
+
+const RS = '\x1e';
+const START = Buffer.from(`\n${RS}sandpit-exit `, 'latin1');
+/** A trailer is one write of at most PIPE_BUF bytes. */
+export const MAX_TRAILER_BYTES = 4096;
+// eslint-disable-next-line no-control-regex -- RS starts the trailer line
+const TRAILER = /^\n\x1esandpit-exit ([0-9a-f]{32}) (\{[^\n]*\})\n$/;
+
+export type TrailerEnd = { kind: 'exit'; report: ExitReport } | { kind: 'failure'; message: string };
+
+const FailureSchema = z.object({ failure: z.string() });
+
+/** The trailer line for `key` (the runner writes it; tests build it here). */
+export function encodeTrailer(key: Buffer, end: TrailerEnd): Buffer {
+  const json = JSON.stringify(end.kind === 'exit' ? end.report : { failure: end.message });
+  return Buffer.from(`${START.toString('latin1')}${key.toString('hex')} ${json}\n`, 'utf8');
+}
+
+/**
+ * The end a trailer reports, when `bytes` is one; with `key`, only a trailer carrying that key
+ * (the operator's check), without it any well-formed trailer (the gateway, which never holds the
+ * key, only removes the line from the output it shows).
+ */
+export function parseTrailer(bytes: Buffer, key?: Buffer): TrailerEnd | undefined {
+  if (bytes.length > MAX_TRAILER_BYTES) return undefined;
+  const m = TRAILER.exec(bytes.toString('utf8'));
+  if (!m) return undefined;
+  if (key && (key.length !== KEY_BYTES || m[1] !== key.toString('hex'))) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(m[2]!);
+  } catch {
+    return undefined;
+  }
+  const failure = FailureSchema.safeParse(json);
+  if (failure.success) return { kind: 'failure', message: failure.data.failure };
+  const report = ExitReportSchema.safeParse(json);
+  return report.success ? { kind: 'exit', report: report.data } : undefined;
+}
+
+/** Whether `held` could still grow into a trailer: a prefix of START, or START and one line being written. */
+function couldBeTrailer(held: Buffer): boolean {
+  if (held.length > MAX_TRAILER_BYTES) return false;
+  const n = Math.min(held.length, START.length);
+  if (!held.subarray(0, n).equals(START.subarray(0, n))) return false;
+  // Past START the trailer holds no newline but its last byte.
+  const nl = held.indexOf(0x0a, 1);
+  return nl < 0 || nl === held.length - 1;
+}
+
+/**
+ * Removes the trailer from the end of a stream. push() returns the bytes that are surely output;
+ * end() returns the rest of the output and the trailer's end, when the stream ended with one.
+ * With `key`, a trailer is the runner's only when it carries the key (anything else is output).
+ */
+export class TrailerFilter {
+  private held: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly key?: Buffer) {}
+
+  push(chunk: Buffer): Buffer {
+    const data = this.held.length ? Buffer.concat([this.held, chunk]) : chunk;
+    // The trailer starts at a newline in the last MAX_TRAILER_BYTES: hold back from the first one
+    // that could start it (a trailer has no other newline but its last byte).
+    let at = data.indexOf(0x0a, Math.max(0, data.length - MAX_TRAILER_BYTES));
+    while (at >= 0 && !couldBeTrailer(data.subarray(at))) at = data.indexOf(0x0a, at + 1);
+    if (at < 0) {
+      this.held = Buffer.alloc(0);
+      return data;
+    }
+    this.held = Buffer.from(data.subarray(at));
+    return data.subarray(0, at);
+  }
+
+  /** Bytes held back that may be the trailer. */
+  get heldBytes(): number {
+    return this.held.length;
+  }
+
+  end(): { rest: Buffer; end: TrailerEnd | undefined } {
+    const held = this.held;
+    this.held = Buffer.alloc(0);
+    const end = parseTrailer(held, this.key);
+    return end ? { rest: Buffer.alloc(0), end } : { rest: held, end: undefined };
+  }
+}
