@@ -74,8 +74,11 @@ function couldBeTrailer(held: Buffer): boolean {
  */
 export class TrailerFilter {
   private held: Buffer = Buffer.alloc(0);
+  private readonly key: Buffer | undefined;
 
-  constructor(private readonly key?: Buffer) {}
+  constructor(key?: Buffer) {
+    this.key = key;
+  }
 
   push(chunk: Buffer): Buffer {
     const data = this.held.length ? Buffer.concat([this.held, chunk]) : chunk;

@@ -25,6 +25,11 @@ export const LABEL_POOL_UID = 'sandpit.dev/pool-uid';
  */
 export const LABEL_POOL_POD = 'sandpit.dev/pool-pod';
 export const POOL_POD_IDLE = 'idle';
+/**
+ * On a pool's pods: the hash of the pool's shape key (src/policy/shape.ts `poolKey`, mode
+ * included). A run or a session is served by an idle, ready pod whose label equals its own shape's.
+ */
+export const LABEL_POOL_SHAPE = 'sandpit.dev/pool-shape';
 export const POOL_POD_CLAIMED = 'claimed';
 /**
  * The namespace-wide deny-all NetworkPolicy (ingress and egress) that selects every sandbox pod by
@@ -51,6 +56,9 @@ export function shortHash(text: string, length = 10): string {
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
 /** A label value for a name: the name itself when it fits (≤ 63, label syntax), else `h-<hash>`. */
+/** The LABEL_POOL_SHAPE value of a shape key. */
+export const shapeLabelValue = (shapeKey: string): string => shortHash(shapeKey, 32);
+
 export function labelValueFor(name: string): string {
   return name.length <= 63 && LABEL_VALUE.test(name) ? name : `h-${shortHash(name, 20)}`;
 }

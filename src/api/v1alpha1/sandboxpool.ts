@@ -68,7 +68,6 @@ export const SandboxPoolStatusSchema = z.object({
   readyReplicas: count('Pods ready to serve'),
   startingReplicas: count('Pods created and not ready yet'),
   claimedReplicas: count('Pods claimed from the pool that still exist (serving, or ending)'),
-  claimsTotal: count('Claims made from the pool since it was created'),
   selector: z
     .string()
     .optional()
