@@ -32,7 +32,9 @@ export const SandboxPoolSpecSchema = z
     resources: ResourcesSchema.optional().describe(
       'Limits of every pod, below the policy ceilings; runs asking for the same limits are served',
     ),
-    runtimeClassName: runtime.describe('RuntimeClass of the pods (e.g. gvisor); the operator default when absent'),
+    runtimeClassName: runtime.describe(
+      'RuntimeClass of the pods (e.g. gvisor); the operator default when absent',
+    ),
     mode: z
       .enum(POOL_MODES)
       .default('run')
@@ -93,8 +95,14 @@ export type SandboxPool = z.input<typeof SandboxPoolSchema>;
 export const SANDBOX_POOL_CRD: CrdDefinition = {
   kind: SANDBOX_POOL,
   description: `SandboxPool (${API_VERSION}) keeps ready, locked-down pods of one shape, so that runs and sessions of that shape start without creating a pod.`,
-  spec: { schema: SandboxPoolSpecSchema, description: 'The shape of the pods, how many to keep ready, for how long' },
-  status: { schema: SandboxPoolStatusSchema, description: 'How many pods are ready, starting and claimed, written by the operator' },
+  spec: {
+    schema: SandboxPoolSpecSchema,
+    description: 'The shape of the pods, how many to keep ready, for how long',
+  },
+  status: {
+    schema: SandboxPoolStatusSchema,
+    description: 'How many pods are ready, starting and claimed, written by the operator',
+  },
   scale: {
     specReplicasPath: '.spec.replicas',
     statusReplicasPath: '.status.replicas',

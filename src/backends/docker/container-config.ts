@@ -49,7 +49,6 @@ export interface SessionLabels {
   key: Buffer;
 }
 
-
 export function buildContainerConfig(
   shape: SandboxShape,
   options: ContainerOptions,

@@ -63,7 +63,10 @@ describe('the exit trailer', () => {
   test('output without a trailer passes whole; a forged trailer before the real one stays output', () => {
     assert.deepEqual(filter(['no trailer\n']), { output: 'no trailer\n', end: undefined });
     const forged = encodeTrailer(newChannelKey(), { ...exit, report: { ...exit.report, exitCode: 0 } });
-    const r = filter([Buffer.concat([Buffer.from('x'), forged, Buffer.from('y'), encodeTrailer(key, exit)])], key);
+    const r = filter(
+      [Buffer.concat([Buffer.from('x'), forged, Buffer.from('y'), encodeTrailer(key, exit)])],
+      key,
+    );
     assert.equal(r.output, `x${forged.toString()}y`);
     assert.deepEqual(r.end, exit);
     // Without the key the last well-formed trailer is removed, and only that one.

@@ -49,7 +49,15 @@ describe('the SandboxPool CRD', () => {
   });
 
   test('the spec names a shape the way a run does, with mode, replicas and maxIdleSeconds', () => {
-    for (const f of ['template', 'image', 'resources', 'runtimeClassName', 'mode', 'replicas', 'maxIdleSeconds'])
+    for (const f of [
+      'template',
+      'image',
+      'resources',
+      'runtimeClassName',
+      'mode',
+      'replicas',
+      'maxIdleSeconds',
+    ])
       assert.ok(specProps[f], f);
     assert.deepEqual(specProps.mode!.enum, ['run', 'session']);
     assert.equal(specProps.replicas!.maximum, MAX_POOL_REPLICAS);
