@@ -4,6 +4,11 @@
  * computes the status purely, writes it once if it changed (PUT with the resourceVersion, so a
  * stale pass fails with Conflict instead of overwriting), then reports the transition. It never
  * writes the spec, and never touches children it does not control.
+ *
+ * A run of a pool's shape is served by an idle pool pod (warm-run.ts, serve-warm.ts): the claim,
+ * one status write recording the job start, then the attach and the job. The serves this operator
+ * holds are in memory (WarmServes); a pass for a run being served here waits for its result, and
+ * a run that records a warm job start but has no serve here is followed through its pod.
  */
 import { isTerminal } from '../../api/run.js';
 import { childName } from '../../api/v1alpha1/labels.js';
@@ -13,13 +18,16 @@ import {
   type SandboxRun,
   type SandboxRunStatus,
 } from '../../api/v1alpha1/sandboxrun.js';
+import { isNotFound } from '../../kube/errors.js';
 import type { Store } from '../../kube/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Policy } from '../../policy/policy.js';
 import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecycle.js';
-import { isPodFinished, observePod } from '../pod/observe-pod.js';
+import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
+import { encodeJob, newChannelKey } from '../../runner/protocol.js';
+import { isClaimedBy, poolOfPod } from './claim-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { computeStatus, requeueAfterMs } from './compute-status.js';
 import { evaluateRun, type RunVerdict } from './evaluate-run.js';
@@ -32,6 +40,9 @@ import {
   type RunChildrenDeps,
 } from './run-children.js';
 import { runRef } from './run-ref.js';
+import { serveWarm, type WarmServe } from './serve-warm.js';
+import { claimPoolPod, deleteUnstartedClaims, followPoolPod, warmEndView } from './warm-run.js';
+import type { WarmServes } from './warm-serves.js';
 
 export interface RunSettings {
   defaultPendingTimeoutSeconds: number;
@@ -46,7 +57,12 @@ export interface ReconcileDeps extends RunChildrenDeps, ReportDeps {
   networkPolicyEnforced: boolean;
   now: () => Date;
   logger: Logger;
+  warm: WarmServes;
+  requeue(key: string): void;
 }
+
+/** How a pool pod's runner says that no job reached it (the job was never written). */
+const NO_JOB_ARRIVED = /^no job arrived/;
 
 interface RunView {
   raw: SandboxRun;
@@ -82,30 +98,51 @@ function readRun(raw: SandboxRun, deps: ReconcileDeps): RunView {
 export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<ReconcileResult> {
   const [namespace = '', name = ''] = key.split('/');
   const raw = deps.overlay.latest(key, deps.runs.get(namespace, name));
-  if (!raw || raw.metadata?.deletionTimestamp) return {}; // owner references garbage-collect the children
+  if (!raw || raw.metadata?.deletionTimestamp) {
+    await stopServe(deps, namespace, deps.warm.forget(key));
+    return {}; // owner references garbage-collect the children
+  }
   const run = readRun(raw, deps);
   if (run.status.phase && isTerminal(run.status.phase)) return finishedRun(deps, key, run);
   return activeRun(deps, key, run);
 }
 
-/** A run not finished yet: the verdict, the children, the status, the report. */
+/** A run not finished yet: the verdict, the children (or its warm serve), the status, the report. */
 async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
   const verdict = evaluateRun(run.raw.spec, deps.policy, {
     networkPolicyEnforced: deps.networkPolicyEnforced,
   });
-  const observed = await observeChildren(deps, run, verdict);
-  const status = computeStatus({
-    generation: run.generation,
-    createdAt: run.createdAt,
-    current: run.status,
-    verdict: verdict.allowed ? { allowed: true } : { allowed: false, message: verdict.message },
-    cancel: verdict.spec?.cancel === true,
-    pendingTimeoutSeconds: run.timing.pendingTimeoutSeconds,
-    podName: childName(run.ref.name, run.ref.uid),
-    ...observed,
-    now: run.timing.now,
-  });
+  const cancel = verdict.spec?.cancel === true;
+  const serve = deps.warm.get(run.ref.uid);
+  if (serve && !serve.settled) {
+    if (!cancel) return {}; // served here: its result puts the key back on the queue
+    serve.abort();
+  }
+  const firstSeen = deps.warm.firstSeen(key, Date.now());
+  if (serve?.settled?.state === 'lost' && !serve.settled.jobWritten && !cancel)
+    return serveAgain(deps, key, run, serve.pod, serve.settled.why);
+  if (verdict.allowed && !cancel && !run.status.podName) {
+    await deleteUnstartedClaims(deps, run.ref);
+    if (!deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) {
+      if (await startWarm(deps, key, run, verdict)) return {};
+    }
+  }
+  const warm = run.status.served === 'warm' && run.status.podName !== undefined;
+  const podName = warm ? (run.status.podName ?? '') : childName(run.ref.name, run.ref.uid);
+  const observed = await observeChildren(deps, run, verdict, serve, podName);
+  if (warm && !serve && !cancel && noJobArrived(observed.pod))
+    return serveAgain(deps, key, run, observed.pod!, observed.pod!.terminated?.failure ?? '');
+  if (!warm && !run.status.podName && observed.pod)
+    deps.metrics.runAcquire.observe({ path: 'cold' }, (Date.now() - firstSeen) / 1000);
+  const status = statusOf(run, verdict, observed, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  if (serve) {
+    deps.warm.delete(run.ref.uid);
+    if (serve.settled?.state === 'done' && serve.jobWrittenAt !== undefined) {
+      deps.metrics.runAcquire.observe({ path: 'warm' }, (serve.jobWrittenAt - firstSeen) / 1000);
+      deps.logger.info({ run: key, pod: podName, ...serve.timings }, 'Served SandboxRun warm');
+    }
+  }
   await reportTransition(deps, {
     run: run.ref,
     createdAt: run.createdAt,
@@ -117,13 +154,163 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
   });
   const after = requeueAfterMs(status, run.timing);
   if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };
-  return { requeueAfterMs: earliest(after, await stopPod(deps, run.ref)) };
+  // A pool pod is never reused: it goes once the run has ended.
+  const stopped = await stopPod(deps, run.ref, warm ? 'delete' : 'keep', podName);
+  return { requeueAfterMs: earliest(after, stopped) };
 }
 
-/** The children of an allowed run, made when missing; of a cancelled one, only a pod that finished. */
-function observeChildren(deps: ReconcileDeps, run: RunView, verdict: RunVerdict): Promise<Observed> {
+/** The run's status from what this pass observed (computeStatus, whichever pod serves it). */
+function statusOf(
+  run: RunView,
+  verdict: RunVerdict,
+  observed: Observed,
+  podName: string,
+  served?: { served: 'warm'; pool: string | undefined },
+): SandboxRunStatus {
+  return computeStatus({
+    generation: run.generation,
+    createdAt: run.createdAt,
+    current: run.status,
+    verdict: verdict.allowed ? { allowed: true } : { allowed: false, message: verdict.message },
+    cancel: verdict.spec?.cancel === true,
+    pendingTimeoutSeconds: run.timing.pendingTimeoutSeconds,
+    podName,
+    ...observed,
+    served,
+    now: run.timing.now,
+  });
+}
+
+/**
+ * Serves the run from an idle pool pod of its shape when there is one (contract §3): the claim,
+ * then one status write that records the job start (Running, the pod, served warm), and only
+ * then the attach and the job. False: the run goes cold.
+ */
+async function startWarm(
+  deps: ReconcileDeps,
+  key: string,
+  run: RunView,
+  verdict: Extract<RunVerdict, { allowed: true }>,
+): Promise<boolean> {
+  const claimed = await claimPoolPod(
+    { ...deps, startGraceSeconds: deps.pod.startGraceSeconds },
+    run.ref,
+    verdict.effective,
+  );
+  if (!claimed) return false;
+  const pod = { name: claimed.metadata?.name ?? '', uid: claimed.metadata?.uid ?? '' };
+  const { namespace } = run.ref;
+  // The job start is the claim: the run's deadline counts from here.
+  const view: PodView = { ...observePod(claimed), startedAt: run.timing.now };
+  const status = statusOf(run, verdict, { ...NOTHING_SEEN, pod: view }, pod.name, {
+    served: 'warm',
+    pool: poolOfPod(claimed),
+  });
+  try {
+    await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  } catch (e) {
+    await deletePoolPod(deps, namespace, pod);
+    throw e;
+  }
+  await reportTransition(deps, {
+    run: run.ref,
+    createdAt: run.createdAt,
+    annotations: run.raw.metadata?.annotations,
+    before: run.status,
+    after: status,
+    effective: verdict.effective,
+  });
+  if (!isClaimedBy(claimed, run.ref)) return true; // never attach to a pod the run does not own
+  const channelKey = newChannelKey();
+  const serve = serveWarm({
+    kube: deps.kube,
+    namespace,
+    pod,
+    job: encodeJob(verdict.effective, { key: channelKey, requireNoNetwork: !deps.networkPolicyEnforced }),
+    key: channelKey,
+    outputBytes: verdict.effective.limits.outputBytes,
+    limits: deps.output,
+    onSettled: () => deps.requeue(key),
+    now: deps.now,
+  });
+  deps.warm.add(key, run.ref.uid, serve);
+  return true;
+}
+
+/** The pool pod's runner ended without a job: the job was never written. */
+const noJobArrived = (pod: PodView | undefined): boolean =>
+  pod !== undefined &&
+  isPodFinished(pod) &&
+  !pod.terminated?.report &&
+  NO_JOB_ARRIVED.test(pod.terminated?.failure ?? '');
+
+/**
+ * A warm run whose job never reached its pod (the attach failed, or the operator that claimed it
+ * stopped before writing it): the pod goes, and the status forgets the job start, so that the next
+ * pass serves the run again (another pool pod, or cold).
+ */
+async function serveAgain(
+  deps: ReconcileDeps,
+  key: string,
+  run: RunView,
+  pod: { name: string; uid: string },
+  why: string,
+): Promise<ReconcileResult> {
+  await deletePoolPod(deps, run.ref.namespace, pod);
+  const { podName: _p, served: _s, pool: _pool, startTime: _t, ...rest } = run.status;
+  const after: SandboxRunStatus = {
+    ...rest,
+    phase: 'Pending',
+    message: 'serving the run again: its job never reached its pod',
+  };
+  await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after });
+  deps.warm.delete(run.ref.uid);
+  deps.logger.warn(
+    { run: key, pod: pod.name, why },
+    'The job never reached the pool pod; serving the run again',
+  );
+  return { requeueAfterMs: 0 };
+}
+
+async function deletePoolPod(
+  deps: ReconcileDeps,
+  namespace: string,
+  pod: { name: string; uid: string },
+): Promise<void> {
+  if (!pod.uid) return;
+  await deps.kube.deletePod(namespace, pod.name, pod.uid, 0).catch((e: unknown) => {
+    if (!isNotFound(e)) throw e;
+  });
+}
+
+/** A run being deleted, or gone: its serve here stops, and its pool pod goes. */
+async function stopServe(
+  deps: ReconcileDeps,
+  namespace: string,
+  serve: WarmServe | undefined,
+): Promise<void> {
+  if (serve) await deletePoolPod(deps, namespace, serve.pod);
+}
+
+/**
+ * What the pass observes: a warm serve's result, a pool pod followed (no serve here), the
+ * children of an allowed run (made when missing), or of a cancelled one only a pod that finished.
+ */
+function observeChildren(
+  deps: ReconcileDeps,
+  run: RunView,
+  verdict: RunVerdict,
+  serve: WarmServe | undefined,
+  podName: string,
+): Promise<Observed> {
   if (!verdict.allowed) return Promise.resolve(NOTHING_SEEN);
-  if (verdict.spec.cancel === true) return observeForCancel(deps, run);
+  const result = serve?.settled;
+  if (serve && result?.state === 'done') {
+    const pod = warmEndView(serve.pod, result, run.status.startTime);
+    return Promise.resolve({ ...NOTHING_SEEN, pod, output: result.output });
+  }
+  if (verdict.spec.cancel === true) return observeForCancel(deps, run, podName);
+  if (run.status.served === 'warm' && run.status.podName) return followPoolPod(deps, run.ref, podName);
   return ensureRunChildren(
     deps,
     { ...run.ref, podRecorded: run.status.podName !== undefined },
@@ -133,9 +320,10 @@ function observeChildren(deps: ReconcileDeps, run: RunView, verdict: RunVerdict)
 }
 
 /** Cancelling: the pod's result if it already finished (the program won the race), else nothing. */
-async function observeForCancel(deps: ReconcileDeps, run: RunView): Promise<Observed> {
-  const pod = deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid));
-  if (pod && isPodFinished(observePod(pod))) return observeRunPod(deps, run.ref, pod);
+async function observeForCancel(deps: ReconcileDeps, run: RunView, podName: string): Promise<Observed> {
+  const pod = deps.pods.get(run.ref.namespace, podName);
+  const poolPod = run.status.served === 'warm';
+  if (pod && isPodFinished(observePod(pod))) return observeRunPod(deps, run.ref, pod, poolPod);
   return NOTHING_SEEN;
 }
 
@@ -151,5 +339,6 @@ function finishedRun(deps: ReconcileDeps, key: string, run: RunView): Promise<Re
     endedAt: run.status.completionTime,
     ttlSecondsAfterFinished: run.timing.ttlSecondsAfterFinished,
     now: run.timing.now,
+    ...(run.status.served === 'warm' ? { finishedPod: 'delete' as const, podName: run.status.podName } : {}),
   });
 }
