@@ -212,6 +212,11 @@ async function startWarm(
     await deletePoolPod(deps, namespace, pod);
     throw e;
   }
+  await deps.events.normal(
+    run.ref,
+    'ClaimedPod',
+    `Claimed pod ${pod.name} of SandboxPool ${status.pool ?? '(unknown)'}`,
+  );
   await reportTransition(deps, {
     run: run.ref,
     createdAt: run.createdAt,

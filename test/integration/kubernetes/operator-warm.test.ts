@@ -103,7 +103,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
       fieldSelector: `involvedObject.name=warm-kubectl`,
     });
     const reasons = events.items.map((e) => e.reason).sort();
-    assert.deepEqual(reasons, ['Started', 'Succeeded'], JSON.stringify(reasons));
+    assert.deepEqual(reasons, ['ClaimedPod', 'Started', 'Succeeded'], JSON.stringify(reasons));
     await podGone(cluster, ns, podName!);
     // No pod of its own was ever made.
     assert.equal(
