@@ -28,8 +28,9 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     verbs: ['create', 'delete', 'get', 'list', 'update', 'watch'],
     scope: 'cluster',
   },
-  // a claimed pool pod's job and result (only a pod a SandboxRun owns)
-  { apiGroup: '', resource: 'pods/attach', verbs: ['create'], scope: 'cluster' },
+  // a claimed pool pod's job and result (only a pod a SandboxRun owns); a WebSocket attach is a
+  // GET (v1.20 authorizes `get`); clusters from v1.31 also ask for `create`
+  { apiGroup: '', resource: 'pods/attach', verbs: ['create', 'get'], scope: 'cluster' },
   // the output tail
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job

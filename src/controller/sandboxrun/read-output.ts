@@ -71,12 +71,11 @@ export function withoutTrailer(log: string): string {
  */
 export async function readOutput(
   kube: KubeClient,
-  namespace: string,
-  pod: string,
+  pod: { namespace: string; name: string; trailer?: boolean },
   limits: OutputLimits,
-  trailer = false,
 ): Promise<RunOutput | undefined> {
-  const ref = { namespace, name: pod };
+  const ref = { namespace: pod.namespace, name: pod.name };
+  const trailer = pod.trailer === true;
   const clean = (text: string): string => (trailer ? withoutTrailer(text) : text);
   try {
     const read = await kube.readPodLog(ref, { container: SANDBOX_CONTAINER, limitBytes: limits.readBytes });

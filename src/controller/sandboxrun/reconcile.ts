@@ -29,7 +29,7 @@ import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
 import { encodeJob, newChannelKey } from '../../runner/protocol.js';
 import { isClaimedBy, poolOfPod } from './claim-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
-import { computeStatus, requeueAfterMs } from './compute-status.js';
+import { computeStatus, requeueAfterMs, type StatusInput } from './compute-status.js';
 import { evaluateRun, type RunVerdict } from './evaluate-run.js';
 import { reportTransition, type ReportDeps } from './report.js';
 import {
@@ -107,51 +107,80 @@ export async function reconcileRun(deps: ReconcileDeps, key: string): Promise<Re
   return activeRun(deps, key, run);
 }
 
+/** One pass over a run not finished yet: what it is, what the policy says, its serve here. */
+interface Pass {
+  key: string;
+  run: RunView;
+  verdict: RunVerdict;
+  cancel: boolean;
+  serve: WarmServe | undefined;
+}
+
 /** A run not finished yet: the verdict, the children (or its warm serve), the status, the report. */
 async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
   const verdict = evaluateRun(run.raw.spec, deps.policy, {
     networkPolicyEnforced: deps.networkPolicyEnforced,
   });
-  const cancel = verdict.spec?.cancel === true;
-  const serve = deps.warm.get(run.ref.uid);
-  if (serve && !serve.settled) {
-    if (!cancel) return {}; // served here: its result puts the key back on the queue
+  const pass: Pass = {
+    key,
+    run,
+    verdict,
+    cancel: verdict.spec?.cancel === true,
+    serve: deps.warm.get(run.ref.uid),
+  };
+  const firstSeen = deps.warm.firstSeen(key, Date.now());
+  const held = await servedHere(deps, pass);
+  if (held) return held;
+  if (await servedWarm(deps, pass)) return {};
+  return observedPass(deps, pass, firstSeen);
+}
+
+/**
+ * A run this operator serves: nothing to do until its result is there (it puts the key back on
+ * the queue), unless it is cancelled; a serve whose job never reached the pod serves it again.
+ */
+async function servedHere(deps: ReconcileDeps, p: Pass): Promise<ReconcileResult | undefined> {
+  const { serve } = p;
+  if (!serve) return undefined;
+  if (!serve.settled) {
+    if (!p.cancel) return {};
     serve.abort();
   }
-  const firstSeen = deps.warm.firstSeen(key, Date.now());
-  if (serve?.settled?.state === 'lost' && !serve.settled.jobWritten && !cancel)
-    return serveAgain(deps, key, run, serve.pod, serve.settled.why);
-  if (verdict.allowed && !cancel && !run.status.podName) {
-    await deleteUnstartedClaims(deps, run.ref);
-    if (!deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) {
-      if (await startWarm(deps, key, run, verdict)) return {};
-    }
-  }
-  const warm = run.status.served === 'warm' && run.status.podName !== undefined;
-  const podName = warm ? (run.status.podName ?? '') : childName(run.ref.name, run.ref.uid);
-  const observed = await observeChildren(deps, run, verdict, serve, podName);
-  if (warm && !serve && !cancel && noJobArrived(observed.pod))
-    return serveAgain(deps, key, run, observed.pod!, observed.pod!.terminated?.failure ?? '');
-  if (!warm && !run.status.podName && observed.pod)
-    deps.metrics.runAcquire.observe({ path: 'cold' }, (Date.now() - firstSeen) / 1000);
-  const status = statusOf(run, verdict, observed, podName);
+  const settled = serve.settled;
+  if (settled?.state === 'lost' && !settled.jobWritten && !p.cancel)
+    return serveAgain(deps, p, serve.pod, settled.why);
+  return undefined;
+}
+
+/** A run not started yet, of a pool's shape: served by an idle pool pod when one is there. */
+async function servedWarm(deps: ReconcileDeps, p: Pass): Promise<boolean> {
+  const { run, verdict } = p;
+  if (!verdict.allowed || p.cancel || run.status.podName) return false;
+  await deleteUnstartedClaims(deps, run.ref);
+  if (deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) return false; // cold already
+  return startWarm(deps, p, verdict);
+}
+
+/** The pod that serves the run: a claimed pool pod (its status says), or its own. */
+function servingPod(run: RunView): { warm: boolean; podName: string } {
+  const { podName, served } = run.status;
+  if (served === 'warm' && podName !== undefined) return { warm: true, podName };
+  return { warm: false, podName: childName(run.ref.name, run.ref.uid) };
+}
+
+/** The pass that observes the run's pod (or its serve's result), writes the status and reports. */
+async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Promise<ReconcileResult> {
+  const { key, run, serve } = p;
+  const { warm, podName } = servingPod(run);
+  const observed = await observeChildren(deps, p, podName);
+  const pod = observed.pod;
+  if (warm && !serve && !p.cancel && noJobArrived(pod))
+    return serveAgain(deps, p, pod, pod.terminated?.failure ?? '');
+  if (!warm) countCold(deps, run, pod, firstSeen);
+  const status = statusOf(p, observed, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-  if (serve) {
-    deps.warm.delete(run.ref.uid);
-    if (serve.settled?.state === 'done' && serve.jobWrittenAt !== undefined) {
-      deps.metrics.runAcquire.observe({ path: 'warm' }, (serve.jobWrittenAt - firstSeen) / 1000);
-      deps.logger.info({ run: key, pod: podName, ...serve.timings }, 'Served SandboxRun warm');
-    }
-  }
-  await reportTransition(deps, {
-    run: run.ref,
-    createdAt: run.createdAt,
-    annotations: run.raw.metadata?.annotations,
-    before: run.status,
-    after: status,
-    effective: verdict.allowed ? verdict.effective : undefined,
-    runnerDurationMs: observed.pod?.terminated?.report?.durationMs,
-  });
+  if (serve) tookResult(deps, p, serve, firstSeen);
+  await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
   const after = requeueAfterMs(status, run.timing);
   if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };
   // A pool pod is never reused: it goes once the run has ended.
@@ -159,24 +188,55 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
   return { requeueAfterMs: earliest(after, stopped) };
 }
 
+/** A cold run whose pod this pass made: its acquire time. */
+function countCold(deps: ReconcileDeps, run: RunView, pod: PodView | undefined, firstSeen: number): void {
+  if (run.status.podName || !pod) return;
+  deps.metrics.runAcquire.observe({ path: 'cold' }, (Date.now() - firstSeen) / 1000);
+}
+
+/** The transition this pass wrote: Events, metrics, the audit record (report.ts). */
+function reportPass(
+  deps: ReconcileDeps,
+  p: Pass,
+  after: SandboxRunStatus,
+  runnerDurationMs?: number,
+): Promise<void> {
+  const { run, verdict } = p;
+  return reportTransition(deps, {
+    run: run.ref,
+    createdAt: run.createdAt,
+    annotations: run.raw.metadata?.annotations,
+    before: run.status,
+    after,
+    effective: verdict.allowed ? verdict.effective : undefined,
+    runnerDurationMs,
+  });
+}
+
+/** The serve's result is in the status: the serve is over; its timings are logged. */
+function tookResult(deps: ReconcileDeps, p: Pass, serve: WarmServe, firstSeen: number): void {
+  deps.warm.delete(p.run.ref.uid);
+  if (serve.settled?.state !== 'done' || serve.jobWrittenAt === undefined) return;
+  deps.metrics.runAcquire.observe({ path: 'warm' }, (serve.jobWrittenAt - firstSeen) / 1000);
+  deps.logger.info({ run: p.key, pod: serve.pod.name, ...serve.timings }, 'Served SandboxRun warm');
+}
+
 /** The run's status from what this pass observed (computeStatus, whichever pod serves it). */
 function statusOf(
-  run: RunView,
-  verdict: RunVerdict,
-  observed: Observed,
+  p: Pass,
+  observed: Observed & Pick<StatusInput, 'served'>,
   podName: string,
-  served?: { served: 'warm'; pool: string | undefined },
 ): SandboxRunStatus {
+  const { run, verdict } = p;
   return computeStatus({
     generation: run.generation,
     createdAt: run.createdAt,
     current: run.status,
     verdict: verdict.allowed ? { allowed: true } : { allowed: false, message: verdict.message },
-    cancel: verdict.spec?.cancel === true,
+    cancel: p.cancel,
     pendingTimeoutSeconds: run.timing.pendingTimeoutSeconds,
     podName,
     ...observed,
-    served,
     now: run.timing.now,
   });
 }
@@ -188,10 +248,10 @@ function statusOf(
  */
 async function startWarm(
   deps: ReconcileDeps,
-  key: string,
-  run: RunView,
+  p: Pass,
   verdict: Extract<RunVerdict, { allowed: true }>,
 ): Promise<boolean> {
+  const { key, run } = p;
   const claimed = await claimPoolPod(
     { ...deps, startGraceSeconds: deps.pod.startGraceSeconds },
     run.ref,
@@ -202,10 +262,11 @@ async function startWarm(
   const { namespace } = run.ref;
   // The job start is the claim: the run's deadline counts from here.
   const view: PodView = { ...observePod(claimed), startedAt: run.timing.now };
-  const status = statusOf(run, verdict, { ...NOTHING_SEEN, pod: view }, pod.name, {
-    served: 'warm',
-    pool: poolOfPod(claimed),
-  });
+  const status = statusOf(
+    p,
+    { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool: poolOfPod(claimed) } },
+    pod.name,
+  );
   try {
     await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
   } catch (e) {
@@ -217,14 +278,7 @@ async function startWarm(
     'ClaimedPod',
     `Claimed pod ${pod.name} of SandboxPool ${status.pool ?? '(unknown)'}`,
   );
-  await reportTransition(deps, {
-    run: run.ref,
-    createdAt: run.createdAt,
-    annotations: run.raw.metadata?.annotations,
-    before: run.status,
-    after: status,
-    effective: verdict.effective,
-  });
+  await reportPass(deps, p, status);
   if (!isClaimedBy(claimed, run.ref)) return true; // never attach to a pod the run does not own
   const channelKey = newChannelKey();
   const serve = serveWarm({
@@ -243,7 +297,7 @@ async function startWarm(
 }
 
 /** The pool pod's runner ended without a job: the job was never written. */
-const noJobArrived = (pod: PodView | undefined): boolean =>
+const noJobArrived = (pod: PodView | undefined): pod is PodView =>
   pod !== undefined &&
   isPodFinished(pod) &&
   !pod.terminated?.report &&
@@ -256,11 +310,11 @@ const noJobArrived = (pod: PodView | undefined): boolean =>
  */
 async function serveAgain(
   deps: ReconcileDeps,
-  key: string,
-  run: RunView,
+  p: Pass,
   pod: { name: string; uid: string },
   why: string,
 ): Promise<ReconcileResult> {
+  const { key, run } = p;
   await deletePoolPod(deps, run.ref.namespace, pod);
   const { podName: _p, served: _s, pool: _pool, startTime: _t, ...rest } = run.status;
   const after: SandboxRunStatus = {
@@ -301,20 +355,15 @@ async function stopServe(
  * What the pass observes: a warm serve's result, a pool pod followed (no serve here), the
  * children of an allowed run (made when missing), or of a cancelled one only a pod that finished.
  */
-function observeChildren(
-  deps: ReconcileDeps,
-  run: RunView,
-  verdict: RunVerdict,
-  serve: WarmServe | undefined,
-  podName: string,
-): Promise<Observed> {
+function observeChildren(deps: ReconcileDeps, p: Pass, podName: string): Promise<Observed> {
+  const { run, verdict, serve } = p;
   if (!verdict.allowed) return Promise.resolve(NOTHING_SEEN);
   const result = serve?.settled;
   if (serve && result?.state === 'done') {
     const pod = warmEndView(serve.pod, result, run.status.startTime);
     return Promise.resolve({ ...NOTHING_SEEN, pod, output: result.output });
   }
-  if (verdict.spec.cancel === true) return observeForCancel(deps, run, podName);
+  if (p.cancel) return observeForCancel(deps, run, podName);
   if (run.status.served === 'warm' && run.status.podName) return followPoolPod(deps, run.ref, podName);
   return ensureRunChildren(
     deps,

@@ -41,7 +41,8 @@ async function withOutput(
   poolPod = false,
 ): Promise<Observed> {
   if (!seen.pod || !isPodFinished(seen.pod)) return { ...seen, output: undefined };
-  const read = await readOutput(deps.kube, run.namespace, seen.pod.name, deps.output, poolPod);
+  const pod = { namespace: run.namespace, name: seen.pod.name, trailer: poolPod };
+  const read = await readOutput(deps.kube, pod, deps.output);
   return { ...seen, output: read && withReportedBytes(read, seen.pod.terminated?.report) };
 }
 
