@@ -296,12 +296,16 @@ async function startWarm(
   return true;
 }
 
-/** The pool pod's runner ended without a job: the job was never written. */
-const noJobArrived = (pod: PodView | undefined): pod is PodView =>
-  pod !== undefined &&
-  isPodFinished(pod) &&
-  !pod.terminated?.report &&
-  NO_JOB_ARRIVED.test(pod.terminated?.failure ?? '');
+/**
+ * The pool pod ended without running a job: its runner says no job arrived (the attach that
+ * claimed it closed first), or the pod reached its deadline with no report at all, which only a
+ * runner that never got its job does (with a job, the runner ends the program at its timeout and
+ * reports, well before the pod's deadline: the timeout plus the start grace, from the claim).
+ */
+const noJobArrived = (pod: PodView | undefined): pod is PodView => {
+  if (pod === undefined || !isPodFinished(pod) || pod.terminated?.report) return false;
+  return NO_JOB_ARRIVED.test(pod.terminated?.failure ?? '') || pod.reason === 'DeadlineExceeded';
+};
 
 /**
  * A warm run whose job never reached its pod (the attach failed, or the operator that claimed it
