@@ -49,15 +49,13 @@ class OutputCollector {
   private headBytes = 0;
   private tail: Buffer = Buffer.alloc(0);
   private total = 0;
-  stderrBytes = 0;
   private readonly limits: OutputLimits;
 
   constructor(limits: OutputLimits) {
     this.limits = limits;
   }
 
-  push(data: Buffer, stderr: boolean): void {
-    if (stderr) this.stderrBytes += data.length;
+  push(data: Buffer): void {
     this.total += data.length;
     const room = this.limits.readBytes - this.headBytes;
     if (room > 0) {
@@ -127,15 +125,31 @@ export function serveWarm(i: ServeInput): WarmServe {
     const out = collector.output();
     return end.kind === 'exit' ? withReportedBytes(out, end.report) : out;
   };
+  let stderrBytes = 0;
   /** Whether the stderr the runner forwarded before its trailer has all arrived. */
   const stderrComplete = (end: TrailerEnd): boolean =>
-    end.kind !== 'exit' || collector.stderrBytes >= forwardedAtMost(end.report.stderrBytes, i.outputBytes);
+    end.kind !== 'exit' || stderrBytes >= forwardedAtMost(end.report.stderrBytes, i.outputBytes);
+  // stderr that came while stdout bytes were held back (they may be the trailer's start): it goes
+  // into the output after them, as it came.
+  let laterErr: Buffer[] = [];
+  let heldBeforeErr = 0;
+  const releaseErr = (): void => {
+    for (const b of laterErr) collector.push(b);
+    laterErr = [];
+  };
   const onStdout = (data: Buffer): void => {
     if (trailer) return;
     const out = filter.push(data);
-    if (out.length) collector.push(out, false);
+    if (laterErr.length) {
+      const first = Math.min(heldBeforeErr, out.length);
+      collector.push(out.subarray(0, first));
+      heldBeforeErr -= first;
+      if (heldBeforeErr === 0) releaseErr();
+      if (out.length > first) collector.push(out.subarray(first));
+    } else if (out.length) collector.push(out);
     const end = filter.complete();
     if (!end) return;
+    releaseErr(); // what stdout held back is the trailer
     trailer = end;
     if (jobWrittenAt !== undefined) timings.jobToResultMs = Date.now() - jobWrittenAt;
     if (stderrComplete(end)) return finish();
@@ -143,7 +157,11 @@ export function serveWarm(i: ServeInput): WarmServe {
   };
   const onStderr = (data: Buffer): void => {
     if (settled) return;
-    collector.push(data, true);
+    stderrBytes += data.length;
+    if (!trailer && (laterErr.length || filter.heldBytes > 0)) {
+      if (!laterErr.length) heldBeforeErr = filter.heldBytes;
+      laterErr.push(data);
+    } else collector.push(data);
     if (trailer && stderrComplete(trailer)) finish();
   };
 
