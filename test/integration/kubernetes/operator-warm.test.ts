@@ -78,7 +78,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
     const [podName] = await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
     const manifest = sandboxRun('warm-kubectl', {
       template: 'python',
-      code: 'import sys, time\ntime.sleep(1)\nprint("warm hello", flush=True)\nprint("warm err", file=sys.stderr)',
+      code: 'import sys, time\ntime.sleep(1)\nprint("warm hello", flush=True)\ntime.sleep(0.3)\nprint("warm err", file=sys.stderr)',
     });
     const applied = await cluster.kubectl(['apply', '-n', ns, '-f', '-'], { input: stringify(manifest) });
     assert.equal(applied.code, 0, applied.stderr);
@@ -93,6 +93,8 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
     assert.equal(st.pool, 'py');
     assert.equal(st.exitCode, 0);
     assert.equal(st.podName, podName);
+    // Both streams, in the order they came (the pod's two streams reach the attach on their own:
+    // the program spaces them out).
     assert.equal(st.output?.tail, 'warm hello\nwarm err\n');
     assert.equal(st.output?.bytes, 'warm hello\nwarm err\n'.length);
     assert.ok(st.startTime && st.completionTime);
