@@ -54,6 +54,17 @@
  * out, then its tail. Exit with the child's
  * status, and write the exit JSON (or {"failure": text} when the job never ran) to
  * /dev/termination-log when it exists.
+ *
+ * `--pool`: a pool pod's runner (Kubernetes warm pools, src/runner/exit-trailer.ts). It waits on
+ * stdin for one protocol-3 job (a keyed one: its key signs the trailer). Its first byte starts a
+ * clock: no complete job within POOL_JOB_MS, or stdin ending first, is a failure with exit 125 and
+ * nothing on stdout (there is no key to sign a trailer with). With the job it behaves exactly like
+ * `--plain`, then writes the exit trailer on stdout as its last write, one write() of at most
+ * PIPE_BUF bytes: "\n" RS "sandpit-exit " <key hex> " " <exit JSON or {"failure": text}> "\n". A job
+ * it refuses once read (a bad record, a network where egress is none) gets the failure trailer.
+ * The end of stdin after the job does not stop the program (its deadline and the pod's bound it).
+ * The job's format is protocol 3's, unchanged: the mode is chosen by the pod's command, and a runner
+ * without it refuses `--pool` with its usage (exit 2), which the pod's status shows.
  */
 #define _GNU_SOURCE
 #include "program.h"
@@ -88,6 +99,8 @@
 #define RECORD_MAX 4096
 #define RECORD_HEAD (KEY_LEN + 3)
 #define RECORD_DATA (RECORD_MAX - RECORD_HEAD)
+/* --pool: how long a job may take to arrive once its first byte has. */
+#define POOL_JOB_MS 10000
 
 struct stream {
 	int fd;
@@ -108,6 +121,9 @@ static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail, open_files;
 static unsigned long long file_size; /* 0: leave RLIMIT_FSIZE as it is */
 static int no_network;
 static int plain;
+/* --pool: plain, plus the exit trailer; job_read once the whole job is in (a failure then gets a trailer). */
+static int pool, job_read;
+static long long pool_deadline; /* 0 until the job's first byte */
 /* Set by a protocol-3 job: every frame from then on starts with its key. */
 static int keyed;
 static unsigned char channel_key[KEY_LEN];
@@ -125,6 +141,8 @@ static pid_t program_group; /* what kill_all() kills when we are not PID 1 */
 
 static void die_frame(const char *fmt, ...);
 static int release_stdio(void);
+static void write_trailer(const char *json, size_t len);
+static long long now_ms(void);
 int session_main(int argc, char **argv); /* session.c */
 
 static void write_all(int fd, const void *p, size_t n)
@@ -180,6 +198,24 @@ static void die_frame(const char *fmt, ...)
 		release_stdio();
 		dprintf(2, "sandpit-runner: %s\n", msg);
 		write_termination_failure(msg);
+		if (pool && job_read) {
+			char json[1200];
+			size_t n = 0;
+			json[n++] = '{';
+			n += (size_t)snprintf(json + n, sizeof json - n, "\"failure\":\"");
+			for (const char *c = msg; *c && n < sizeof json - 8; c++) {
+				unsigned char ch = (unsigned char)*c;
+				if (ch == '"' || ch == '\\')
+					json[n++] = '\\', json[n++] = (char)ch;
+				else if (ch < 0x20)
+					n += (size_t)snprintf(json + n, sizeof json - n, "\\u%04x", ch);
+				else
+					json[n++] = (char)ch;
+			}
+			json[n++] = '"';
+			json[n++] = '}';
+			write_trailer(json, n);
+		}
 	} else {
 		frame('F', msg, strlen(msg));
 	}
@@ -191,15 +227,39 @@ static uint32_t be32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* --pool: waits for stdin to be readable, within the job's clock once its first byte came. */
+static void pool_wait(int fd)
+{
+	for (;;) {
+		int timeout = -1;
+		if (pool_deadline) {
+			long long left = pool_deadline - now_ms();
+			if (left <= 0)
+				die_frame("no job arrived within %d s of its first byte", POOL_JOB_MS / 1000);
+			timeout = (int)left;
+		}
+		struct pollfd p = {fd, POLLIN, 0};
+		int n = poll(&p, 1, timeout);
+		if (n > 0)
+			return;
+		if (n < 0 && errno != EINTR)
+			die_frame("no job arrived: poll: %s", strerror(errno));
+	}
+}
+
 static int read_full(int fd, void *p, size_t n)
 {
 	char *c = p;
 	while (n > 0) {
+		if (pool)
+			pool_wait(fd);
 		ssize_t r = read(fd, c, n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			return -1;
+		if (pool && !pool_deadline)
+			pool_deadline = now_ms() + POOL_JOB_MS;
 		c += r;
 		n -= (size_t)r;
 	}
@@ -209,23 +269,27 @@ static int read_full(int fd, void *p, size_t n)
 static char *read_job(int fd, size_t *len)
 {
 	unsigned char hdr[4];
-	if (read_full(fd, hdr, 4) != 0)
+	if (read_full(fd, hdr, 4) != 0) {
+		if (pool)
+			die_frame("no job arrived: stdin ended first");
 		exit(0); /* closed before any job: a pool container being retired */
+	}
 	if (memcmp(hdr, "SPJ3", 4) == 0) {
 		if (read_full(fd, channel_key, KEY_LEN) != 0)
 			die_frame("job truncated");
 		keyed = 1;
-	} else if (memcmp(hdr, "SPJ1", 4) != 0) {
-		die_frame("bad job header");
+	} else if (pool || memcmp(hdr, "SPJ1", 4) != 0) {
+		die_frame("no job arrived: bad job header");
 	}
 	if (read_full(fd, hdr, 4) != 0)
-		die_frame("job truncated");
+		die_frame("no job arrived: job truncated");
 	*len = be32(hdr);
 	if (*len > MAX_JOB)
-		die_frame("job of %zu bytes is too large", *len);
+		die_frame("no job arrived: job of %zu bytes is too large", *len);
 	char *buf = malloc(*len + 1);
 	if (!buf || read_full(fd, buf, *len) != 0)
-		die_frame("job truncated");
+		die_frame("no job arrived: job truncated");
+	job_read = 1;
 	return buf;
 }
 
@@ -670,6 +734,27 @@ static void write_plain_tail(struct stream *s, int fd)
 	free(out);
 }
 
+/* --pool: the exit trailer, the last write on stdout (src/runner/exit-trailer.ts). */
+static void write_trailer(const char *json, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char line[RECORD_MAX];
+	size_t n = 0;
+	memcpy(line, "\n\x1esandpit-exit ", 15);
+	n = 15;
+	for (int i = 0; i < KEY_LEN; i++) {
+		line[n++] = hex[channel_key[i] >> 4];
+		line[n++] = hex[channel_key[i] & 15];
+	}
+	line[n++] = ' ';
+	if (len > sizeof line - n - 1)
+		len = sizeof line - n - 1;
+	memcpy(line + n, json, len);
+	n += len;
+	line[n++] = '\n';
+	write_all(1, line, n); /* one write of at most PIPE_BUF bytes: a pipe keeps it whole */
+}
+
 static int report(struct run *r, long long oom_before)
 {
 	long long oom_after = oom_kills();
@@ -695,6 +780,8 @@ static int report(struct run *r, long long oom_before)
 		write_termination_log(result, (size_t)n);
 		if (r->timed_out)
 			dprintf(2, "sandpit-runner: deadline of %u ms exceeded\n", deadline_ms);
+		if (pool)
+			write_trailer(result, (size_t)n);
 		return code;
 	}
 	frame('X', result, (size_t)n);
@@ -710,12 +797,18 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--plain") == 0)
 			plain = 1;
+		else if (strcmp(argv[i], "--pool") == 0)
+			plain = pool = 1;
 		else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc)
 			job_file = argv[++i];
 		else {
-			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain] | --session [--open-within SECONDS]\n");
+			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain] | --pool | --session [--open-within SECONDS]\n");
 			return 2;
 		}
+	}
+	if (pool && job_file) {
+		fprintf(stderr, "sandpit-runner: --pool reads its job from stdin, not --job\n");
+		return 2;
 	}
 	prctl(PR_SET_DUMPABLE, 0);
 	signal(SIGPIPE, SIG_IGN);

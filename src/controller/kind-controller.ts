@@ -31,6 +31,8 @@ export interface ReconcileContext<T extends KubeObject> {
   runtimeClasses: Store<RuntimeClass>;
   /** Session Leases (labelled sandpit.dev/session): the gateway's record of a session's activity. */
   leases: Store<Lease>;
+  /** Puts the key on the kind's queue (work that finished outside a pass: a warm serve's result). */
+  requeue(key: string): void;
 }
 
 export interface Reconciler {

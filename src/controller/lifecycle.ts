@@ -69,8 +69,9 @@ export async function stopPod(
   deps: StopDeps,
   owner: ObjectRef,
   finished: FinishedPod = 'keep',
+  podName: string = childName(owner.name, owner.uid),
 ): Promise<number | undefined> {
-  const pod = deps.pods.get(owner.namespace, childName(owner.name, owner.uid));
+  const pod = deps.pods.get(owner.namespace, podName);
   const step = podStopStep(pod, owner.uid, deps.now(), finished);
   if (step.action === 'none' || step.action === 'wait' || !pod?.metadata?.uid) return step.recheckMs;
   const force = step.action === 'force';
@@ -101,6 +102,8 @@ export interface EndedOwner<S extends { observedGeneration?: number | undefined 
   now: string;
   /** Whether a pod that finished by itself stays until the owner goes (the default) or is deleted. */
   finishedPod?: FinishedPod;
+  /** The owner's pod, when it is not the one under the deterministic name (a claimed pool pod). */
+  podName?: string | undefined;
 }
 
 /** An owner that has ended: its pod must not keep running; the TTL after finishing deletes it. */
@@ -108,7 +111,7 @@ export async function endedPass<S extends { observedGeneration?: number | undefi
   deps: StopDeps & StatusWriteDeps,
   o: EndedOwner<S>,
 ): Promise<ReconcileResult> {
-  const recheckPodMs = await stopPod(deps, o.ref, o.finishedPod);
+  const recheckPodMs = await stopPod(deps, o.ref, o.finishedPod, o.podName);
   const ttlAfter =
     o.ttlSecondsAfterFinished === undefined || !o.endedAt
       ? undefined

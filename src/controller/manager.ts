@@ -92,6 +92,7 @@ export class Manager {
     });
     this.kinds = kinds.map((controller) => {
       const objects = set((ns) => kindSource<KubeObject>(kube, controller.kind, ns));
+      const queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
       const context: ReconcileContext<KubeObject> = {
         kube,
         logger: options.logger,
@@ -104,8 +105,8 @@ export class Manager {
         networkPolicies: this.networkPolicies,
         runtimeClasses: this.runtimeClasses,
         leases: this.leases,
+        requeue: (key) => queue.add(key),
       };
-      const queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
       return { controller, objects, queue, reconciler: controller.reconciler(context) };
     });
     this.wire();

@@ -52,6 +52,19 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
       buckets: LATENCY_BUCKETS,
       registers,
     }),
+    poolClaims: new Counter({
+      name: 'sandpit_pool_claims_total',
+      help: 'Claims of a pool pod for a SandboxRun, by result: warm (claimed), empty (no ready pod of its shape), conflict (the pod was taken or went first), error',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    runAcquire: new Histogram({
+      name: 'sandpit_run_acquire_seconds',
+      help: 'Time from the operator first seeing a SandboxRun to its job written to a pool pod (warm) or its pod created (cold)',
+      labelNames: ['path'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+      registers,
+    }),
     timeToFinish: new Histogram({
       name: 'sandpit_operator_run_finish_seconds',
       help: 'Time from the creation of a SandboxRun to its terminal phase, by phase',

@@ -20,8 +20,17 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: 'sandpit.dev', resource: 'sandboxes', verbs: ['delete', 'list', 'watch'], scope: 'cluster' },
   // the one status write per pass (PUT …/status)
   { apiGroup: 'sandpit.dev', resource: 'sandboxes/status', verbs: ['update'], scope: 'cluster' },
-  // informer; create; cancel and clean-up; a live read when the cache has not seen a recorded pod
-  { apiGroup: '', resource: 'pods', verbs: ['create', 'delete', 'get', 'list', 'watch'], scope: 'cluster' },
+  // informer; create; cancel and clean-up; a live read when the cache has not seen a recorded pod;
+  // the claim of a pool pod (one resourceVersion-guarded update)
+  {
+    apiGroup: '',
+    resource: 'pods',
+    verbs: ['create', 'delete', 'get', 'list', 'update', 'watch'],
+    scope: 'cluster',
+  },
+  // a claimed pool pod's job and result (only a pod a SandboxRun owns); a WebSocket attach is a
+  // GET (v1.20 authorizes `get`); clusters from v1.31 also ask for `create`
+  { apiGroup: '', resource: 'pods/attach', verbs: ['create', 'get'], scope: 'cluster' },
   // the output tail
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job

@@ -1,6 +1,6 @@
 /**
  * attachPod(): a byte channel to a running container's main process through `pods/attach`
- * (client-node's Attach, protocol v4.channel.k8s.io): stdin and stdout, no tty. What the process
+ * (client-node's Attach, protocol v4.channel.k8s.io): stdin and stdout (and stderr when asked), no tty. What the process
  * writes to stdout before the attach is not replayed, and v4 cannot half-close stdin (the runner
  * reads length-framed records, so it never waits for end of file). Everything the process writes
  * also reaches the node's container log.
@@ -36,19 +36,23 @@ export async function attachPod(
   kc: KubeConfig,
   target: { namespace: string; pod: string; container: string },
   onStdout: (data: Buffer) => void,
+  onStderr?: (data: Buffer) => void,
 ): Promise<AttachedPod> {
-  const stdout = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      onStdout(chunk);
-      cb();
-    },
-  });
+  const sink = (on: (data: Buffer) => void): Writable =>
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        on(chunk);
+        cb();
+      },
+    });
+  const stdout = sink(onStdout);
+  const stderr = onStderr ? sink(onStderr) : null;
   // client-node sends what this stream emits; writes go straight to the socket instead (one
   // message per request, with the socket's own completion callback), so it stays empty.
   const stdin = new PassThrough();
   const { namespace, pod, container } = target;
   const ws = (await kubeCall(`attach to Pod ${namespace}/${pod}`, () =>
-    new Attach(kc).attach(namespace, pod, container, stdout, null, stdin, false),
+    new Attach(kc).attach(namespace, pod, container, stdout, stderr, stdin, false),
   )) as unknown as Socket;
   let why: string | undefined;
   let closedResolve!: (why: string) => void;

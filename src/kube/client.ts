@@ -208,6 +208,17 @@ export function createKubeClient(kc: KubeConfig) {
       kubeCall(`create Pod ${namespace}/${body.metadata?.name}`, async () =>
         plain(await core.createNamespacedPod({ namespace, body: model<V1Pod>(body) })),
       ),
+    /** Replaces the pod (PUT with its resourceVersion: a stale copy fails with Conflict). */
+    replacePod: (namespace: string, body: Pod): Promise<Pod> =>
+      kubeCall(`replace Pod ${namespace}/${body.metadata?.name}`, async () =>
+        plain(
+          await core.replaceNamespacedPod({
+            namespace,
+            name: body.metadata?.name ?? '',
+            body: model<V1Pod>(body),
+          }),
+        ),
+      ),
     /**
      * Deletes the pod only if it is still the one with `uid` (never a namesake); grace 0 forces it.
      * Options go in the body: with a body, the apiserver ignores DeleteOptions query parameters.
@@ -313,11 +324,12 @@ export function createKubeClient(kc: KubeConfig) {
         ),
       ),
 
-    /** A byte channel to a running container's stdin and stdout (pods/attach; see attach.ts). */
+    /** A byte channel to a running container's stdin and stdout, and stderr when asked (pods/attach; see attach.ts). */
     attach: (
       target: { namespace: string; pod: string; container: string },
       onStdout: (data: Buffer) => void,
-    ): Promise<AttachedPod> => attachPod(kc, target, onStdout),
+      onStderr?: (data: Buffer) => void,
+    ): Promise<AttachedPod> => attachPod(kc, target, onStdout, onStderr),
 
     /** The apiserver's version (`v1.20.2`). */
     version: (): Promise<string> =>

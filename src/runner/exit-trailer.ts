@@ -99,6 +99,14 @@ export class TrailerFilter {
     return this.held.length;
   }
 
+  /**
+   * The end the held bytes report when they are a whole trailer now (a reader that stays attached
+   * knows the result without waiting for the stream to end); they stay held.
+   */
+  complete(): TrailerEnd | undefined {
+    return this.held.length > START.length ? parseTrailer(this.held, this.key) : undefined;
+  }
+
   end(): { rest: Buffer; end: TrailerEnd | undefined } {
     const held = this.held;
     this.held = Buffer.alloc(0);

@@ -17,6 +17,12 @@ import type { EffectiveSpec } from '../policy/evaluate.js';
  * runner that announces none speaks version 1). Bump it, and the runner's, with every change.
  */
 export const PROTOCOL_VERSION = 3;
+/**
+ * `--pool` (a Kubernetes pool pod, exit-trailer.ts) takes this protocol's job unchanged and adds
+ * no frame: its only new output is the trailer, a mode chosen by the pod's command. A runner older
+ * than the mode refuses the flag with its usage (exit 2), so such a pool pod fails visibly instead
+ * of serving.
+ */
 /** The oldest runner this code accepts: the first whose frames carry the job's key. */
 export const MIN_PROTOCOL_VERSION = 3;
 

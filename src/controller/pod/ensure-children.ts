@@ -126,7 +126,7 @@ async function ensureConfigMap(
   return createChild('ConfigMap', name, () => deps.kube.createConfigMap(owner.namespace, want));
 }
 
-async function ensureNetworkPolicy(
+export async function ensureNetworkPolicy(
   deps: ChildrenDeps,
   owner: ObjectRef,
   want: NetworkPolicy,

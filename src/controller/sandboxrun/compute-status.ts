@@ -26,6 +26,8 @@ export interface StatusInput {
   /** The pod was created once and is gone now. */
   podLost: boolean;
   output: RunOutput | undefined;
+  /** How the run is served, once it is: a pool pod (`warm`, with its pool) or a pod of its own. */
+  served?: { served: 'warm'; pool: string | undefined } | undefined;
   now: string;
 }
 
@@ -78,12 +80,20 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
     message: o.message,
     exitCode: o.exitCode,
     podName: i.pod || i.current.podName ? i.podName : undefined,
+    ...servedBy(i),
     startTime: o.startTime,
     completionTime: o.completionTime,
     conditions,
     output: o.output,
     observedGeneration,
   });
+}
+
+/** `served` (and `pool`) once the run has a pod: a pool pod's, or a pod of its own. */
+function servedBy(i: StatusInput): Pick<SandboxRunStatus, 'served' | 'pool'> {
+  if (i.served) return { served: 'warm', pool: i.served.pool };
+  if (i.current.served) return { served: i.current.served, pool: i.current.pool };
+  return i.pod || i.current.podName ? { served: 'cold' } : {};
 }
 
 function decide(i: StatusInput): Outcome {

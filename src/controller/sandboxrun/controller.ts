@@ -13,6 +13,7 @@ import type { PodSettings } from '../pod/build-sandbox-pod.js';
 import { StatusOverlay } from '../status-overlay.js';
 import type { OutputLimits } from './read-output.js';
 import { reconcileRun, type RunSettings } from './reconcile.js';
+import { WarmServes } from './warm-serves.js';
 
 export interface SandboxRunSettings {
   policy: Policy;
@@ -37,11 +38,16 @@ export function sandboxRunController(settings: SandboxRunSettings): KindControll
     reconciler(context) {
       const runs = context.objects;
       const overlay = new StatusOverlay();
+      const warm = new WarmServes();
       context.metrics.observeRunPhases(() => countPhases(runs.list()));
-      const deps = { ...context, ...settings, runs, overlay };
+      const deps = { ...context, ...settings, runs, overlay, warm };
       return {
         reconcile: (key) => reconcileRun(deps, key),
-        forget: (key) => overlay.forget(key),
+        forget: (key) => {
+          overlay.forget(key);
+          // A run deleted while served here: the serve stops, and the garbage collector takes the pod.
+          warm.forget(key);
+        },
         // A RuntimeClass appearing (or going) matters to runs still waiting for their pod.
         waitingForRuntimeClasses: () =>
           runs

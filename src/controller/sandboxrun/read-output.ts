@@ -8,6 +8,7 @@ import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
 import type { KubeClient } from '../../kube/client.js';
 import type { ExitReport } from '../../runner/protocol.js';
 import { isNotFound } from '../../kube/errors.js';
+import { TrailerFilter } from '../../runner/exit-trailer.js';
 
 export interface OutputLimits {
   /** Bytes of the tail kept in the status. */
@@ -56,23 +57,38 @@ export function withReportedBytes(output: RunOutput, report: ExitReport | undefi
   return wrote > output.bytes ? { ...output, bytes: wrote, truncated: true } : output;
 }
 
-/** Reads the finished pod's log; undefined when the pod is gone. */
+/** `log` without the exit trailer a pool pod's runner ends it with (exit-trailer.ts). Pure. */
+export function withoutTrailer(log: string): string {
+  const filter = new TrailerFilter();
+  const head = filter.push(Buffer.from(log, 'utf8'));
+  const { rest } = filter.end();
+  return Buffer.concat([head, rest]).toString('utf8');
+}
+
+/**
+ * Reads the finished pod's log; undefined when the pod is gone. A pool pod's log (`trailer`) ends
+ * with the runner's exit trailer, which is not output.
+ */
 export async function readOutput(
   kube: KubeClient,
-  namespace: string,
-  pod: string,
+  pod: { namespace: string; name: string; trailer?: boolean },
   limits: OutputLimits,
 ): Promise<RunOutput | undefined> {
-  const ref = { namespace, name: pod };
+  const ref = { namespace: pod.namespace, name: pod.name };
+  const trailer = pod.trailer === true;
+  const clean = (text: string): string => (trailer ? withoutTrailer(text) : text);
   try {
-    const log = await kube.readPodLog(ref, { container: SANDBOX_CONTAINER, limitBytes: limits.readBytes });
-    const capped = Buffer.byteLength(log, 'utf8') >= limits.readBytes;
+    const read = await kube.readPodLog(ref, { container: SANDBOX_CONTAINER, limitBytes: limits.readBytes });
+    const capped = Buffer.byteLength(read, 'utf8') >= limits.readBytes;
+    const log = clean(read);
     const tailSource = capped
-      ? await kube.readPodLog(ref, {
-          container: SANDBOX_CONTAINER,
-          tailLines: TAIL_LINES,
-          limitBytes: limits.readBytes,
-        })
+      ? clean(
+          await kube.readPodLog(ref, {
+            container: SANDBOX_CONTAINER,
+            tailLines: TAIL_LINES,
+            limitBytes: limits.readBytes,
+          }),
+        )
       : log;
     return toRunOutput(log, capped, tailSource, limits);
   } catch (e) {

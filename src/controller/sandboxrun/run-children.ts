@@ -34,9 +34,15 @@ export interface Observed extends PodObservation {
 export const NOTHING_SEEN: Observed = { ...NOTHING_OBSERVED, output: undefined };
 
 /** What was observed, with the output tail of a finished pod. */
-async function withOutput(deps: RunChildrenDeps, run: ObjectRef, seen: PodObservation): Promise<Observed> {
+async function withOutput(
+  deps: RunChildrenDeps,
+  run: ObjectRef,
+  seen: PodObservation,
+  poolPod = false,
+): Promise<Observed> {
   if (!seen.pod || !isPodFinished(seen.pod)) return { ...seen, output: undefined };
-  const read = await readOutput(deps.kube, run.namespace, seen.pod.name, deps.output);
+  const pod = { namespace: run.namespace, name: seen.pod.name, trailer: poolPod };
+  const read = await readOutput(deps.kube, pod, deps.output);
   return { ...seen, output: read && withReportedBytes(read, seen.pod.terminated?.report) };
 }
 
@@ -55,7 +61,15 @@ export async function ensureRunChildren(
   return withOutput(deps, run, seen);
 }
 
-/** An existing pod of the run (a cancelled run whose program may have won the race). */
-export async function observeRunPod(deps: RunChildrenDeps, run: ObjectRef, pod: Pod): Promise<Observed> {
-  return withOutput(deps, run, await observeExisting(deps, run, pod));
+/**
+ * An existing pod of the run (a cancelled run whose program may have won the race; a pool pod
+ * that serves the run, `poolPod`, whose log ends with the runner's exit trailer).
+ */
+export async function observeRunPod(
+  deps: RunChildrenDeps,
+  run: ObjectRef,
+  pod: Pod,
+  poolPod = false,
+): Promise<Observed> {
+  return withOutput(deps, run, await observeExisting(deps, run, pod), poolPod);
 }

@@ -1,0 +1,137 @@
+// Pool pods made by the test itself, as the SandboxPool controller makes them (contract §1): the
+// hardened sandbox pod of a run's effective shape (the test operator's own policy and pod
+// settings), running `sandpit-runner --pool` on its attached stdin (stdinOnce), labelled idle with
+// the shape label, controlled by a SandboxPool object the test creates.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
+import {
+  LABEL_COMPONENT,
+  LABEL_MANAGED_BY,
+  LABEL_POOL,
+  LABEL_POOL_POD,
+  LABEL_POOL_SHAPE,
+  LABEL_POOL_UID,
+  labelValueFor,
+  MANAGED_BY_OPERATOR,
+  POOL_POD_IDLE,
+} from '../../../src/api/v1alpha1/labels.js';
+import { loadConfig } from '../../../src/config/load.js';
+import { operatorPolicy } from '../../../src/config/policy.js';
+import { buildSandboxPod, type PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
+import { runShapeLabel } from '../../../src/controller/sandboxrun/claim-pod.js';
+import type { Pod } from '../../../src/kube/objects.js';
+import { evaluate } from '../../../src/policy/evaluate.js';
+import { RUNNER_PATH } from '../../../src/runner/protocol.js';
+import type { KubeCluster } from '../../support/kube/index.js';
+import { operatorConfig } from './operator-harness.js';
+
+const poolApi = { group: 'sandpit.dev', version: 'v1alpha1', plural: 'sandboxpools' };
+
+export interface TestPool {
+  name: string;
+  uid: string;
+}
+
+/** A SandboxPool object (no pool controller runs in these tests: it only owns the test's pods). */
+export async function createPool(cluster: KubeCluster, ns: string, name: string): Promise<TestPool> {
+  const created = (await cluster.kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    ...poolApi,
+    namespace: ns,
+    body: {
+      apiVersion: 'sandpit.dev/v1alpha1',
+      kind: 'SandboxPool',
+      metadata: { name },
+      spec: { template: 'python', replicas: 0 },
+    },
+  })) as { metadata: { uid: string } };
+  return { name, uid: created.metadata.uid };
+}
+
+/** The test operator's policy and pod settings, read from the config it starts with. */
+function operatorSide(ns: string): { settings: PodSettings; config: ReturnType<typeof loadConfig> } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sandpit-pool-config-'));
+  try {
+    const file = path.join(dir, 'config.yaml');
+    writeFileSync(file, stringify(operatorConfig({ namespace: ns })));
+    const config = loadConfig({ configPath: file });
+    const k = config.kubernetes.operator;
+    return {
+      config,
+      settings: {
+        imagePullPolicy: k.imagePullPolicy,
+        cpuRequestMilli: k.cpuRequest,
+        memoryRequestBytes: k.memoryRequest,
+        startGraceSeconds: k.startGraceSeconds,
+        seccomp: { profile: k.seccompProfile, gvisorRuntimeClasses: k.gvisorRuntimeClasses },
+      },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A pool pod serving runs of `request`'s shape. */
+export function poolPod(ns: string, pool: TestPool, request: RunRequestInput): Pod {
+  const { config, settings } = operatorSide(ns);
+  const evaluation = evaluate(RunRequestSchema.parse(request), operatorPolicy(config));
+  assert.ok(evaluation.ok, JSON.stringify(evaluation));
+  const effective = evaluation.spec;
+  const pod = buildSandboxPod({
+    meta: {
+      generateName: `${pool.name}-`,
+      namespace: ns,
+      labels: {
+        [LABEL_MANAGED_BY]: MANAGED_BY_OPERATOR,
+        [LABEL_COMPONENT]: 'sandbox',
+        [LABEL_POOL]: labelValueFor(pool.name),
+        [LABEL_POOL_UID]: pool.uid,
+        [LABEL_POOL_POD]: POOL_POD_IDLE,
+        [LABEL_POOL_SHAPE]: runShapeLabel(effective),
+      },
+      ownerReferences: [
+        {
+          apiVersion: 'sandpit.dev/v1alpha1',
+          kind: 'SandboxPool',
+          name: pool.name,
+          uid: pool.uid,
+          controller: true,
+        },
+      ],
+    },
+    spec: effective,
+    settings,
+    program: { command: [RUNNER_PATH, '--pool'], stdin: true },
+    activeDeadlineSeconds: 900,
+  });
+  const containers = (pod.spec?.containers ?? []).map((c) => ({ ...c, stdinOnce: true }));
+  return { ...pod, spec: { ...pod.spec, containers } };
+}
+
+/** Creates `n` pool pods and waits until each is Ready; returns their names. */
+export async function createPoolPods(
+  cluster: KubeCluster,
+  ns: string,
+  pool: TestPool,
+  request: RunRequestInput,
+  n: number,
+): Promise<string[]> {
+  const body = poolPod(ns, pool, request) as V1Pod;
+  const names: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const created = await cluster.core.createNamespacedPod({ namespace: ns, body });
+    names.push(created.metadata?.name ?? '');
+  }
+  for (const name of names) {
+    await cluster.waitFor<V1Pod>(
+      { path: `/api/v1/namespaces/${ns}/pods`, name },
+      (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+      { timeoutMs: 90_000, description: `pool pod ${ns}/${name} to be Ready` },
+    );
+  }
+  return names;
+}
