@@ -267,19 +267,18 @@ async function startWarm(
     { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool: poolOfPod(claimed) } },
     pod.name,
   );
-  try {
+  if (!isClaimedBy(claimed, run.ref)) {
     await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-  } catch (e) {
-    await deletePoolPod(deps, namespace, pod);
-    throw e;
+    return true; // never attach to a pod the run does not own
   }
-  await deps.events.normal(
-    run.ref,
-    'ClaimedPod',
-    `Claimed pod ${pod.name} of SandboxPool ${status.pool ?? '(unknown)'}`,
-  );
-  await reportPass(deps, p, status);
-  if (!isClaimedBy(claimed, run.ref)) return true; // never attach to a pod the run does not own
+  // The attach is set up while the status records the job start; the job waits for that record.
+  const jobStart = writeStatus(deps, {
+    kind: SANDBOX_RUN,
+    key,
+    raw: run.raw,
+    before: run.status,
+    after: status,
+  });
   const channelKey = newChannelKey();
   const serve = serveWarm({
     kube: deps.kube,
@@ -289,10 +288,25 @@ async function startWarm(
     key: channelKey,
     outputBytes: verdict.effective.limits.outputBytes,
     limits: deps.output,
+    jobStart: jobStart.then(() => undefined),
     onSettled: () => deps.requeue(key),
     now: deps.now,
   });
+  try {
+    await jobStart;
+  } catch (e) {
+    serve.abort();
+    await deletePoolPod(deps, namespace, pod);
+    throw e;
+  }
   deps.warm.add(key, run.ref.uid, serve);
+  // Off the job's path: the job is on its way while the Events are written.
+  await deps.events.normal(
+    run.ref,
+    'ClaimedPod',
+    `Claimed pod ${pod.name} of SandboxPool ${status.pool ?? '(unknown)'}`,
+  );
+  await reportPass(deps, p, status);
   return true;
 }
 

@@ -1,6 +1,6 @@
 /**
  * serveWarm(): one SandboxRun served by the pool pod it claimed (contract §3.4): attach to the
- * pod's runner (stdin, stdout, stderr), write the job with its fresh key, read the output through
+ * pod's runner (stdin, stdout, stderr) while the job start is recorded, then write the job with its fresh key, read the output through
  * TrailerFilter(key) until the exit trailer. The result comes from the attach stream, not from the
  * pod's status (the v1.20 kubelet relists once a second). The output tail is the RunOutput a cold
  * run's pod log gives (both streams as they came, the same byte limits); the trailer is never part
@@ -91,6 +91,11 @@ export interface ServeInput {
   /** The run's output limit (what the runner forwards of each stream). */
   outputBytes: number;
   limits: OutputLimits;
+  /**
+   * Resolves once the run's status records the job start: the attach is set up meanwhile, and the
+   * job is written only after it. Rejects: the job is never written, and the serve ends lost.
+   */
+  jobStart: Promise<void>;
   /** Called once the result is there (the run's key goes back on the queue). */
   onSettled: () => void;
   now: () => Date;
@@ -165,6 +170,14 @@ export function serveWarm(i: ServeInput): WarmServe {
     if (trailer && stderrComplete(trailer)) finish();
   };
 
+  // Settled here, so that a failed record never goes unhandled while the attach is still set up.
+  const recorded = i.jobStart.then(
+    () => true,
+    () => {
+      settle({ state: 'lost', why: 'the job start could not be recorded', jobWritten: false });
+      return false;
+    },
+  );
   void (async () => {
     const t0 = Date.now();
     try {
@@ -179,6 +192,7 @@ export function serveWarm(i: ServeInput): WarmServe {
         if (trailer) return finish();
         settle({ state: 'lost', why, jobWritten: jobWrittenAt !== undefined });
       });
+      if (!(await recorded) || aborted || settled) return;
       await attached.write([i.job]);
       jobWrittenAt = Date.now();
     } catch (e) {
