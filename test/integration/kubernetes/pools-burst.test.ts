@@ -45,7 +45,9 @@ describe('a burst of 100 runs on a SandboxPool of 10', { timeout: 30 * 60_000 },
     suite = await startSuite(await withCluster(), 'pools-burst', { sandbox: CONTRACT_SANDBOX_CONFIG });
     await bindGatewayRbac(suite.cluster, suite.ns);
     backend = gatewayBackend(suite.cluster, suite.ns, {
-      // 90 cold pods at once on 2 cores: the pending bound is the machine's, not the feature's.
+      // 100 runs at once on 2 cores: the operator's 4 workers take minutes to give each a status
+      // and 90 cold pods as long to start. These bounds are the machine's, not the feature's.
+      pickupTimeoutSeconds: 600,
       pendingTimeoutSeconds: 600,
       // Finished runs (and a cold run's pod with them) go soon: the test waits for that.
       ttlSecondsAfterFinished: 5,
