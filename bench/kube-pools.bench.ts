@@ -132,7 +132,11 @@ async function attachAndRun(
   const key = newChannelKey();
   const chunks: Buffer[] = [];
   let resolveEnd!: () => void;
-  const ended = new Promise<void>((r) => (resolveEnd = r));
+  let rejectEnd!: (e: Error) => void;
+  const ended = new Promise<void>((resolve, reject) => {
+    resolveEnd = resolve;
+    rejectEnd = reject;
+  });
   const t0 = performance.now();
   const attached = await attachPod(
     cluster.kc,
@@ -144,8 +148,8 @@ async function attachAndRun(
       const end = at >= 0 ? parseTrailer(all.subarray(at), key) : undefined;
       if (!end) return;
       if (end.kind !== 'exit' || end.report.exitCode !== 0 || all.subarray(0, at).toString() !== '1\n')
-        throw new Error(`pod ${pod} ended the job with ${JSON.stringify(end)}: ${all.toString()}`);
-      resolveEnd();
+        rejectEnd(new Error(`pod ${pod} ended the job with ${JSON.stringify(end)}: ${all.toString()}`));
+      else resolveEnd();
     },
   );
   const t1 = performance.now();
@@ -298,9 +302,9 @@ export default async function main(): Promise<void> {
   } finally {
     await kubeGateway.close();
     await dockerGateway.close();
+    // Each service closes its backend.
     await kubeService.shutdown();
     await docker.service.shutdown();
-    await kube.close();
     await stopSuite(suite, failed, (l) => console.error(l));
   }
 }
