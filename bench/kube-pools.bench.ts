@@ -19,7 +19,6 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { RunRequestSchema } from '../src/api/run.js';
 import { LABEL_POOL, SANDBOX_CONTAINER, labelValueFor } from '../src/api/v1alpha1/labels.js';
 import { loadContext, wireDocker } from '../src/cmd/wiring.js';
-import { attachPod } from '../src/kube/attach.js';
 import { evaluate, type EffectiveSpec } from '../src/policy/evaluate.js';
 import { parseTrailer } from '../src/runner/exit-trailer.js';
 import { encodeJob, newChannelKey } from '../src/runner/protocol.js';
@@ -41,7 +40,7 @@ import {
   waitPoolReady,
 } from '../test/integration/kubernetes/pool-harness.js';
 import { requireDocker } from '../test/support/docker.js';
-import { withCluster, type KubeCluster } from '../test/support/kube/index.js';
+import { attachToPod, withCluster, type KubeCluster } from '../test/support/kube/index.js';
 import { waitFor } from '../test/support/kube/wait.js';
 import { percentile, report, target, type Series } from './stats.js';
 import { runCode, startHttpGateway } from './support/mcp-http.js';
@@ -55,6 +54,8 @@ const WARM = { language: 'python', code: CODE };
 // 8 MiB less memory than the policy's default: a shape no pool serves.
 const COLD = { language: 'python', code: CODE, resources: { memory: '504Mi' } };
 const WAIT_MS = 180_000;
+// eslint-disable-next-line no-control-regex -- RS starts the runner's trailer line
+const TRAILER_LINE = /\n\x1esandpit-exit [0-9a-f]{32} \{[^\n]*\}\n$/;
 
 function effective(request: Record<string, unknown>): EffectiveSpec {
   const { language, ...rest } = request;
@@ -130,39 +131,20 @@ async function attachAndRun(
   spec: EffectiveSpec,
 ): Promise<{ attachMs: number; jobMs: number }> {
   const key = newChannelKey();
-  const chunks: Buffer[] = [];
-  let resolveEnd!: () => void;
-  let rejectEnd!: (e: Error) => void;
-  const ended = new Promise<void>((resolve, reject) => {
-    resolveEnd = resolve;
-    rejectEnd = reject;
-  });
   const t0 = performance.now();
-  const attached = await attachPod(
-    cluster.kc,
-    { namespace: ns, pod, container: SANDBOX_CONTAINER },
-    (data) => {
-      chunks.push(data);
-      const all = Buffer.concat(chunks);
-      const at = all.lastIndexOf('\n\x1esandpit-exit ');
-      const end = at >= 0 ? parseTrailer(all.subarray(at), key) : undefined;
-      if (!end) return;
-      if (end.kind !== 'exit' || end.report.exitCode !== 0 || all.subarray(0, at).toString() !== '1\n')
-        rejectEnd(new Error(`pod ${pod} ended the job with ${JSON.stringify(end)}: ${all.toString()}`));
-      else resolveEnd();
-    },
-  );
+  // stdout and stderr both, as the operator's attach has them.
+  const attached = await attachToPod(cluster.kc, ns, pod, SANDBOX_CONTAINER);
   const t1 = performance.now();
   try {
     // The test operators declare NetworkPolicy enforced, so their jobs skip the runner's own check too.
-    await attached.write([encodeJob(spec, { key, requireNoNetwork: false })]);
-    await Promise.race([
-      ended,
-      attached.closed.then((why) => {
-        throw new Error(`${why} before the trailer: ${Buffer.concat(chunks).toString()}`);
-      }),
-    ]);
-    return { attachMs: t1 - t0, jobMs: performance.now() - t1 };
+    attached.write(encodeJob(spec, { key, requireNoNetwork: false }));
+    const text = await attached.readUntil(TRAILER_LINE, WAIT_MS);
+    const jobMs = performance.now() - t1;
+    const at = text.lastIndexOf('\n\x1esandpit-exit ');
+    const end = parseTrailer(Buffer.from(text.slice(at)), key);
+    if (end?.kind !== 'exit' || end.report.exitCode !== 0 || text.slice(0, at) !== '1\n')
+      throw new Error(`pod ${pod} ended the job with ${JSON.stringify(end)}: ${JSON.stringify(text)}`);
+    return { attachMs: t1 - t0, jobMs };
   } finally {
     attached.close();
   }
