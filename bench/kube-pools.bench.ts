@@ -117,10 +117,11 @@ async function rawPodToSucceeded(
     .catch(() => undefined);
 }
 
-/** An idle, ready pod of the pool (waits for one). */
-async function idlePod(cluster: KubeCluster, ns: string): Promise<V1Pod> {
-  const pods = await waitPods(cluster, ns, (ps) => ps.some(isIdlePoolPod(POOL)), WAIT_MS, 'an idle pool pod');
-  return pods.find(isIdlePoolPod(POOL))!;
+/** An idle, ready pod of the pool that is not in `used` (waits for one). */
+async function idlePod(cluster: KubeCluster, ns: string, used: ReadonlySet<string>): Promise<V1Pod> {
+  const fresh = (p: V1Pod): boolean => isIdlePoolPod(POOL)(p) && !used.has(p.metadata?.name ?? '');
+  const pods = await waitPods(cluster, ns, (ps) => ps.some(fresh), WAIT_MS, 'an idle pool pod');
+  return pods.find(fresh)!;
 }
 
 /** Attaches to an idle pool pod, writes one job, reads until its exit trailer: the two times apart. */
@@ -223,8 +224,11 @@ export default async function main(): Promise<void> {
     const attach: number[] = [];
     const job: number[] = [];
     const failures: string[] = [];
+    const used = new Set<string>();
     for (let i = 0; i < ATTACH_ROUNDS && failures.length < 3; i++) {
-      const name = (await idlePod(cluster, ns)).metadata!.name!;
+      // A pod the bench gave a job keeps its idle label until its runner exits: never twice.
+      const name = (await idlePod(cluster, ns, used)).metadata!.name!;
+      used.add(name);
       try {
         const t = await attachAndRun(cluster, ns, name, warmSpec);
         attach.push(t.attachMs);
