@@ -252,6 +252,20 @@ httpGet:
 {{- fail (printf "gateway.extraConfig.auth.tokens: token %q maps to namespace %q, which is not in tenants.namespaces: the gateway would have no Role there" (.name | default "?") .namespace) }}
 {{- end }}
 {{- end }}
+{{- $pools := list }}
+{{- range .Values.pools }}
+{{- $pool := . }}
+{{- range (ternary (list .namespace) $served (not (empty .namespace))) }}
+{{- $key := printf "%s/%s" . $pool.name }}
+{{- if has $key $pools }}
+{{- fail (printf "pools: %q is listed twice for namespace %q" $pool.name .) }}
+{{- end }}
+{{- $pools = append $pools $key }}
+{{- if and $.Values.operator.enabled $watch (not (has . $watch)) (not (has . $tenants)) }}
+{{- fail (printf "pools: %q is in namespace %q, which the operator does not watch (operator.watchNamespaces %v): it would never get pods" $pool.name . $watch) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and .Values.apiServer.port (not .Values.apiServer.host) }}
 {{- fail "apiServer.port needs apiServer.host" }}
 {{- end }}

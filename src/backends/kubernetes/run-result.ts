@@ -1,7 +1,8 @@
 /**
- * A finished SandboxRun's status as the shared RunResult. Pure. Phase, reason, message and exit
- * code are the controller's (it is the authority on what happened); the output is what the gateway
- * read from the pod log, or the status's bounded tail when the log could not be read.
+ * A finished SandboxRun's status as the shared RunResult. Pure. Phase, reason, message, exit
+ * code and whether a pool's pod served it (`served`) are the controller's (it is the authority on
+ * what happened); the output is what the gateway read from the pod log, or the status's bounded
+ * tail when the log could not be read.
  */
 import { buildResult, EMPTY_STREAM, type CapturedStream, type RunSubject } from '../../api/result.js';
 import { isTerminal, type RunResult } from '../../api/run.js';
@@ -77,7 +78,7 @@ export function resultFromStatus(run: FinishedRun): RunResult {
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     backend: BACKEND_NAME,
-    served: 'cold',
+    served: status.served ?? 'cold',
   });
 }
 
@@ -113,6 +114,7 @@ export function resultFromRecord(run: SandboxRun, subject: RunSubject, now = Dat
     finishedAt: undefined,
     now,
     backend: BACKEND_NAME,
-    served: 'cold',
+    // Known once the operator has served it: a warm run's status says so with its first Running.
+    served: status.served ?? 'cold',
   });
 }

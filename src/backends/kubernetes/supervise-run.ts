@@ -1,9 +1,15 @@
 /**
  * superviseRun(): follows one created SandboxRun to its end. Its status comes by watch; once the
  * pod runs, its log is followed and fed through the same head/tail capture as the Docker backend's
- * output; an abort sets `spec.cancel` and waits for the operator to confirm. The gateway's own
- * clocks bound every wait: a run no operator picks up fails fast, a run that never ends fails at
- * its deadline, and a cancel the operator does not confirm ends Cancelled anyway.
+ * output (a warm run's without the runner's exit trailer, log-output.ts); an abort sets
+ * `spec.cancel` and waits for the operator to confirm. The gateway's own clocks bound every wait:
+ * a run no operator picks up fails fast, a run that never ends fails at its deadline, and a cancel
+ * the operator does not confirm ends Cancelled anyway.
+ *
+ * A warm run's status says Running (with its pod) before the operator writes the job, so the log
+ * is followed from the job's start. Its terminal status comes from the attach stream, before the
+ * container has exited and so before the log ends: when that status holds the whole output
+ * exactly, the run finishes with it at once.
  */
 import { isTerminal, type Phase } from '../../api/run.js';
 import {
@@ -16,9 +22,10 @@ import { onAbort } from '../../shared/abort.js';
 import { AppError, toAppError } from '../../shared/errors.js';
 import { within } from '../../shared/time.js';
 import type { CapturedStream } from '../../api/result.js';
-import { StreamCapture, type OutputChunk } from '../../runner/capture.js';
+import type { OutputChunk } from '../../runner/capture.js';
 import type { OutputWindow } from '../../runner/protocol.js';
 import type { FollowEnd } from './follow-object.js';
+import { LogOutput } from './log-output.js';
 import { readLog, type LogReader } from './read-log.js';
 import type { ObjectRef, RunApi } from './run-api.js';
 import { exactStatusOutput, outputFromStatus } from './run-result.js';
@@ -69,7 +76,7 @@ export function superviseRun(input: SuperviseInput): Promise<Supervised> {
 
 class RunSupervisor {
   private readonly i: SuperviseInput;
-  private readonly capture: StreamCapture;
+  private readonly output: LogOutput;
   private readonly stop = new AbortController();
   private latest: SandboxRunStatus | undefined;
   private log: LogReader | undefined;
@@ -82,7 +89,7 @@ class RunSupervisor {
 
   constructor(input: SuperviseInput) {
     this.i = input;
-    this.capture = new StreamCapture(input.window);
+    this.output = new LogOutput(input.window, (c) => input.onChunk(c));
   }
 
   private get key(): string {
@@ -145,8 +152,9 @@ class RunSupervisor {
     const exact = finished ? exactStatusOutput(status.output) : undefined;
     if (exact) {
       this.outputFromStatus = true;
-      if (exact.length > 0) this.add(exact);
+      this.output.finishWith(exact);
     } else {
+      if (status.served === 'warm') this.output.expectTrailer();
       this.startLog(status.podName);
     }
     return finished;
@@ -157,13 +165,8 @@ class RunSupervisor {
     this.log = readLog(
       this.i.api,
       { pod: { namespace: this.i.namespace, name: pod }, follow: true },
-      (data) => this.add(data),
+      (data) => this.output.addLog(data),
     );
-  }
-
-  private add(data: Buffer): void {
-    const kept = this.capture.add(data);
-    if (kept.length > 0) this.i.onChunk({ stream: 'stdout', data: kept });
   }
 
   private cancel(): void {
@@ -217,14 +220,28 @@ class RunSupervisor {
 
   /** The output: the log as read, completed when it ended early, or the status's tail when it could not be read. */
   private async collectOutput(status: SandboxRunStatus): Promise<{ output: CapturedStream; note?: string }> {
-    if (this.outputFromStatus) return { output: this.capture.finish() };
+    if (this.outputFromStatus) return { output: this.output.finish() };
     const log = this.log;
     if (!log) return { output: outputFromStatus(status.output) };
     if (status.phase === 'Cancelled') {
       // The pod is being deleted: its log ends when the kubelet kills it, which the caller need not wait for.
       log.abort();
-      return { output: this.capture.finish() };
+      return { output: this.output.finish() };
     }
+    // The status has the whole output (a warm run's, from the attach stream): no need to wait for the log's end.
+    const exact = exactStatusOutput(status.output);
+    if (exact && this.output.finishWith(exact)) {
+      log.abort();
+      return { output: this.output.finish() };
+    }
+    return this.outputOfLog(status, log);
+  }
+
+  /** The output once the followed log has ended (or its grace is over): completed when it ended early. */
+  private async outputOfLog(
+    status: SandboxRunStatus,
+    log: LogReader,
+  ): Promise<{ output: CapturedStream; note?: string }> {
     const end = (await within(log.done, this.i.timing.logGraceMs)) ?? { kind: 'aborted' as const };
     log.abort();
     if (end.kind === 'failed') {
@@ -244,12 +261,12 @@ class RunSupervisor {
       const complete = await this.readRest(status.podName, log.bytes);
       if (!complete) {
         return {
-          output: this.capture.finish(counted),
+          output: this.output.finish(counted),
           note: 'the pod log was cut short; the output may miss bytes in the middle',
         };
       }
     }
-    return { output: this.capture.finish(counted) };
+    return { output: this.output.finish(counted) };
   }
 
   /** Reads the log again and adds what the follow missed (everything after `seen` bytes). */
@@ -263,7 +280,7 @@ class RunSupervisor {
           skip -= chunk.length;
           return;
         }
-        this.add(chunk.subarray(skip));
+        this.output.addLog(chunk.subarray(skip));
         skip = 0;
       },
     );

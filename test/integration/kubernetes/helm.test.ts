@@ -1,7 +1,8 @@
 // charts/sandpit installed with helm into the real v1.20 cluster, running the app image built
 // offline (images/build-app.sh): a SandboxRun applied with kubectl reaches Succeeded through the
-// operator running as a pod, the gateway pod answers MCP with its bearer token, and helm uninstall
-// removes every object the release made.
+// operator running as a pod, the gateway pod answers MCP with its bearer token, the values' pools
+// are SandboxPools in the gateway's and the tenant's namespaces, and helm uninstall removes every
+// object the release made.
 //
 // This cluster has no kube-proxy, and a pod's own network interface leads nowhere: a pod cannot
 // reach the API server through the `kubernetes` Service. The chart's documented override for that
@@ -26,7 +27,7 @@ const CHART = path.join(REPO_ROOT, 'charts/sandpit');
 const BUILD_APP = path.join(REPO_ROOT, 'images/build-app.sh');
 const INSTANCE_LABEL = 'app.kubernetes.io/instance';
 const NAMESPACED_KINDS =
-  'deployments,daemonsets,replicasets,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets';
+  'deployments,daemonsets,replicasets,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets,sandboxpools';
 const CLUSTER_KINDS = 'clusterroles,clusterrolebindings';
 
 /**
@@ -94,6 +95,10 @@ describe('charts/sandpit on the real cluster', () => {
         },
       };
       const setArgs = Object.entries(values).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]);
+      // A pool in every namespace the gateway serves. Not in the server dry run: until the install
+      // has put the chart's CRDs in, the API server may not know the kind.
+      const pools = [{ name: 'python', template: 'python', replicas: 1, maxIdleSeconds: 600 }];
+      const poolArgs = ['--set-json', `pools=${JSON.stringify(pools)}`];
       const selector = `${INSTANCE_LABEL}=${release}`;
       let uninstalled = false;
       try {
@@ -117,7 +122,7 @@ describe('charts/sandpit on the real cluster', () => {
 
         let started = Date.now();
         const install = await cluster.helm(
-          ['install', release, CHART, '-n', ns, ...setArgs, '--wait', '--timeout', '180s'],
+          ['install', release, CHART, '-n', ns, ...setArgs, ...poolArgs, '--wait', '--timeout', '180s'],
           { timeoutMs: 240_000 },
         );
         assert.equal(install.code, 0, `helm install: ${install.stderr}`);
@@ -127,6 +132,20 @@ describe('charts/sandpit on the real cluster', () => {
           (JSON.parse(list.stdout) as { name: string; status: string }[]).map((r) => [r.name, r.status]),
           [[release, 'deployed']],
         );
+        for (const where of [ns, tenantNs]) {
+          const pool = await cluster.kubectl(['get', 'sandboxpool', 'python', '-n', where, '-o', 'json']);
+          assert.equal(pool.code, 0, `the values' pool in ${where}: ${pool.stderr}`);
+          const obj = JSON.parse(pool.stdout) as {
+            spec: Record<string, unknown>;
+            metadata: { labels: Record<string, string> };
+          };
+          assert.deepEqual(
+            [obj.spec.template, obj.spec.replicas, obj.spec.maxIdleSeconds, obj.spec.mode],
+            ['python', 1, 600, 'run'],
+            'the values, and the CRD default mode',
+          );
+          assert.equal(obj.metadata.labels[INSTANCE_LABEL], release);
+        }
 
         // Both pods run the app image, ready (their readiness probes passed on loopback).
         const pods = (await cluster.core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
@@ -239,6 +258,7 @@ describe('charts/sandpit on the real cluster', () => {
             '-n',
             ns,
             ...setArgs,
+            ...poolArgs,
             '--set-json',
             'gateway.auth.token=""',
             '--set',
@@ -310,7 +330,7 @@ describe('charts/sandpit on the real cluster', () => {
         t.diagnostic(`helm uninstall until every object was gone: ${stopped.toFixed(1)} s`);
         assert.deepEqual(await namesOf(cluster, CLUSTER_KINDS, selector), [], 'cluster-wide objects left');
         assert.deepEqual(
-          await namesOf(cluster, 'roles,rolebindings,resourcequotas', selector, tenantNs),
+          await namesOf(cluster, 'roles,rolebindings,resourcequotas,sandboxpools', selector, tenantNs),
           [],
           "the release's objects in the tenant namespace",
         );

@@ -90,6 +90,30 @@ describe('resultFromRecord: a SandboxRun as get_run answers it on any replica', 
     assert.equal(r.finishedAt, '2026-01-01T00:00:02.000Z');
   });
 
+  test('served by a pool pod: warm, running and finished (get_run on any replica says so)', () => {
+    const running = resultFromRecord(
+      recorded({ phase: 'Running', podName: 'python-abcde', served: 'warm', pool: 'python' }),
+      spec,
+      now,
+    );
+    assert.equal(running.served, 'warm');
+    const done = resultFromRecord(
+      recorded({
+        phase: 'Succeeded',
+        reason: 'Completed',
+        exitCode: 0,
+        served: 'warm',
+        pool: 'python',
+        output: { tail: 'hi\n', truncated: false, bytes: 3 },
+      }),
+      spec,
+      now,
+    );
+    assert.equal(done.served, 'warm');
+    assert.equal(done.stdout, 'hi\n');
+    assert.equal(resultFromRecord(recorded({ phase: 'Running', podName: 'p' }), spec, now).served, 'cold');
+  });
+
   test('a truncated tail says how much is not shown', () => {
     const r = resultFromRecord(
       recorded({

@@ -74,6 +74,18 @@ describe('resultFromStatus: the controller decides phase, reason and exit code',
     });
   }
 
+  test('served: warm when a pool pod served it (the status says so), else cold', () => {
+    const warm = resultFromStatus(
+      finished({ phase: 'Succeeded', reason: 'Completed', exitCode: 0, served: 'warm', pool: 'python' }),
+    );
+    assert.equal(warm.served, 'warm');
+    assert.ok(RunResultSchema.safeParse(warm).success);
+    const cold = resultFromStatus(
+      finished({ phase: 'Succeeded', reason: 'Completed', exitCode: 0, served: 'cold' }),
+    );
+    assert.equal(cold.served, 'cold');
+  });
+
   test('output goes to stdout, stderr stays empty, and the message says the streams are interleaved', () => {
     const r = resultFromStatus(
       finished({ phase: 'Succeeded', reason: 'Completed', exitCode: 0 }, 'out\nerr\n'),
