@@ -127,7 +127,7 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
     }),
     poolPods: new Gauge({
       name: 'sandpit_pool_pods',
-      help: "Pods of each SandboxPool, by state: ready, starting (unclaimed) and claimed (serving, or ending)",
+      help: 'Pods of each SandboxPool, by state: ready, starting (unclaimed) and claimed (serving, or ending)',
       labelNames: ['namespace', 'pool', 'state'] as const,
       registers,
       collect() {

@@ -243,7 +243,10 @@ export function createKubeClient(kc: KubeConfig) {
         await core.deleteNamespacedPod({
           namespace,
           name: pod.name,
-          body: { preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion }, gracePeriodSeconds: 1 },
+          body: {
+            preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion },
+            gracePeriodSeconds: 1,
+          },
         });
       }),
     /** One read of a container's log (pods/log). */

@@ -6,7 +6,11 @@
  * sandbox pod there, and restores it when the NetworkPolicy informer shows it changed or gone.
  * It has no owner: it outlives any one run or pool, and denies only what sandpit made.
  */
-import { LABEL_MANAGED_BY, MANAGED_BY_OPERATOR, NAMESPACE_DENY_ALL_POLICY } from '../../api/v1alpha1/labels.js';
+import {
+  LABEL_MANAGED_BY,
+  MANAGED_BY_OPERATOR,
+  NAMESPACE_DENY_ALL_POLICY,
+} from '../../api/v1alpha1/labels.js';
 import type { KubeClient } from '../../kube/client.js';
 import { isAlreadyExists } from '../../kube/errors.js';
 import type { NetworkPolicy } from '../../kube/objects.js';
@@ -68,7 +72,10 @@ export async function ensureNamespacePolicy(deps: NamespacePolicyDeps, namespace
       metadata: { ...have.metadata, labels },
       spec: want.spec,
     });
-    deps.logger.warn({ namespace, policy: NAMESPACE_DENY_ALL_POLICY }, 'Restored the namespace deny-all NetworkPolicy');
+    deps.logger.warn(
+      { namespace, policy: NAMESPACE_DENY_ALL_POLICY },
+      'Restored the namespace deny-all NetworkPolicy',
+    );
   }
   deps.namespacePolicies.mark(namespace);
 }
@@ -81,7 +88,10 @@ async function createOrRead(
 ): Promise<NetworkPolicy | undefined> {
   try {
     await deps.kube.createNetworkPolicy(namespace, want);
-    deps.logger.info({ namespace, policy: NAMESPACE_DENY_ALL_POLICY }, 'Created the namespace deny-all NetworkPolicy');
+    deps.logger.info(
+      { namespace, policy: NAMESPACE_DENY_ALL_POLICY },
+      'Created the namespace deny-all NetworkPolicy',
+    );
     return undefined;
   } catch (e) {
     if (!isAlreadyExists(e)) throw e;

@@ -56,4 +56,3 @@ export function evaluatePool(rawSpec: unknown, policy: Policy): PoolVerdict {
 /** The shape label (LABEL_POOL_SHAPE) of an effective spec in a mode: what a claim looks for. */
 export const poolShapeLabel = (effective: EffectiveSpec, mode: PoolMode): string =>
   shapeLabelValue(poolKey(shapeOf(effective), mode));
-

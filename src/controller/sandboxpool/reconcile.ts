@@ -80,6 +80,41 @@ export function podsOfPool(pods: Store<Pod>, namespace: string, uid: string): Po
     .filter((p) => p.metadata?.namespace === namespace && p.metadata.labels?.[LABEL_POOL_UID] === uid);
 }
 
+function readPool(
+  raw: SandboxPool,
+  key: string,
+): { pool: ObjectRef; before: SandboxPoolStatus; generation: number } {
+  const [namespace = '', name = ''] = key.split('/');
+  const m = raw.metadata;
+  const parsed = SandboxPoolStatusSchema.safeParse(raw.status ?? {});
+  return {
+    pool: poolRef({ name: m.name ?? name, namespace, uid: m.uid ?? '' }),
+    before: parsed.success ? parsed.data : {},
+    generation: m.generation ?? 1,
+  };
+}
+
+/** What the pool may have: the shape of its pods and how many, or why it may have none. */
+interface PoolWanted {
+  shape: PoolShape | undefined;
+  replicas: number;
+  stalled: { reason: string; message: string } | undefined;
+}
+
+function wantedOf(deps: PoolReconcileDeps, spec: unknown): PoolWanted {
+  const verdict = evaluatePool(spec, deps.settings.policy);
+  if (!verdict.allowed)
+    return { shape: undefined, replicas: 0, stalled: { reason: 'PolicyDenied', message: verdict.message } };
+  const stalled = runtimeClassMissing(deps.runtimeClasses, verdict.effective.runtime);
+  if (stalled) return { shape: undefined, replicas: 0, stalled };
+  const { mode, maxIdleSeconds, replicas } = verdict.spec;
+  return {
+    shape: { mode, maxIdleSeconds, effective: verdict.effective, shapeLabel: verdict.shapeLabel },
+    replicas,
+    stalled: undefined,
+  };
+}
+
 export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promise<ReconcileResult> {
   const [namespace = '', name = ''] = key.split('/');
   const raw = deps.overlay.latest(key, deps.pools.get(namespace, name));
@@ -88,27 +123,9 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
     deps.observed.counts.delete(key);
     return {};
   }
-  const m = raw.metadata;
-  const pool = poolRef({ name: m.name ?? name, namespace, uid: m.uid ?? '' });
-  const generation = m.generation ?? 1;
-  const parsed = SandboxPoolStatusSchema.safeParse(raw.status ?? {});
-  const before: SandboxPoolStatus = parsed.success ? parsed.data : {};
-  const verdict = evaluatePool(raw.spec, deps.settings.policy);
-  const stalled = verdict.allowed
-    ? runtimeClassMissing(deps.runtimeClasses, verdict.effective.runtime)
-    : { reason: 'PolicyDenied', message: verdict.message };
-  const shape: PoolShape | undefined =
-    verdict.allowed && !stalled
-      ? {
-          mode: verdict.spec.mode,
-          maxIdleSeconds: verdict.spec.maxIdleSeconds,
-          effective: verdict.effective,
-          shapeLabel: verdict.shapeLabel,
-        }
-      : undefined;
-  const replicas = shape && verdict.allowed ? verdict.spec.replicas : 0;
-  const nowMs = deps.now().getTime();
-  const pods = deps.expectations.apply(key, podsOfPool(deps.pods, namespace, pool.uid), nowMs);
+  const { pool, before, generation } = readPool(raw, key);
+  const { shape, replicas, stalled } = wantedOf(deps, raw.spec);
+  const pods = deps.expectations.apply(key, podsOfPool(deps.pods, namespace, pool.uid), deps.now().getTime());
   const plan = planPool({
     pods,
     poolUid: pool.uid,
@@ -138,7 +155,9 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
   await writeStatus(deps, { kind: SANDBOX_POOL, key, raw, before, after });
   if (stalled && before.message !== stalled.message)
     await deps.events.warning(pool, stalled.reason, stalled.message);
-  return { requeueAfterMs: earliest(plan.nextExpiryMs, counts.starting > 0 ? STARTING_RECHECK_MS : undefined) };
+  return {
+    requeueAfterMs: earliest(plan.nextExpiryMs, counts.starting > 0 ? STARTING_RECHECK_MS : undefined),
+  };
 }
 
 function runtimeClassMissing(
@@ -146,7 +165,10 @@ function runtimeClassMissing(
   runtime: string | undefined,
 ): { reason: string; message: string } | undefined {
   if (!runtime || !classes.hasSynced() || classes.get('', runtime)) return undefined;
-  return { reason: 'RuntimeClassNotFound', message: `RuntimeClass "${runtime}" does not exist in the cluster` };
+  return {
+    reason: 'RuntimeClassNotFound',
+    message: `RuntimeClass "${runtime}" does not exist in the cluster`,
+  };
 }
 
 /** sandpit_pool_refill_seconds: each pod this process created, once, when a pass first sees it ready. */
@@ -170,7 +192,11 @@ interface PoolTarget {
 }
 
 /** Deletes the pods, each only if unchanged since it was read (a pod claimed meanwhile stays). */
-async function removePods(deps: PoolReconcileDeps, target: PoolTarget, remove: PoolPlan['remove']): Promise<void> {
+async function removePods(
+  deps: PoolReconcileDeps,
+  target: PoolTarget,
+  remove: PoolPlan['remove'],
+): Promise<void> {
   for (const { pod, reason } of remove) {
     const { name = '', uid = '', resourceVersion = '' } = pod.metadata ?? {};
     try {
