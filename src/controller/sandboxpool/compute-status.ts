@@ -4,7 +4,8 @@
  * - Ready: True when every wanted pod is ready (readyReplicas ≥ spec.replicas, none starting).
  * - Stalled: True when the pool cannot be served (the policy refuses its spec, or its RuntimeClass
  *   does not exist); `message` says why.
- * - Reconciling: True while pods are being made ready or removed.
+ * - Reconciling: True while pods are being made ready or removed (reason PodsFailing while its pods
+ *   keep failing and creating backs off).
  */
 import { setConditions } from '../../api/v1alpha1/conditions.js';
 import type { SandboxPoolStatus } from '../../api/v1alpha1/sandboxpool.js';
@@ -24,6 +25,8 @@ export interface PoolStatusInput {
   stalled: { reason: string; message: string } | undefined;
   replicas: number;
   counts: PoolCounts;
+  /** Passes in a row that found failed pods: creating backs off (failure-backoff.ts). */
+  failures: number;
   selector: string;
   now: string;
 }
@@ -33,6 +36,12 @@ function outcome(i: PoolStatusInput): { reason: string; message: string; ready: 
   const { ready, starting } = i.counts;
   const message = `${ready} of ${i.replicas} pods ready${starting ? `, ${starting} starting` : ''}`;
   if (ready >= i.replicas && starting === 0) return { reason: 'PoolReady', message, ready: true };
+  if (i.failures > 0)
+    return {
+      reason: 'PodsFailing',
+      message: `${message}; pods keep failing (${i.failures} times): backing off`,
+      ready: false,
+    };
   return { reason: ready > i.replicas ? 'ScalingDown' : 'ScalingUp', message, ready: false };
 }
 

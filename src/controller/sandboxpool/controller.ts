@@ -11,6 +11,7 @@ import { objectKey } from '../../kube/objects.js';
 import type { KindController } from '../kind-controller.js';
 import { StatusOverlay } from '../status-overlay.js';
 import { PoolExpectations } from './expectations.js';
+import { FailureBackoff } from './failure-backoff.js';
 import { reconcilePool, type PoolObservations, type PoolSettings } from './reconcile.js';
 
 export function sandboxPoolController(settings: PoolSettings): KindController<SandboxPool> {
@@ -21,14 +22,16 @@ export function sandboxPoolController(settings: PoolSettings): KindController<Sa
       const pools = context.objects;
       const overlay = new StatusOverlay();
       const expectations = new PoolExpectations();
+      const backoff = new FailureBackoff();
       const observed: PoolObservations = { counts: new Map(), createdAt: new Map() };
       context.metrics.observePoolPods(() => [...observed.counts.values()]);
-      const deps = { ...context, settings, pools, overlay, expectations, observed };
+      const deps = { ...context, settings, pools, overlay, expectations, backoff, observed };
       return {
         reconcile: (key) => reconcilePool(deps, key),
         forget: (key) => {
           overlay.forget(key);
           expectations.forget(key);
+          backoff.forget(key);
           observed.counts.delete(key);
         },
         // A RuntimeClass appearing (or going) decides whether a pool may have pods.

@@ -32,6 +32,7 @@ import { buildPoolPod, type PoolShape } from './build-pool-pod.js';
 import { computePoolStatus, type PoolCounts } from './compute-status.js';
 import { evaluatePool } from './evaluate-pool.js';
 import type { PoolExpectations } from './expectations.js';
+import type { FailureBackoff } from './failure-backoff.js';
 import { planPool, type PoolPlan, type ReplaceReason } from './plan-pool.js';
 import { idlePodSelector, poolRef } from './pool-ref.js';
 
@@ -52,6 +53,7 @@ export interface PoolReconcileDeps extends NamespacePolicyDeps, StatusWriteDeps 
   now: () => Date;
   overlay: StatusOverlay;
   expectations: PoolExpectations;
+  backoff: FailureBackoff;
   settings: PoolSettings;
   /** Counts of the pools as the last pass left them (sandpit_pool_pods), and pods' creation times (refill). */
   observed: PoolObservations;
@@ -120,6 +122,7 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
   const raw = deps.overlay.latest(key, deps.pools.get(namespace, name));
   if (!raw || raw.metadata?.deletionTimestamp) {
     deps.expectations.forget(key);
+    deps.backoff.forget(key);
     deps.observed.counts.delete(key);
     return {};
   }
@@ -136,7 +139,8 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
   });
   observeRefills(deps, key, plan, pods);
   await removePods(deps, { key, pool }, plan.remove);
-  const created = shape ? await createPods(deps, { key, pool, shape }, plan.create) : 0;
+  const waitMs = failureWait(deps, key, plan);
+  const created = await createPods(deps, { key, pool, shape }, waitMs === 0 ? plan.create : 0);
   const counts: PoolCounts = {
     ready: plan.ready.length,
     starting: plan.starting.length + created,
@@ -149,15 +153,32 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
     stalled,
     replicas,
     counts,
+    failures: deps.backoff.failures(key),
     selector: idlePodSelector(pool),
     now: deps.now().toISOString(),
   });
   await writeStatus(deps, { kind: SANDBOX_POOL, key, raw, before, after });
   if (stalled && before.message !== stalled.message)
     await deps.events.warning(pool, stalled.reason, stalled.message);
-  return {
-    requeueAfterMs: earliest(plan.nextExpiryMs, counts.starting > 0 ? STARTING_RECHECK_MS : undefined),
-  };
+  return { requeueAfterMs: nextLookMs(plan, counts, waitMs) };
+}
+
+/** When to look again without an event: a pod ageing out, the end of a backoff, a starting pod's lost event. */
+function nextLookMs(plan: PoolPlan, counts: PoolCounts, waitMs: number): number | undefined {
+  return earliest(
+    plan.nextExpiryMs,
+    waitMs > 0 && plan.create > 0 ? waitMs : undefined,
+    counts.starting > 0 ? STARTING_RECHECK_MS : undefined,
+  );
+}
+
+/** How long creating waits because the pool's pods keep failing (0: create now). */
+function failureWait(deps: PoolReconcileDeps, key: string, plan: PoolPlan): number {
+  return deps.backoff.next(key, {
+    failed: plan.remove.filter((r) => r.reason === 'Ended' && r.pod.status?.phase === 'Failed').length,
+    anyReady: plan.ready.length > 0,
+    nowMs: deps.now().getTime(),
+  });
 }
 
 function runtimeClassMissing(
@@ -215,10 +236,10 @@ async function removePods(
 /** Creates `count` pods of the pool's shape, after its namespace's deny-all policy; returns how many. */
 async function createPods(
   deps: PoolReconcileDeps,
-  target: PoolTarget & { shape: PoolShape },
+  target: PoolTarget & { shape: PoolShape | undefined },
   count: number,
 ): Promise<number> {
-  if (count === 0) return 0;
+  if (count === 0 || !target.shape) return 0;
   await ensureNamespacePolicy(deps, target.pool.namespace);
   const want = buildPoolPod(target.pool, target.shape, {
     settings: deps.settings.pod,

@@ -12,6 +12,7 @@ const base: PoolStatusInput = {
   stalled: undefined,
   replicas: 2,
   counts: { ready: 2, starting: 0, claimed: 1 },
+  failures: 0,
   selector: 'sandpit.dev/pool-uid=u,sandpit.dev/pool-pod=idle',
   now: NOW,
 };
@@ -50,6 +51,13 @@ describe('computePoolStatus', () => {
     assert.equal(cond(s, 'Reconciling')?.status, 'True');
     assert.equal(cond(s, 'Reconciling')?.reason, 'ScalingUp');
     assert.match(cond(s, 'Reconciling')?.message ?? '', /1 of 2 pods ready, 1 starting/);
+  });
+
+  test('pods that keep failing: Reconciling with reason PodsFailing', () => {
+    const s = computePoolStatus({ ...base, failures: 3, counts: { ready: 0, starting: 0, claimed: 0 } });
+    assert.equal(cond(s, 'Reconciling')?.status, 'True');
+    assert.equal(cond(s, 'Reconciling')?.reason, 'PodsFailing');
+    assert.match(cond(s, 'Reconciling')?.message ?? '', /keep failing \(3 times\)/);
   });
 
   test('denied: Stalled with the reason and the message, no pods wanted', () => {
