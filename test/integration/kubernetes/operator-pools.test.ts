@@ -13,7 +13,7 @@ import { NetworkingV1Api, type CoreV1Event, type V1NetworkPolicy, type V1Pod } f
 import type { SandboxPool, SandboxPoolSpecInput } from '../../../src/api/v1alpha1/sandboxpool.js';
 import { DEFAULT_SESSION_CEILINGS } from '../../../src/policy/policy.js';
 import { REPO_ROOT, type KubeCluster } from '../../support/kube/index.js';
-import { customApi, operatorSuite, type Suite } from './operator-harness.js';
+import { customApi, metricValue, operatorSuite, type Suite } from './operator-harness.js';
 
 const poolApi = { group: 'sandpit.dev', version: 'v1alpha1', plural: 'sandboxpools' };
 const RUNNER = '/usr/local/bin/sandpit-runner';
@@ -200,6 +200,15 @@ describe('SandboxPools on the real cluster', { timeout: 900_000 }, () => {
     }
     const events = await poolEvents(s, made);
     assert.equal(events.filter((e) => e.reason === 'CreatedPod' && e.type === 'Normal').length >= 2, true);
+
+    // The operator's metrics: the pool's pods by state, and one refill time per pod it made ready.
+    const metrics = await s.operator.metrics();
+    const pool = { namespace: ns, pool: 'sessions' };
+    assert.equal(metricValue(metrics, 'sandpit_pool_pods', { ...pool, state: 'ready' }), 2);
+    assert.equal(metricValue(metrics, 'sandpit_pool_pods', { ...pool, state: 'starting' }), 0);
+    assert.equal(metricValue(metrics, 'sandpit_pool_pods', { ...pool, state: 'claimed' }), 0);
+    const refills = /^sandpit_pool_refill_seconds_count (\d+)$/m.exec(metrics);
+    assert.ok(refills && Number(refills[1]) >= 2, `refill times observed: ${refills?.[1]}`);
 
     const get = await cluster.kubectl(['get', 'sbp', '-n', ns, 'sessions']);
     assert.equal(get.code, 0, get.stderr);
