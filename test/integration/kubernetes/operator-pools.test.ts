@@ -2,7 +2,8 @@
 // a session pool reaches its replicas of hardened, ready pods (labels, owner, no token, the session
 // runner on stdin) with its counts and conditions; kubectl get sbp shows the columns and kubectl
 // scale drives it through the /scale subresource; a pod deleted by hand is replaced; a spec change
-// replaces every pod; a pool the policy refuses has none and says why; deleting the pool removes its
+// replaces every pod; a pod relabelled as a claim leaves it counts as claimed and is replaced, never
+// deleted by the pool; a pool the policy refuses has none and says why; deleting the pool removes its
 // idle pods; the namespace-wide deny-all NetworkPolicy exists before the first pod and is restored
 // when edited or deleted. A run-mode pool's pod is checked as built (stdinOnce, `--pool`): its
 // runner's pool mode is another part's, so its readiness is not asserted here.
@@ -271,6 +272,42 @@ describe('SandboxPools on the real cluster', { timeout: 900_000 }, () => {
       assert.notEqual(pod.metadata?.labels?.['sandpit.dev/pool-shape'], oldShape);
       assert.equal(pod.spec?.containers[0]?.resources?.limits?.memory, '192Mi');
     }
+  });
+
+  it('a pod relabelled claimed and owned by another (as a claim leaves it) counts as claimed, is replaced and never touched', async () => {
+    const s = ops.suite;
+    const pool = await waitForPool(s, 'sessions', isReady(2), 'ready');
+    const [pod] = await livePods(s.cluster, s.ns, pool);
+    const name = pod?.metadata?.name ?? '';
+    // What the claim's one PUT changes: the label, and the owner (no longer the pool).
+    await s.cluster.core.patchNamespacedPod({
+      namespace: s.ns,
+      name,
+      body: [
+        { op: 'replace', path: '/metadata/labels/sandpit.dev~1pool-pod', value: 'claimed' },
+        { op: 'remove', path: '/metadata/ownerReferences' },
+      ],
+    });
+    const after = await waitForPool(
+      s,
+      'sessions',
+      (p) => isReady(2)(p) && p.status?.claimedReplicas === 1,
+      'to count the claimed pod and refill',
+    );
+    assert.equal(after.status?.replicas, 2, 'the claimed pod is not one of its replicas');
+    const live = await livePods(s.cluster, s.ns, pool);
+    assert.equal(live.length, 3);
+    assert.ok(
+      live.some((p) => p.metadata?.name === name && !p.metadata.deletionTimestamp),
+      'left serving',
+    );
+    await s.cluster.core.deleteNamespacedPod({ namespace: s.ns, name, gracePeriodSeconds: 0 });
+    await waitForPool(
+      s,
+      'sessions',
+      (p) => isReady(2)(p) && p.status?.claimedReplicas === 0,
+      'to count no claimed pod once it is gone',
+    );
   });
 
   it('a pool the policy refuses has no pods, is Stalled and says why', async () => {
