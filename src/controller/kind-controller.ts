@@ -1,6 +1,5 @@
 /**
- * The contract between the manager and the controller of one kind (SandboxRun, Sandbox; SandboxPool
- * next): the manager runs the caches, the queue and the workers; a kind's controller
+ * The contract between the manager and the controller of one kind (SandboxRun, Sandbox, SandboxPool): the manager runs the caches, the queue and the workers; a kind's controller
  * names its kind and makes the reconciler that does one level-triggered pass per key.
  */
 import type { CustomKind } from '../api/v1alpha1/group.js';
@@ -10,6 +9,7 @@ import type { Store } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { EventRecorder } from './events.js';
 import type { OperatorMetrics } from './metrics.js';
+import type { NamespacePolicies } from './pod/namespace-policy.js';
 
 export interface ReconcileResult {
   /** Look at the key again after this long even if nothing changes. */
@@ -33,6 +33,8 @@ export interface ReconcileContext<T extends KubeObject> {
   leases: Store<Lease>;
   /** Puts the key on the kind's queue (work that finished outside a pass: a warm serve's result). */
   requeue(key: string): void;
+  /** The namespaces whose deny-all policy is made sure of (pod/namespace-policy.ts). */
+  namespacePolicies: NamespacePolicies;
 }
 
 export interface Reconciler {
@@ -42,6 +44,8 @@ export interface Reconciler {
   forget?(key: string): void;
   /** Keys to look at again when a RuntimeClass appears or goes (objects waiting for their pod). */
   waitingForRuntimeClasses?(): string[];
+  /** Keys to look at when a pod changes, beyond its controller's (a claimed pod still counts for its pool). */
+  keysForPod?(pod: Pod): string[];
 }
 
 export interface KindController<T extends KubeObject> {

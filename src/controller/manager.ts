@@ -8,6 +8,7 @@
 import type { KubeClient } from '../kube/client.js';
 import { isConflict } from '../kube/errors.js';
 import { Informer, InformerSet, type InformerSource } from '../kube/informer.js';
+import { NAMESPACE_DENY_ALL_POLICY } from '../api/v1alpha1/labels.js';
 import {
   objectKey,
   type ConfigMap,
@@ -23,6 +24,7 @@ import { controllerOf, ownersOf } from './children.js';
 import { createEventRecorder } from './events.js';
 import type { KindController, ReconcileContext, Reconciler } from './kind-controller.js';
 import type { OperatorMetrics } from './metrics.js';
+import { ensureNamespacePolicy, NamespacePolicies } from './pod/namespace-policy.js';
 import {
   configMapSource,
   kindSource,
@@ -67,6 +69,7 @@ export class Manager {
   private readonly networkPolicies: InformerSet<NetworkPolicy>;
   private readonly leases: InformerSet<Lease>;
   private readonly runtimeClasses: Informer<RuntimeClass>;
+  private readonly namespacePolicies = new NamespacePolicies();
   private workers: Promise<void>[] = [];
   private resync: NodeJS.Timeout | undefined;
   private started = false;
@@ -106,6 +109,7 @@ export class Manager {
         runtimeClasses: this.runtimeClasses,
         leases: this.leases,
         requeue: (key) => queue.add(key),
+        namespacePolicies: this.namespacePolicies,
       };
       return { controller, objects, queue, reconciler: controller.reconciler(context) };
     });
@@ -145,12 +149,43 @@ export class Manager {
     for (const set of [this.pods, this.configMaps, this.networkPolicies] as InformerSet<KubeObject>[]) {
       for (const i of set.informers) i.on((_type, obj) => enqueue(controllerOf(obj)));
     }
+    for (const i of this.pods.informers) {
+      i.on((_type, pod) => {
+        for (const k of this.kinds) for (const key of k.reconciler.keysForPod?.(pod) ?? []) k.queue.add(key);
+      });
+    }
+    for (const i of this.networkPolicies.informers) {
+      i.on((_type, obj) => {
+        const namespace = obj.metadata?.namespace;
+        if (obj.metadata?.name === NAMESPACE_DENY_ALL_POLICY && namespace)
+          this.restoreNamespacePolicy(namespace);
+      });
+    }
     // A session Lease is owned by its Sandbox, but not as its controller (the gateway writes it).
     for (const i of this.leases.informers) i.on((_type, obj) => ownersOf(obj).forEach(enqueue));
     this.runtimeClasses.on(() => {
       for (const k of this.kinds)
         for (const key of k.reconciler.waitingForRuntimeClasses?.() ?? []) k.queue.add(key);
     });
+  }
+
+  /** The namespace's deny-all policy changed or went: look at it again, and restore it (leader only). */
+  private restoreNamespacePolicy(namespace: string): void {
+    this.namespacePolicies.forget(namespace);
+    if (!this.started || !this.active) return;
+    const { kube, logger } = this.options;
+    const deps = {
+      kube,
+      logger,
+      networkPolicies: this.networkPolicies,
+      namespacePolicies: this.namespacePolicies,
+    };
+    void ensureNamespacePolicy(deps, namespace).catch((e: unknown) =>
+      logger.warn(
+        { namespace, err: (e as Error).message },
+        'Could not restore the namespace deny-all NetworkPolicy',
+      ),
+    );
   }
 
   private informers(): Informer<KubeObject>[] {

@@ -1,11 +1,21 @@
 /**
  * The operator's Prometheus metrics, in their own registry, with labels from closed sets only
- * (result, phase, reason, resource): never run names, UIDs or images.
+ * (result, phase, reason, resource): never run names, UIDs or images. Pool metrics carry the
+ * pool's namespace and name: pools are few and made by their admins, not one per run.
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { PHASES } from '../api/run.js';
 import { SESSION_STATES } from '../api/session.js';
 import { createRegistry } from '../observability/metrics.js';
+
+const POOL_POD_STATES = ['ready', 'starting', 'claimed'] as const;
+
+/** One pool's pods, as sandpit_pool_pods reports them (labels: the pool's namespace and name). */
+export interface PoolPodCount {
+  namespace: string;
+  pool: string;
+  counts: Record<(typeof POOL_POD_STATES)[number], number>;
+}
 
 const LATENCY_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300];
 
@@ -15,6 +25,7 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
   let phaseCounts: () => Map<string, number> = () => new Map();
   let sandboxPhaseCounts: () => Map<string, number> = () => new Map();
   let queueDepth: () => number = () => 0;
+  let poolPods: () => PoolPodCount[] = () => [];
   const metrics = {
     registry,
     reconcileDuration: new Histogram({
@@ -114,6 +125,29 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
         this.set(queueDepth());
       },
     }),
+    poolPods: new Gauge({
+      name: 'sandpit_pool_pods',
+      help: 'Pods of each SandboxPool, by state: ready, starting (unclaimed) and claimed (serving, or ending)',
+      labelNames: ['namespace', 'pool', 'state'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of poolPods()) {
+          for (const state of POOL_POD_STATES)
+            this.set({ namespace: p.namespace, pool: p.pool, state }, p.counts[state]);
+        }
+      },
+    }),
+    poolRefill: new Histogram({
+      name: 'sandpit_pool_refill_seconds',
+      help: 'Time from the creation of a pool pod to its being ready',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    /** Wires sandpit_pool_pods, read at scrape time: each pool's counts (one entry per pool). */
+    observePoolPods(counts: () => PoolPodCount[]): void {
+      poolPods = counts;
+    },
     /** Wires sandpit_operator_runs, read at scrape time: SandboxRuns by phase ('' when new). */
     observeRunPhases(counts: () => Map<string, number>): void {
       phaseCounts = counts;

@@ -1,5 +1,5 @@
 /**
- * The operator: the kinds it reconciles (SandboxRun, Sandbox), and its lifecycle. It campaigns for the
+ * The operator: the kinds it reconciles (SandboxRun, Sandbox, SandboxPool), and its lifecycle. It campaigns for the
  * Lease (when leader election is on) and lets the manager act only while leading. The manager is
  * made on first leadership; when the Lease is lost (it could not be renewed in time, e.g. the
  * apiserver was down) it pauses (its caches stay warm, no work is taken) and resumes when the Lease
@@ -10,6 +10,7 @@
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { Manager, type ManagerOptions } from './manager.js';
 import { sandboxController } from './sandbox/controller.js';
+import { sandboxPoolController } from './sandboxpool/controller.js';
 import { sandboxRunController, type SandboxRunSettings } from './sandboxrun/controller.js';
 
 export interface OperatorOptions extends ManagerOptions, SandboxRunSettings {
@@ -46,6 +47,11 @@ export function createOperator(options: OperatorOptions): Operator {
         policy: options.policy,
         pod: options.pod,
         defaultPendingTimeoutSeconds: options.runSettings.defaultPendingTimeoutSeconds,
+        networkPolicyEnforced: options.networkPolicyEnforced,
+      }),
+      sandboxPoolController({
+        policy: options.policy,
+        pod: options.pod,
         networkPolicyEnforced: options.networkPolicyEnforced,
       }),
     ]);

@@ -20,6 +20,10 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: 'sandpit.dev', resource: 'sandboxes', verbs: ['delete', 'list', 'watch'], scope: 'cluster' },
   // the one status write per pass (PUT …/status)
   { apiGroup: 'sandpit.dev', resource: 'sandboxes/status', verbs: ['update'], scope: 'cluster' },
+  // informer (list, watch)
+  { apiGroup: 'sandpit.dev', resource: 'sandboxpools', verbs: ['list', 'watch'], scope: 'cluster' },
+  // the one status write per pass (PUT …/status)
+  { apiGroup: 'sandpit.dev', resource: 'sandboxpools/status', verbs: ['update'], scope: 'cluster' },
   // informer; create; cancel and clean-up; a live read when the cache has not seen a recorded pod;
   // the claim of a pool pod (one resourceVersion-guarded update)
   {
@@ -37,11 +41,12 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: '', resource: 'configmaps', verbs: ['create', 'list', 'watch'], scope: 'cluster' },
   // Events on SandboxRuns and Sandboxes; the kubelet's Events on a pod whose sandbox it cannot create
   { apiGroup: '', resource: 'events', verbs: ['create', 'list'], scope: 'cluster' },
-  // informer; deny-all; restoring a changed policy
+  // informer; deny-all; restoring a changed policy; reading the namespace's deny-all when it exists
+  // but the informer does not show it (its labels were changed)
   {
     apiGroup: 'networking.k8s.io',
     resource: 'networkpolicies',
-    verbs: ['create', 'list', 'update', 'watch'],
+    verbs: ['create', 'get', 'list', 'update', 'watch'],
     scope: 'cluster',
   },
   // informer: runs naming a missing RuntimeClass wait instead of making a pod that cannot start

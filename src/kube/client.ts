@@ -231,6 +231,24 @@ export function createKubeClient(kc: KubeConfig) {
           body: { preconditions: { uid }, gracePeriodSeconds },
         });
       }),
+    /**
+     * Deletes the pod only if it is still the one with `uid` at `resourceVersion`: a pod changed
+     * since (claimed, relabelled) is left alone, with a Conflict.
+     */
+    deletePodIfUnchanged: (
+      namespace: string,
+      pod: { name: string; uid: string; resourceVersion: string },
+    ): Promise<void> =>
+      kubeCall(`delete Pod ${namespace}/${pod.name}`, async () => {
+        await core.deleteNamespacedPod({
+          namespace,
+          name: pod.name,
+          body: {
+            preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion },
+            gracePeriodSeconds: 1,
+          },
+        });
+      }),
     /** One read of a container's log (pods/log). */
     readPodLog: (
       pod: { namespace: string; name: string },
@@ -272,6 +290,12 @@ export function createKubeClient(kc: KubeConfig) {
       kubeCall(`create NetworkPolicy ${namespace}/${body.metadata?.name}`, async () =>
         plain(
           await networking.createNamespacedNetworkPolicy({ namespace, body: model<V1NetworkPolicy>(body) }),
+        ),
+      ),
+    getNetworkPolicy: (namespace: string, name: string): Promise<NetworkPolicy | undefined> =>
+      unlessNotFound(
+        kubeCall(`get NetworkPolicy ${namespace}/${name}`, async () =>
+          plain(await networking.readNamespacedNetworkPolicy({ namespace, name })),
         ),
       ),
     replaceNetworkPolicy: (namespace: string, body: NetworkPolicy): Promise<NetworkPolicy> =>

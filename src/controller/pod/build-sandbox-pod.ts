@@ -59,6 +59,11 @@ export interface SandboxProgram {
   inputs?: { mount: VolumeMount; volume: Volume }[];
   /** Keep the container's stdin open for attaches (a session's runner reads its requests there). */
   stdin?: boolean;
+  /**
+   * Close stdin when the first attach ends (a pool pod of mode run: one job, one attach). Otherwise
+   * the first attach closing must not close the runner's stdin (a restarted gateway attaches again).
+   */
+  stdinOnce?: boolean;
   /** The container's environment (what `kubectl exec` sees; the runner gives its children their own). */
   env?: { name: string; value: string }[];
 }
@@ -143,10 +148,8 @@ function sandboxContainer(i: SandboxPodInput): Container {
     // whatever the program wrote before); the kubelet reads at most 4 KiB of it.
     terminationMessagePath: '/dev/termination-log',
     terminationMessagePolicy: 'File',
-    // stdinOnce false: the first attach closing must not close the runner's stdin (a restarted
-    // gateway attaches again).
     stdin: i.program.stdin === true,
-    ...(i.program.stdin ? { stdinOnce: false } : {}),
+    ...(i.program.stdin ? { stdinOnce: i.program.stdinOnce === true } : {}),
     tty: false,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * ensureChildren(): makes what an owner's sandbox needs exist, in order (its inputs' ConfigMap if
  * it has one, the deny-all NetworkPolicy, then the Pod, so the pod never runs unconfined), and
- * reports what it observed of the pod. Whatever kind owns them (a SandboxRun, a Sandbox), every
+ * reports what it observed of the pod. The namespace-wide deny-all policy is made sure of before
+ * any pod is created (pod/namespace-policy.ts). Whatever kind owns them (a SandboxRun, a Sandbox), every
  * child is found under its deterministic name, and one the owner does not control is never
  * touched. Create calls are idempotent (AlreadyExists means a previous pass made it).
  */
@@ -13,11 +14,12 @@ import { AppError } from '../../shared/errors.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import type { EventRecorder } from '../events.js';
 import { sameNetworkPolicySpec } from './build-network-policy.js';
+import { ensureNamespacePolicy, type NamespacePolicyDeps } from './namespace-policy.js';
 import { isPodFinished, observePod, type PodView } from './observe-pod.js';
 import type { Blocked } from './pending.js';
 import { awaitsSandbox, missingHandler, sandboxFailureSelector } from './runtime-handler.js';
 
-export interface ChildrenDeps {
+export interface ChildrenDeps extends NamespacePolicyDeps {
   kube: KubeClient;
   pods: Store<Pod>;
   configMaps: Store<ConfigMap>;
@@ -102,6 +104,7 @@ export async function ensureChildren(
     (want.configMap ? await ensureConfigMap(deps, owner, want.configMap) : undefined) ??
     (await ensureNetworkPolicy(deps, owner, want.networkPolicy));
   if (problem) return problem;
+  await ensureNamespacePolicy(deps, owner.namespace);
   return createPod(deps, owner, want.pod);
 }
 

@@ -17,7 +17,7 @@ import type { Pod } from '../../kube/objects.js';
 import type { EffectiveSessionSpec } from '../../policy/session.js';
 import { RUNNER_PATH } from '../../runner/protocol.js';
 import type { ObjectRef } from '../children.js';
-import { buildSandboxPod, type PodSettings } from '../pod/build-sandbox-pod.js';
+import { buildSandboxPod, type PodSettings, type SandboxProgram } from '../pod/build-sandbox-pod.js';
 import { sessionChildMeta } from './sandbox-ref.js';
 
 export function buildSessionPod(
@@ -30,17 +30,33 @@ export function buildSessionPod(
     meta: sessionChildMeta(sandbox),
     spec,
     settings,
-    program: {
-      command: [
-        RUNNER_PATH,
-        '--session',
-        '--open-within',
-        String(options.maxTtlSeconds),
-        ...(options.requireNoNetwork ? ['--no-network'] : []),
-      ],
-      stdin: true,
+    program: sessionProgram({
+      openWithinSeconds: options.maxTtlSeconds,
+      requireNoNetwork: options.requireNoNetwork,
       env: spec.env,
-    },
+    }),
     activeDeadlineSeconds: options.maxTtlSeconds + settings.startGraceSeconds,
   });
+}
+
+/**
+ * The session runner on its attached stdin (`stdinOnce: false`), waiting up to `openWithinSeconds`
+ * for someone to open the session: a Sandbox's pod, and a session pool's (which has no env).
+ */
+export function sessionProgram(o: {
+  openWithinSeconds: number;
+  requireNoNetwork: boolean;
+  env?: { name: string; value: string }[];
+}): SandboxProgram {
+  return {
+    command: [
+      RUNNER_PATH,
+      '--session',
+      '--open-within',
+      String(o.openWithinSeconds),
+      ...(o.requireNoNetwork ? ['--no-network'] : []),
+    ],
+    stdin: true,
+    ...(o.env ? { env: o.env } : {}),
+  };
 }
