@@ -4,8 +4,8 @@
  * Pure.
  * - mode `run`: the runner's pool mode (`sandpit-runner --pool`) reads one job from its attached
  *   stdin, which closes when that attach ends (`stdinOnce: true`).
- * - mode `session`: the session runner as a Sandbox's pod has it (pods are never shared, so no
- *   container env), waiting `maxIdleSeconds` for a session to open it.
+ * - mode `session`: the session runner as a Sandbox's pod has it, with the pool's variables (its
+ *   template's) in the container's environment.
  * Its activeDeadlineSeconds covers its idle life and the longest thing it may then serve (the
  * run timeout or the session TTL ceiling), plus the start grace: the kubelet's backstop. A claim
  * lowers it to the claimed run's own deadline.
@@ -39,7 +39,14 @@ export const POOL_RUNNER_COMMAND: readonly string[] = [RUNNER_PATH, '--pool'];
 
 function program(shape: PoolShape, o: PoolPodOptions): SandboxProgram {
   if (shape.mode === 'run') return { command: [...POOL_RUNNER_COMMAND], stdin: true, stdinOnce: true };
-  return sessionProgram({ openWithinSeconds: shape.maxIdleSeconds, requireNoNetwork: o.requireNoNetwork });
+  // The pool's variables are its template's: a Sandbox is served only when its own are those.
+  // The runner waits for a session to open it through the pod's idle life and, once a Sandbox
+  // made with kubectl claims it, the session's whole life (a gateway opens it at once).
+  return sessionProgram({
+    openWithinSeconds: shape.maxIdleSeconds + o.ceilings.sessions.maxTtlSeconds,
+    requireNoNetwork: o.requireNoNetwork,
+    env: shape.effective.env,
+  });
 }
 
 /** How long the longest job a pool pod may serve lasts: a run's timeout or a session's TTL ceiling. */

@@ -162,10 +162,13 @@ describe('SandboxPools on the real cluster', { timeout: 900_000 }, () => {
       );
       const spec = pod.spec!;
       const c = spec.containers[0]!;
-      assert.deepEqual(c.command, [RUNNER, '--session', '--open-within', '600']);
+      // Waiting through its idle life and, once claimed, a whole session's.
+      const openWithin = String(600 + DEFAULT_SESSION_CEILINGS.maxTtlSeconds);
+      assert.deepEqual(c.command, [RUNNER, '--session', '--open-within', openWithin]);
       assert.equal(c.stdin, true);
       assert.equal(c.stdinOnce ?? false, false);
-      assert.equal(c.env, undefined, 'no container env in a shared pool pod');
+      // The template's variables, as a Sandbox's own pod has them (only a Sandbox with these is served).
+      assert.equal(c.env?.find((e) => e.name === 'PYTHONUNBUFFERED')?.value, '1');
       assert.equal(
         spec.activeDeadlineSeconds,
         600 + DEFAULT_SESSION_CEILINGS.maxTtlSeconds + START_GRACE_SECONDS,

@@ -84,14 +84,22 @@ describe('buildPoolPod', () => {
     assert.equal(c?.resources?.limits?.memory, '256Mi');
   });
 
-  test('mode session: the session runner waiting maxIdleSeconds, stdin kept open, no env; the TTL ceiling in its deadline', () => {
+  test('mode session: the session runner waiting through its idle life and a session’s, stdin kept open, the template’s env; the TTL ceiling in its deadline', () => {
     const session = shape({ template: 'python', mode: 'session', maxIdleSeconds: 900 });
     const p = buildPoolPod(POOL, session, options);
     const sc = p.spec?.containers[0];
-    assert.deepEqual(sc?.command, ['/usr/local/bin/sandpit-runner', '--session', '--open-within', '900']);
+    const openWithin = String(900 + policy.sessions.maxTtlSeconds);
+    assert.deepEqual(sc?.command, [
+      '/usr/local/bin/sandpit-runner',
+      '--session',
+      '--open-within',
+      openWithin,
+    ]);
     assert.equal(sc?.stdin, true);
     assert.equal(sc?.stdinOnce, false);
-    assert.equal(sc?.env, undefined, 'the template env is the session’s, given when it opens');
+    // What kubectl exec sees, as in a Sandbox's own pod: only a Sandbox with these variables is served.
+    assert.deepEqual(sc?.env, session.effective.env);
+    assert.ok(sc?.env?.some((e) => e.name === 'PYTHONUNBUFFERED'));
     assert.equal(
       p.spec?.activeDeadlineSeconds,
       900 + policy.sessions.maxTtlSeconds + SETTINGS.startGraceSeconds,
