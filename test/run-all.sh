@@ -63,6 +63,8 @@ docker_lane() {
   step "docker tier (cold runs)" bash test/run.sh docker
   step "docker tier (warm pools)" bash test/run.sh docker-pools
   step "contract tier (Docker backend)" bash test/run.sh contract-docker
+  # Kubernetes files, here to even out the lanes: they need the cluster the engines lane started.
+  step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
 }
 
 kube_lane() {
