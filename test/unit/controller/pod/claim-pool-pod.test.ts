@@ -42,7 +42,7 @@ function poolPod(name: string, o: { state?: string; shape?: string; ready?: bool
         { name: SANDBOX_CONTAINER, ready: o.ready !== false, restartCount: 0, image: '', imageID: '', state: { running: {} } },
       ],
     },
-  } as Pod;
+  };
 }
 
 const request: ClaimRequest = {
