@@ -8,13 +8,20 @@ import {
   LABEL_SESSION_UID,
   SANDBOX_CONTAINER,
 } from '../../../../src/api/v1alpha1/labels.js';
-import { claimCandidates, claimedPod, type ClaimRequest } from '../../../../src/controller/pod/claim-pool-pod.js';
+import {
+  claimCandidates,
+  claimedPod,
+  type ClaimRequest,
+} from '../../../../src/controller/pod/claim-pool-pod.js';
 import type { Pod } from '../../../../src/kube/objects.js';
 
 const NOW = new Date('2026-12-02T02:00:00Z');
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
 
-function poolPod(name: string, o: { state?: string; shape?: string; ready?: boolean; age?: number; owner?: string } = {}): Pod {
+function poolPod(
+  name: string,
+  o: { state?: string; shape?: string; ready?: boolean; age?: number; owner?: string } = {},
+): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -30,23 +37,45 @@ function poolPod(name: string, o: { state?: string; shape?: string; ready?: bool
         [LABEL_POOL_SHAPE]: o.shape ?? 'shape-a',
       },
       ownerReferences: [
-        { apiVersion: 'sandpit.dev/v1alpha1', kind: o.owner ?? 'SandboxPool', name: 'py', uid: 'pool-uid', controller: true },
+        {
+          apiVersion: 'sandpit.dev/v1alpha1',
+          kind: o.owner ?? 'SandboxPool',
+          name: 'py',
+          uid: 'pool-uid',
+          controller: true,
+        },
       ],
     },
-    spec: { activeDeadlineSeconds: 3700, containers: [{ name: SANDBOX_CONTAINER, image: 'sandpit/python:3.11' }] },
+    spec: {
+      activeDeadlineSeconds: 3700,
+      containers: [{ name: SANDBOX_CONTAINER, image: 'sandpit/python:3.11' }],
+    },
     status: {
       phase: 'Running',
       startTime: ago(o.age ?? 60),
       conditions: [{ type: 'Ready', status: o.ready === false ? 'False' : 'True' }],
       containerStatuses: [
-        { name: SANDBOX_CONTAINER, ready: o.ready !== false, restartCount: 0, image: '', imageID: '', state: { running: {} } },
+        {
+          name: SANDBOX_CONTAINER,
+          ready: o.ready !== false,
+          restartCount: 0,
+          image: '',
+          imageID: '',
+          state: { running: {} },
+        },
       ],
     },
   };
 }
 
 const request: ClaimRequest = {
-  owner: { apiVersion: 'sandpit.dev/v1alpha1', kind: 'Sandbox', name: 's1', namespace: 'agents', uid: 'sbx-uid' },
+  owner: {
+    apiVersion: 'sandpit.dev/v1alpha1',
+    kind: 'Sandbox',
+    name: 's1',
+    namespace: 'agents',
+    uid: 'sbx-uid',
+  },
   ownerLabels: { [LABEL_SESSION_UID]: 'sbx-uid' },
   shapeLabel: 'shape-a',
   remainingSeconds: 100,

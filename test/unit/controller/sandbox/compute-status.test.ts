@@ -98,7 +98,9 @@ describe('computeSandboxStatus', () => {
     assert.deepEqual([warm.served, warm.pool, warm.podName], ['warm', 'py', 'py-x1']);
     const cold = computeSandboxStatus(input({ pod: running() }));
     assert.deepEqual([cold.served, cold.pool], ['cold', undefined]);
-    const later = computeSandboxStatus(input({ current: warm, pod: running(), podName: 'py-x1', now: at(9) }));
+    const later = computeSandboxStatus(
+      input({ current: warm, pod: running(), podName: 'py-x1', now: at(9) }),
+    );
     assert.deepEqual([later.served, later.pool], ['warm', 'py']);
   });
 
