@@ -1,12 +1,12 @@
 /**
- * claimPoolPod(): gives one idle, ready pod of a SandboxPool to one owner (a SandboxRun or a
- * Sandbox) whose shape is the pod's. The claim is one PUT guarded by the pod's resourceVersion that
- * changes, together, the pool state label to `claimed`, adds the owner's labels (what its own
- * NetworkPolicy selects), makes the owner the pod's only controller (the pool no longer owns it, so
- * deleting the pool leaves it serving), and lowers activeDeadlineSeconds to the pod's age plus what
- * the owner may still take. Two operators (or two passes) racing for one pod: one PUT wins, the
- * other gets Conflict and tries the next pod, so a pod never serves two owners. The caller makes
- * sure the owner's NetworkPolicy exists first. No ready pod of the shape: undefined, at once.
+ * The claim of a SandboxPool's pod (issue 16), for a SandboxRun or a Sandbox: which idle pod may
+ * serve the owner (its shape label equals the owner's, it runs and is not ending, a SandboxPool
+ * controls it), and the one resourceVersion-guarded PUT that binds it: `claimed`, the owner's
+ * labels (its NetworkPolicy selects it), the owner as its only controller (deleting the pool leaves
+ * it serving), and activeDeadlineSeconds lowered to the pod's age plus what the owner may still
+ * take. Two operators (or two passes) racing for one pod: one PUT wins, the other gets Conflict and
+ * tries the next pod, so a pod never serves two owners. The caller makes sure the owner's
+ * NetworkPolicy exists first. No ready pod of the shape: `empty`, at once.
  */
 import {
   LABEL_POOL,
@@ -23,97 +23,131 @@ import type { Store } from '../../kube/store.js';
 import { controllerRef, isControlledBy, type ObjectRef } from '../children.js';
 import { observePod } from './observe-pod.js';
 
-export interface ClaimRequest {
-  owner: ObjectRef;
-  /** The owner's own labels on its pod (what its NetworkPolicy and the watches select). */
-  ownerLabels: Readonly<Record<string, string>>;
-  /** The pool shape label the owner's effective shape has (`shapeLabelValue(poolKey(...))`). */
-  shapeLabel: string;
-  /** Seconds the owner may still take from now: the pod's new hard end is its age plus these. */
-  remainingSeconds: number;
-  /** Whatever else the pod must match (a session's variables). */
-  fits?: (pod: Pod) => boolean;
-  now: Date;
+/** The SandboxPool controlling `pod`, when one does. */
+function poolOwner(pod: Pod): string | undefined {
+  const ref = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+  return ref && ref.kind === SANDBOX_POOL.kind && ref.apiVersion === SANDBOX_POOL.apiVersion
+    ? ref.name
+    : undefined;
 }
 
-/** The pool's pods an owner of `shapeLabel` may claim, oldest first (they age out first). Pure. */
-export function claimCandidates(pods: readonly Pod[], namespace: string, shapeLabel: string): Pod[] {
+/** An idle pod of a SandboxPool, ready to serve: its container runs, and it is not ending. Pure. */
+export function isIdlePoolPod(pod: Pod): boolean {
+  const labels = pod.metadata?.labels ?? {};
+  if (labels[LABEL_POOL_POD] !== POOL_POD_IDLE || !labels[LABEL_POOL_SHAPE]) return false;
+  if (poolOwner(pod) === undefined) return false;
+  const view = observePod(pod);
+  return view.phase === 'Running' && !view.deleting && view.ready && view.startedAt !== undefined;
+}
+
+/**
+ * The idle pool pods that may serve an owner of `shape`, oldest first (the first to age out is
+ * the first used). Only pods the cache shows ready: the claim's update is what decides. Pure.
+ */
+export function claimCandidates(pods: readonly Pod[], shape: string): Pod[] {
   return pods
-    .filter((pod) => {
-      const m = pod.metadata;
-      if (m?.namespace !== namespace || m.deletionTimestamp) return false;
-      if (m.labels?.[LABEL_POOL_POD] !== POOL_POD_IDLE || m.labels[LABEL_POOL_SHAPE] !== shapeLabel)
-        return false;
-      if (!(m.ownerReferences ?? []).some((o) => o.controller === true && o.kind === SANDBOX_POOL.kind))
-        return false;
-      const view = observePod(pod);
-      return view.phase === 'Running' && view.ready && !view.terminated;
-    })
+    .filter((p) => p.metadata?.labels?.[LABEL_POOL_SHAPE] === shape && isIdlePoolPod(p))
     .sort((a, b) => (a.metadata?.creationTimestamp ?? '').localeCompare(b.metadata?.creationTimestamp ?? ''));
 }
 
-/** The pod's age in whole seconds as activeDeadlineSeconds counts it (from status.startTime). */
-function podAgeSeconds(pod: Pod, now: Date): number {
-  const started = Date.parse(pod.status?.startTime ?? pod.metadata?.creationTimestamp ?? '');
-  return Number.isFinite(started) ? Math.max(0, Math.ceil((now.getTime() - started) / 1000)) : 0;
+/** The pool whose pod this is (its owner, else its label: the pool's name as a label value). */
+export const poolOfPod = (pod: Pod): string | undefined =>
+  poolOwner(pod) ?? pod.metadata?.labels?.[LABEL_POOL];
+
+export interface ClaimInput {
+  pod: Pod;
+  owner: ObjectRef;
+  /** The owner's own labels on its pod (what its NetworkPolicy and the watches select). */
+  ownerLabels: Readonly<Record<string, string>>;
+  /** Seconds the owner may still take from now: the pod's new hard end is its age plus these. */
+  remainingSeconds: number;
+  now: Date;
 }
 
-/** The claimed pod, as the PUT writes it. Pure. */
-export function claimedPod(pod: Pod, request: ClaimRequest): Pod {
+/**
+ * The pod as the claim writes it (a PUT with the resourceVersion it was read at): claimed for the
+ * owner, owned by it alone, its deadline lowered (never raised: a pod's activeDeadlineSeconds may
+ * only go down). Pure.
+ */
+export function buildClaim(c: ClaimInput): Pod {
+  const { pod } = c;
+  const started = Date.parse(pod.status?.startTime ?? pod.metadata?.creationTimestamp ?? '');
+  const ageSeconds = Number.isFinite(started)
+    ? Math.max(0, Math.ceil((c.now.getTime() - started) / 1000))
+    : 0;
+  const wanted = ageSeconds + c.remainingSeconds;
   const current = pod.spec?.activeDeadlineSeconds;
-  const wanted = podAgeSeconds(pod, request.now) + request.remainingSeconds;
   return {
     ...pod,
     metadata: {
       ...pod.metadata,
-      labels: { ...pod.metadata?.labels, [LABEL_POOL_POD]: POOL_POD_CLAIMED, ...request.ownerLabels },
-      ownerReferences: [controllerRef(request.owner)],
+      labels: { ...pod.metadata?.labels, [LABEL_POOL_POD]: POOL_POD_CLAIMED, ...c.ownerLabels },
+      ownerReferences: [controllerRef(c.owner)],
     },
     spec: {
-      ...pod.spec!,
-      // It may only be lowered on a running pod.
+      ...pod.spec,
+      containers: pod.spec?.containers ?? [],
       activeDeadlineSeconds: current === undefined ? wanted : Math.min(current, wanted),
     },
   };
 }
 
-/** The pool a pool pod came from (its label: the pool's name unless that was too long for one). */
-export const poolOf = (pod: Pod): string => pod.metadata?.labels?.[LABEL_POOL] ?? '';
-
-/** A pod claimed for `owner` before, in the cache. */
-export function claimedFor(pods: Store<Pod>, owner: ObjectRef): Pod | undefined {
-  return pods
-    .list()
-    .find(
-      (pod) =>
-        pod.metadata?.namespace === owner.namespace &&
-        pod.metadata.labels?.[LABEL_POOL_POD] === POOL_POD_CLAIMED &&
-        isControlledBy(pod, owner),
-    );
+/** A pool pod the owner has claimed (its label says so, and the owner controls it). Pure. */
+export function isClaimedBy(pod: Pod, owner: Pick<ObjectRef, 'uid'>): boolean {
+  return pod.metadata?.labels?.[LABEL_POOL_POD] === POOL_POD_CLAIMED && isControlledBy(pod, owner);
 }
 
+/** The pods claimed for the owner. Pure. */
+export const claimedPods = (pods: readonly Pod[], owner: Pick<ObjectRef, 'uid'>): Pod[] =>
+  pods.filter((p) => isClaimedBy(p, owner));
+
+/** The pods of a namespace in the cache. */
+export const podsIn = (pods: Store<Pod>, namespace: string): Pod[] =>
+  pods.list().filter((p) => p.metadata?.namespace === namespace);
+
+export interface ClaimRequest extends Omit<ClaimInput, 'pod'> {
+  /** The pool shape label of the owner's effective shape (`poolShapeLabel`). */
+  shapeLabel: string;
+  /** Whatever else the pod must match (a session's variables). */
+  fits?: (pod: Pod) => boolean;
+  /** Counts each attempt's result (sandpit_pool_claims_total). */
+  countClaim?: (result: ClaimResult) => void;
+}
+
+export type ClaimResult = 'warm' | 'empty' | 'conflict' | 'error';
+
 export type ClaimOutcome =
-  | { result: 'claimed'; pod: Pod; pool: string }
+  | { result: 'claimed'; pod: Pod; pool: string | undefined }
   | { result: 'empty' }
-  /** Every ready pod was taken by someone else (Conflict or gone) before this claim. */
+  /** Every ready pod was taken by someone else (Conflict, or gone) before this claim. */
   | { result: 'conflict' };
 
-export async function claimPoolPod(
-  deps: { kube: KubeClient; pods: Store<Pod> },
-  request: ClaimRequest,
-): Promise<ClaimOutcome> {
-  const { namespace } = request.owner;
-  const candidates = claimCandidates(deps.pods.list(), namespace, request.shapeLabel).filter(
-    (pod) => request.fits?.(pod) ?? true,
+export interface ClaimDeps {
+  kube: Pick<KubeClient, 'replacePod'>;
+  pods: Store<Pod>;
+}
+
+/** Claims the oldest fitting idle pod of the request's shape; any other error is thrown. */
+export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Promise<ClaimOutcome> {
+  const { fits, shapeLabel, countClaim, ...input } = request;
+  const candidates = claimCandidates(podsIn(deps.pods, input.owner.namespace), shapeLabel).filter(
+    (pod) => fits?.(pod) ?? true,
   );
-  if (candidates.length === 0) return { result: 'empty' };
+  if (candidates.length === 0) {
+    countClaim?.('empty');
+    return { result: 'empty' };
+  }
   for (const pod of candidates) {
-    const pool = pod.metadata?.ownerReferences?.find((o) => o.controller === true)?.name ?? poolOf(pod);
     try {
-      const claimed = await deps.kube.replacePod(namespace, claimedPod(pod, request));
-      return { result: 'claimed', pod: claimed, pool };
+      const claimed = await deps.kube.replacePod(input.owner.namespace, buildClaim({ ...input, pod }));
+      countClaim?.('warm');
+      return { result: 'claimed', pod: claimed, pool: poolOfPod(claimed) };
     } catch (e) {
-      if (isConflict(e) || isNotFound(e)) continue;
+      if (isConflict(e) || isNotFound(e)) {
+        countClaim?.('conflict');
+        continue;
+      }
+      countClaim?.('error');
       throw e;
     }
   }

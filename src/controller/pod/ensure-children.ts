@@ -14,7 +14,7 @@ import { AppError } from '../../shared/errors.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import type { EventRecorder } from '../events.js';
 import { sameNetworkPolicySpec } from './build-network-policy.js';
-import { claimedFor, claimPoolPod, poolOf, type ClaimRequest } from './claim-pool-pod.js';
+import { claimedPods, claimPoolPod, podsIn, poolOfPod, type ClaimRequest } from './claim-pool-pod.js';
 import { ensureNamespacePolicy, type NamespacePolicyDeps } from './namespace-policy.js';
 import { isPodFinished, observePod, type PodView } from './observe-pod.js';
 import type { Blocked } from './pending.js';
@@ -111,8 +111,8 @@ export async function ensureChildren(
 async function makePod(deps: ChildrenDeps, owner: ObjectRef, want: WantedChildren): Promise<PodObservation> {
   if (want.claim) {
     // A pass that claimed a pod and then failed to record it in the status: the pod is the owner's.
-    const earlier = claimedFor(deps.pods, owner);
-    if (earlier) return { ...(await observeExisting(deps, owner, earlier)), claimedFrom: poolOf(earlier) };
+    const [earlier] = claimedPods(podsIn(deps.pods, owner.namespace), owner);
+    if (earlier) return { ...(await observeExisting(deps, owner, earlier)), claimedFrom: poolOfPod(earlier) };
   }
   const missingClass = runtimeClassMissing(deps, want.runtimeClass);
   if (missingClass) return { ...NOTHING_OBSERVED, blocked: missingClass };
@@ -124,7 +124,11 @@ async function makePod(deps: ChildrenDeps, owner: ObjectRef, want: WantedChildre
     const claim = await claimPoolPod(deps, want.claim);
     if (claim.result === 'claimed') {
       const pod = claim.pod.metadata?.name ?? '';
-      await deps.events.normal(owner, 'ClaimedPod', `Claimed pod ${pod} of SandboxPool ${claim.pool}`);
+      await deps.events.normal(
+        owner,
+        'ClaimedPod',
+        `Claimed pod ${pod} of SandboxPool ${claim.pool ?? '(unknown)'}`,
+      );
       return { ...NOTHING_OBSERVED, pod: observePod(claim.pod), claimedFrom: claim.pool };
     }
   }

@@ -7,7 +7,7 @@
  * a session that ended, a pod that finished by itself too (nothing reads it after the end). It never writes the spec, never writes the Lease, and never touches
  * children it does not control.
  */
-import { childName, SANDBOX_CONTAINER, shapeLabelValue } from '../../api/v1alpha1/labels.js';
+import { childName, SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import {
   SANDBOX,
   SandboxStatusSchema,
@@ -16,7 +16,7 @@ import {
 } from '../../api/v1alpha1/sandbox.js';
 import { isSessionEnded } from '../../api/session.js';
 import type { Lease, Pod } from '../../kube/objects.js';
-import { poolKey, shapeOf } from '../../policy/shape.js';
+import { poolShapeLabel } from '../sandboxpool/evaluate-pool.js';
 import type { EnvPair } from '../../policy/session.js';
 import type { Store } from '../../kube/store.js';
 import type { Policy } from '../../policy/policy.js';
@@ -192,11 +192,12 @@ function observeChildren(
       claim: {
         owner: ref,
         ownerLabels: meta.labels ?? {},
-        shapeLabel: shapeLabelValue(poolKey(shapeOf(verdict.effective), 'session')),
+        shapeLabel: poolShapeLabel(verdict.effective, 'session'),
         // The backstop a session's own pod has: the TTL ceiling (an extension never passes it).
         remainingSeconds: maxTtlSeconds + deps.settings.pod.startGraceSeconds,
         // A pool's session pods carry the pool's variables (its template's): the session's must be those.
         fits: (pod) => sameEnv(sandboxContainer(pod)?.env ?? [], verdict.effective.env),
+        countClaim: (result) => deps.metrics.poolClaims.inc({ result }),
         now: deps.now(),
       },
     },

@@ -23,7 +23,7 @@ import {
 import { loadConfig } from '../../../src/config/load.js';
 import { operatorPolicy } from '../../../src/config/policy.js';
 import { buildSandboxPod, type PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
-import { runShapeLabel } from '../../../src/controller/sandboxrun/claim-pod.js';
+import { poolShapeLabel } from '../../../src/controller/sandboxpool/evaluate-pool.js';
 import type { Pod } from '../../../src/kube/objects.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
 import { RUNNER_PATH } from '../../../src/runner/protocol.js';
@@ -91,7 +91,7 @@ export function poolPod(ns: string, pool: TestPool, request: RunRequestInput): P
         [LABEL_POOL]: labelValueFor(pool.name),
         [LABEL_POOL_UID]: pool.uid,
         [LABEL_POOL_POD]: POOL_POD_IDLE,
-        [LABEL_POOL_SHAPE]: runShapeLabel(effective),
+        [LABEL_POOL_SHAPE]: poolShapeLabel(effective, 'run'),
       },
       ownerReferences: [
         {

@@ -1,119 +1,171 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  LABEL_MANAGED_BY,
   LABEL_POOL,
   LABEL_POOL_POD,
   LABEL_POOL_SHAPE,
-  LABEL_SESSION_UID,
-  SANDBOX_CONTAINER,
+  LABEL_POOL_UID,
+  LABEL_RUN,
+  LABEL_RUN_UID,
 } from '../../../../src/api/v1alpha1/labels.js';
 import {
+  buildClaim,
   claimCandidates,
-  claimedPod,
-  type ClaimRequest,
+  claimedPods,
+  isClaimedBy,
+  isIdlePoolPod,
+  poolOfPod,
 } from '../../../../src/controller/pod/claim-pool-pod.js';
+import { poolShapeLabel } from '../../../../src/controller/sandboxpool/evaluate-pool.js';
+import { runPodLabels } from '../../../../src/controller/sandboxrun/run-ref.js';
+import type { EffectiveSpec } from '../../../../src/policy/evaluate.js';
+import { withoutTrailer } from '../../../../src/controller/sandboxrun/read-output.js';
 import type { Pod } from '../../../../src/kube/objects.js';
+import { encodeTrailer } from '../../../../src/runner/exit-trailer.js';
+import { newChannelKey } from '../../../../src/runner/protocol.js';
+import { effective, RUN } from '../fixtures.js';
 
-const NOW = new Date('2026-12-02T02:00:00Z');
-const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
+const runShapeLabel = (e: EffectiveSpec): string => poolShapeLabel(e, 'run');
+const claimFor = (pod: Pod, now: Date): Pod =>
+  buildClaim({ pod, owner: RUN, ownerLabels: runPodLabels(RUN), remainingSeconds: 20 + 15, now });
+
+const spec = effective({ template: 'python', code: 'print(1)', timeoutSeconds: 20 });
+const SHAPE = runShapeLabel(spec);
 
 function poolPod(
   name: string,
-  o: { state?: string; shape?: string; ready?: boolean; age?: number; owner?: string } = {},
+  over: {
+    labels?: Record<string, string>;
+    created?: string;
+    ready?: boolean;
+    deleting?: boolean;
+    owner?: 'pool' | 'none';
+  } = {},
 ): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name,
-      namespace: 'agents',
+      namespace: RUN.namespace,
+      uid: `uid-${name}`,
       resourceVersion: '7',
-      creationTimestamp: ago(o.age ?? 60),
+      creationTimestamp: over.created ?? '2026-01-01T00:00:00Z',
       labels: {
-        [LABEL_MANAGED_BY]: 'sandpit-operator',
         [LABEL_POOL]: 'py',
-        [LABEL_POOL_POD]: o.state ?? 'idle',
-        [LABEL_POOL_SHAPE]: o.shape ?? 'shape-a',
+        [LABEL_POOL_UID]: 'pool-uid',
+        [LABEL_POOL_POD]: 'idle',
+        [LABEL_POOL_SHAPE]: SHAPE,
+        ...over.labels,
       },
-      ownerReferences: [
-        {
-          apiVersion: 'sandpit.dev/v1alpha1',
-          kind: o.owner ?? 'SandboxPool',
-          name: 'py',
-          uid: 'pool-uid',
-          controller: true,
-        },
-      ],
+      ownerReferences:
+        over.owner === 'none'
+          ? []
+          : [
+              {
+                apiVersion: 'sandpit.dev/v1alpha1',
+                kind: 'SandboxPool',
+                name: 'py',
+                uid: 'pool-uid',
+                controller: true,
+              },
+            ],
+      ...(over.deleting ? { deletionTimestamp: '2026-01-01T00:01:00Z' } : {}),
     },
-    spec: {
-      activeDeadlineSeconds: 3700,
-      containers: [{ name: SANDBOX_CONTAINER, image: 'sandpit/python:3.11' }],
-    },
+    spec: { containers: [{ name: 'sandbox', image: 'sandpit/python:3.11' }], activeDeadlineSeconds: 3615 },
     status: {
       phase: 'Running',
-      startTime: ago(o.age ?? 60),
-      conditions: [{ type: 'Ready', status: o.ready === false ? 'False' : 'True' }],
+      startTime: '2026-01-01T00:00:00Z',
+      conditions: [{ type: 'Ready', status: over.ready === false ? 'False' : 'True' }],
       containerStatuses: [
         {
-          name: SANDBOX_CONTAINER,
-          ready: o.ready !== false,
-          restartCount: 0,
-          image: '',
+          name: 'sandbox',
+          image: 'sandpit/python:3.11',
           imageID: '',
-          state: { running: {} },
+          ready: over.ready !== false,
+          restartCount: 0,
+          state: { running: { startedAt: '2026-01-01T00:00:01Z' } },
         },
       ],
     },
   };
 }
 
-const request: ClaimRequest = {
-  owner: {
-    apiVersion: 'sandpit.dev/v1alpha1',
-    kind: 'Sandbox',
-    name: 's1',
-    namespace: 'agents',
-    uid: 'sbx-uid',
-  },
-  ownerLabels: { [LABEL_SESSION_UID]: 'sbx-uid' },
-  shapeLabel: 'shape-a',
-  remainingSeconds: 100,
-  now: NOW,
-};
-
-describe('claiming a pool pod', () => {
-  test('candidates: idle, ready, of the shape, owned by a SandboxPool, in the namespace; oldest first', () => {
+describe('claimCandidates: the idle, ready pool pods of the run’s shape', () => {
+  test('only idle pods of the shape, ready, not ending, that a SandboxPool controls; oldest first', () => {
     const pods = [
-      poolPod('young', { age: 10 }),
-      poolPod('old', { age: 500 }),
-      poolPod('claimed', { state: 'claimed' }),
-      poolPod('other-shape', { shape: 'shape-b' }),
+      poolPod('newer', { created: '2026-01-01T00:00:05Z' }),
+      poolPod('older'),
+      poolPod('other-shape', { labels: { [LABEL_POOL_SHAPE]: 'x'.repeat(32) } }),
+      poolPod('claimed', { labels: { [LABEL_POOL_POD]: 'claimed' } }),
       poolPod('starting', { ready: false }),
-      poolPod('not-a-pool', { owner: 'SandboxRun' }),
-      { ...poolPod('elsewhere'), metadata: { ...poolPod('elsewhere').metadata, namespace: 'other' } },
-      { ...poolPod('going'), metadata: { ...poolPod('going').metadata, deletionTimestamp: ago(1) } },
+      poolPod('ending', { deleting: true }),
+      poolPod('orphan', { owner: 'none' }),
     ];
     assert.deepEqual(
-      claimCandidates(pods, 'agents', 'shape-a').map((p) => p.metadata?.name),
-      ['old', 'young'],
+      claimCandidates(pods, SHAPE).map((p) => p.metadata?.name),
+      ['older', 'newer'],
+    );
+    assert.equal(isIdlePoolPod(poolPod('orphan', { owner: 'none' })), false);
+    assert.equal(poolOfPod(pods[0]!), 'py');
+  });
+
+  test('a run of other limits has another shape: no best fit', () => {
+    const bigger = effective({ template: 'python', code: 'print(1)', resources: { memory: '96Mi' } });
+    assert.notEqual(runShapeLabel(bigger), SHAPE);
+    // The job itself (code, timeout) is not part of the shape.
+    assert.equal(
+      runShapeLabel(effective({ template: 'python', code: 'print(2)', timeoutSeconds: 5 })),
+      SHAPE,
     );
   });
+});
 
-  test('the claim moves the pod to its owner in one object: labels, sole controller, lowered deadline, same resourceVersion', () => {
-    const claimed = claimedPod(poolPod('p', { age: 60 }), request);
-    assert.equal(claimed.metadata?.resourceVersion, '7');
-    assert.equal(claimed.metadata?.labels?.[LABEL_POOL_POD], 'claimed');
-    assert.equal(claimed.metadata?.labels?.[LABEL_SESSION_UID], 'sbx-uid');
-    assert.equal(claimed.metadata?.labels?.[LABEL_POOL_SHAPE], 'shape-a', 'the pool still counts it');
-    assert.deepEqual(claimed.metadata?.ownerReferences, [
-      { apiVersion: 'sandpit.dev/v1alpha1', kind: 'Sandbox', name: 's1', uid: 'sbx-uid', controller: true },
+describe('buildClaim: one update binds the pod to the run', () => {
+  const now = new Date('2026-01-01T00:00:30Z');
+  const claim = claimFor(poolPod('p'), now);
+
+  test('claimed, with the run’s labels; the pool labels stay', () => {
+    const labels = claim.metadata?.labels ?? {};
+    assert.equal(labels[LABEL_POOL_POD], 'claimed');
+    assert.equal(labels[LABEL_RUN_UID], RUN.uid);
+    assert.equal(labels[LABEL_RUN], RUN.name);
+    assert.equal(labels[LABEL_POOL], 'py');
+    assert.equal(labels[LABEL_POOL_UID], 'pool-uid');
+    assert.equal(labels[LABEL_POOL_SHAPE], SHAPE);
+  });
+
+  test('the run is its only owner, and the resourceVersion guards the write', () => {
+    assert.deepEqual(claim.metadata?.ownerReferences, [
+      { apiVersion: RUN.apiVersion, kind: RUN.kind, name: RUN.name, uid: RUN.uid, controller: true },
     ]);
-    assert.equal(claimed.spec?.activeDeadlineSeconds, 160, 'its age plus what the owner may take');
+    assert.equal(claim.metadata?.resourceVersion, '7');
+    assert.ok(isClaimedBy(claim, RUN));
+    assert.deepEqual(claimedPods([claim, poolPod('q')], RUN), [claim]);
+    assert.equal(isClaimedBy(claim, { uid: 'another' }), false);
   });
 
-  test('activeDeadlineSeconds is only ever lowered', () => {
-    const claimed = claimedPod(poolPod('p', { age: 60 }), { ...request, remainingSeconds: 10_000 });
-    assert.equal(claimed.spec?.activeDeadlineSeconds, 3700);
+  test('the deadline counts from the claim: the pod’s age plus the timeout and the start grace, never raised', () => {
+    assert.equal(claim.spec?.activeDeadlineSeconds, 30 + 20 + 15);
+    const young = { ...poolPod('y'), spec: { ...poolPod('y').spec!, activeDeadlineSeconds: 40 } };
+    const c = claimFor(young, now);
+    assert.equal(c.spec?.activeDeadlineSeconds, 40);
   });
+});
+
+test('withoutTrailer: a pool pod’s log without the runner’s exit trailer', () => {
+  const trailer = encodeTrailer(newChannelKey(), {
+    kind: 'exit',
+    report: {
+      exitCode: 0,
+      signal: 0,
+      timedOut: false,
+      oomKilled: false,
+      stdoutBytes: 3,
+      stderrBytes: 0,
+      durationMs: 5,
+    },
+  }).toString();
+  assert.equal(withoutTrailer(`hi\n${trailer}`), 'hi\n');
+  assert.equal(withoutTrailer('no trailer\n'), 'no trailer\n');
 });
