@@ -288,7 +288,7 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
     { timeout: 240_000 },
     kubeTest(async ({ cluster, ns }) => {
       await prepareNamespace(cluster, ns);
-      const pool = await createPool(cluster, ns, 'stale');
+      const pool = await createPool(cluster, ns, 'stale', 1);
       const [podName] = await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
       const created = await createRun(
         cluster,
