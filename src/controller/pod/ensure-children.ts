@@ -14,6 +14,7 @@ import { AppError } from '../../shared/errors.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import type { EventRecorder } from '../events.js';
 import { sameNetworkPolicySpec } from './build-network-policy.js';
+import { claimedPods, claimPoolPod, podsIn, poolOfPod, type ClaimRequest } from './claim-pool-pod.js';
 import { ensureNamespacePolicy, type NamespacePolicyDeps } from './namespace-policy.js';
 import { isPodFinished, observePod, type PodView } from './observe-pod.js';
 import type { Blocked } from './pending.js';
@@ -35,6 +36,8 @@ export interface WantedChildren {
   configMap?: ConfigMap | undefined;
   /** The pod's RuntimeClass: while it does not exist, no pod is made. */
   runtimeClass: string | undefined;
+  /** A SandboxPool's ready pod may serve the owner instead of `pod`: tried before `pod` is created. */
+  claim?: ClaimRequest | undefined;
 }
 
 export interface PodObservation {
@@ -42,6 +45,8 @@ export interface PodObservation {
   blocked: Blocked | undefined;
   /** The pod was created once and is gone now. */
   podLost: boolean;
+  /** The SandboxPool whose pod this pass claimed for the owner, when it claimed one. */
+  claimedFrom?: string | undefined;
 }
 
 export const NOTHING_OBSERVED: PodObservation = { pod: undefined, blocked: undefined, podLost: false };
@@ -79,10 +84,11 @@ async function sandboxProblem(kube: KubeClient, owner: ObjectRef, pod: Pod): Pro
 
 export async function ensureChildren(
   deps: ChildrenDeps,
-  owner: ObjectRef & { podRecorded: boolean },
+  owner: ObjectRef & { podRecorded: boolean; recordedPod?: string | undefined },
   want: WantedChildren,
 ): Promise<PodObservation> {
-  const name = want.pod.metadata?.name ?? '';
+  // A claimed pool pod has the pool's name for it, which only the status records.
+  const name = owner.recordedPod ?? want.pod.metadata?.name ?? '';
   const cached = deps.pods.get(owner.namespace, name);
   if (cached) {
     if (!isControlledBy(cached, owner)) return notOurs(owner, 'Pod', name);
@@ -98,12 +104,34 @@ export async function ensureChildren(
     if (!live) return { ...NOTHING_OBSERVED, podLost: true };
     return isControlledBy(live, owner) ? observeExisting(deps, owner, live) : notOurs(owner, 'Pod', name);
   }
+  return makePod(deps, owner, want);
+}
+
+/** A pod for an owner that has none: a pool's, claimed, or a new one, after its ConfigMap and NetworkPolicy. */
+async function makePod(deps: ChildrenDeps, owner: ObjectRef, want: WantedChildren): Promise<PodObservation> {
+  if (want.claim) {
+    // A pass that claimed a pod and then failed to record it in the status: the pod is the owner's.
+    const [earlier] = claimedPods(podsIn(deps.pods, owner.namespace), owner);
+    if (earlier) return { ...(await observeExisting(deps, owner, earlier)), claimedFrom: poolOfPod(earlier) };
+  }
   const missingClass = runtimeClassMissing(deps, want.runtimeClass);
   if (missingClass) return { ...NOTHING_OBSERVED, blocked: missingClass };
   const problem =
     (want.configMap ? await ensureConfigMap(deps, owner, want.configMap) : undefined) ??
     (await ensureNetworkPolicy(deps, owner, want.networkPolicy));
   if (problem) return problem;
+  if (want.claim) {
+    const claim = await claimPoolPod(deps, want.claim);
+    if (claim.result === 'claimed') {
+      const pod = claim.pod.metadata?.name ?? '';
+      await deps.events.normal(
+        owner,
+        'ClaimedPod',
+        `Claimed pod ${pod} of SandboxPool ${claim.pool ?? '(unknown)'}`,
+      );
+      return { ...NOTHING_OBSERVED, pod: observePod(claim.pod), claimedFrom: claim.pool };
+    }
+  }
   await ensureNamespacePolicy(deps, owner.namespace);
   return createPod(deps, owner, want.pod);
 }

@@ -39,6 +39,8 @@ export interface SandboxStatusInput {
   blocked: Blocked | undefined;
   /** The pod was created once and is gone now. */
   podLost: boolean;
+  /** The SandboxPool whose pod this pass claimed, when it claimed one. */
+  claimedFrom?: string | undefined;
   /** The session Lease's renewTime: the last activity through sandpit. */
   renewTime: string | undefined;
   /** The runner's ready frame is at the start of the pod's log (read once its pod is Ready). */
@@ -71,6 +73,13 @@ export function idleExpiresAt(
   return new Date(Date.parse(since) + (idleTimeoutSeconds + IDLE_SLACK_SECONDS) * 1000).toISOString();
 }
 
+/** Whether a pool's pod serves the session (recorded once its pod is known). */
+function servedBy(i: SandboxStatusInput): Pick<SandboxStatus, 'served' | 'pool'> {
+  if (i.current.served) return { served: i.current.served, pool: i.current.pool };
+  if (i.claimedFrom) return { served: 'warm', pool: i.claimedFrom };
+  return { served: i.pod ? 'cold' : undefined };
+}
+
 export function computeSandboxStatus(i: SandboxStatusInput): SandboxStatus {
   const observedGeneration = i.generation;
   if (i.current.phase && isSessionEnded(i.current.phase)) return { ...i.current, observedGeneration };
@@ -101,6 +110,7 @@ export function computeSandboxStatus(i: SandboxStatusInput): SandboxStatus {
     reason: o.reason,
     message: o.message,
     podName: i.pod || i.current.podName ? i.podName : undefined,
+    ...servedBy(i),
     readyTime,
     expiresAt: times.expiresAt,
     lastActivity,

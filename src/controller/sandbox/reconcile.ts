@@ -15,7 +15,9 @@ import {
   type SandboxStatus,
 } from '../../api/v1alpha1/sandbox.js';
 import { isSessionEnded } from '../../api/session.js';
-import type { Lease } from '../../kube/objects.js';
+import type { Lease, Pod } from '../../kube/objects.js';
+import { poolShapeLabel } from '../sandboxpool/evaluate-pool.js';
+import type { EnvPair } from '../../policy/session.js';
 import type { Store } from '../../kube/store.js';
 import type { Policy } from '../../policy/policy.js';
 import {
@@ -119,13 +121,17 @@ export async function reconcileSandbox(deps: SandboxReconcileDeps, key: string):
   return liveSandbox(deps, sandbox);
 }
 
+/** The session's pod: the one observed, else the one recorded, else the one it would make. */
+const podNameOf = (sandbox: SandboxView, observed: PodObservation): string =>
+  observed.pod?.name ?? sandbox.status.podName ?? childName(sandbox.ref.name, sandbox.ref.uid);
+
 /** A session not ended yet: the verdict, the children, the status, the report. */
 async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Promise<ReconcileResult> {
   const verdict = evaluateSandbox(sandbox.raw.spec, deps.settings.policy, deps.settings);
   const cancel = verdict.spec?.cancel === true;
   const observed =
     verdict.allowed && !cancel ? await observeChildren(deps, sandbox, verdict) : NOTHING_OBSERVED;
-  const podName = childName(sandbox.ref.name, sandbox.ref.uid);
+  const podName = podNameOf(sandbox, observed);
   const podReady = observed.pod?.phase === 'Running' && observed.pod.ready;
   const runnerAnswered =
     podReady && !sandbox.status.readyTime && (await runnerAnsweredIn(deps, sandbox.ref, podName));
@@ -171,18 +177,40 @@ function observeChildren(
   verdict: Extract<SandboxVerdict, { allowed: true }>,
 ): Promise<PodObservation> {
   const { ref } = sandbox;
+  const { maxTtlSeconds } = deps.settings.policy.sessions;
+  const meta = sessionChildMeta(ref);
   return ensureChildren(
     deps,
-    { ...ref, podRecorded: sandbox.status.podName !== undefined },
+    { ...ref, podRecorded: sandbox.status.podName !== undefined, recordedPod: sandbox.status.podName },
     {
-      networkPolicy: buildNetworkPolicy(sessionChildMeta(ref), sessionPodSelector(ref)),
+      networkPolicy: buildNetworkPolicy(meta, sessionPodSelector(ref)),
       pod: buildSessionPod(ref, verdict.effective, deps.settings.pod, {
         requireNoNetwork: verdict.requireNoNetwork,
-        maxTtlSeconds: deps.settings.policy.sessions.maxTtlSeconds,
+        maxTtlSeconds,
       }),
       runtimeClass: verdict.effective.runtime,
+      claim: {
+        owner: ref,
+        ownerLabels: meta.labels ?? {},
+        shapeLabel: poolShapeLabel(verdict.effective, 'session'),
+        // The backstop a session's own pod has: the TTL ceiling (an extension never passes it).
+        remainingSeconds: maxTtlSeconds + deps.settings.pod.startGraceSeconds,
+        // A pool's session pods carry the pool's variables (its template's): the session's must be those.
+        fits: (pod) => sameEnv(sandboxContainer(pod)?.env ?? [], verdict.effective.env),
+        countClaim: (result) => deps.metrics.poolClaims.inc({ result }),
+        now: deps.now(),
+      },
     },
   );
+}
+
+const sandboxContainer = (pod: Pod) => pod.spec?.containers.find((c) => c.name === SANDBOX_CONTAINER);
+
+/** The same variables with the same values, in any order. Pure. */
+function sameEnv(have: readonly { name: string; value?: string }[], want: readonly EnvPair[]): boolean {
+  const norm = (env: readonly { name: string; value?: string }[]) =>
+    JSON.stringify(env.map((e) => [e.name, e.value ?? '']).sort());
+  return norm(have) === norm(want);
 }
 
 /** How often a Sandbox whose pod is Ready looks for its runner's ready frame in the pod's log. */

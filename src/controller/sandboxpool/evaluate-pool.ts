@@ -15,7 +15,7 @@ import {
 } from '../../api/v1alpha1/sandboxpool.js';
 import { evaluate, type EffectiveSpec } from '../../policy/evaluate.js';
 import type { Policy } from '../../policy/policy.js';
-import { poolKey, shapeOf } from '../../policy/shape.js';
+import { poolKey, shapeOf, type SandboxShape } from '../../policy/shape.js';
 import { denied, type Denial } from '../verdict.js';
 
 /** The command of the run request a pool is evaluated as: no job of its own, only its shape counts. */
@@ -54,5 +54,5 @@ export function evaluatePool(rawSpec: unknown, policy: Policy): PoolVerdict {
 }
 
 /** The shape label (LABEL_POOL_SHAPE) of an effective spec in a mode: what a claim looks for. */
-export const poolShapeLabel = (effective: EffectiveSpec, mode: PoolMode): string =>
+export const poolShapeLabel = (effective: SandboxShape, mode: PoolMode): string =>
   shapeLabelValue(poolKey(shapeOf(effective), mode));

@@ -27,7 +27,7 @@ import type { ReconcileResult } from '../kind-controller.js';
 import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecycle.js';
 import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
 import { encodeJob, newChannelKey } from '../../runner/protocol.js';
-import { isClaimedBy, poolOfPod } from './claim-pod.js';
+import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { computeStatus, requeueAfterMs, type StatusInput } from './compute-status.js';
 import { evaluateRun, type RunVerdict } from './evaluate-run.js';
@@ -41,7 +41,7 @@ import {
 } from './run-children.js';
 import { runRef } from './run-ref.js';
 import { serveWarm, type WarmServe } from './serve-warm.js';
-import { claimPoolPod, deleteUnstartedClaims, followPoolPod, warmEndView } from './warm-run.js';
+import { claimRunPod, deleteUnstartedClaims, followPoolPod, warmEndView } from './warm-run.js';
 import type { WarmServes } from './warm-serves.js';
 
 export interface RunSettings {
@@ -252,7 +252,7 @@ async function startWarm(
   verdict: Extract<RunVerdict, { allowed: true }>,
 ): Promise<boolean> {
   const { key, run } = p;
-  const claimed = await claimPoolPod(
+  const claimed = await claimRunPod(
     { ...deps, startGraceSeconds: deps.pod.startGraceSeconds },
     run.ref,
     verdict.effective,

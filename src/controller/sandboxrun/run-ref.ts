@@ -11,7 +11,13 @@ export function runRef(run: { name: string; namespace: string; uid: string }): O
 /** What the run's NetworkPolicy selects: exactly this run's pod, by the run's UID. */
 export const runPodSelector = (run: ObjectRef): Record<string, string> => ({ [LABEL_RUN_UID]: run.uid });
 
+/** The run's own labels on its pod (its own or a claimed pool pod). */
+export const runPodLabels = (run: ObjectRef): Record<string, string> => ({
+  [LABEL_RUN]: labelValueFor(run.name),
+  ...runPodSelector(run),
+});
+
 /** The metadata of the run's Pod, ConfigMap and NetworkPolicy. */
 export function runChildMeta(run: ObjectRef): ObjectMeta {
-  return childMeta(run, { [LABEL_RUN]: labelValueFor(run.name), ...runPodSelector(run) });
+  return childMeta(run, runPodLabels(run));
 }

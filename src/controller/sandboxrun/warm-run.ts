@@ -7,7 +7,7 @@
  * the pool pod itself, followed like a cold run's.
  */
 import type { Pod } from '../../kube/objects.js';
-import { isConflict, isNotFound } from '../../kube/errors.js';
+import { isNotFound } from '../../kube/errors.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import { buildNetworkPolicy } from '../pod/build-network-policy.js';
@@ -15,10 +15,17 @@ import { ensureNetworkPolicy } from '../pod/ensure-children.js';
 import type { PodView } from '../pod/observe-pod.js';
 import type { OperatorMetrics } from '../metrics.js';
 import type { Logger } from '../../observability/logger.js';
-import { buildClaim, claimCandidates, claimedPods, runShapeLabel } from './claim-pod.js';
+import {
+  claimCandidates,
+  claimedPods,
+  claimPoolPod,
+  podsIn,
+  type ClaimResult,
+} from '../pod/claim-pool-pod.js';
+import { poolShapeLabel } from '../sandboxpool/evaluate-pool.js';
 import { RUNNER_FAILED_EXIT } from './compute-status.js';
 import { NOTHING_SEEN, observeRunPod, type Observed, type RunChildrenDeps } from './run-children.js';
-import { runChildMeta, runPodSelector } from './run-ref.js';
+import { runChildMeta, runPodLabels, runPodSelector } from './run-ref.js';
 import type { WarmResult } from './serve-warm.js';
 
 export interface WarmDeps extends RunChildrenDeps {
@@ -27,16 +34,13 @@ export interface WarmDeps extends RunChildrenDeps {
   now: () => Date;
 }
 
-const podsIn = (deps: WarmDeps, namespace: string): Pod[] =>
-  deps.pods.list().filter((p) => p.metadata?.namespace === namespace);
-
 /**
  * Deletes the pool pods claimed for the run while its status records no job start: their job was
  * never written (the claiming operator stopped before it recorded the start), so the run is served
  * again, by another pod or cold.
  */
 export async function deleteUnstartedClaims(deps: WarmDeps, run: ObjectRef): Promise<void> {
-  for (const pod of claimedPods(podsIn(deps, run.namespace), run)) {
+  for (const pod of claimedPods(podsIn(deps.pods, run.namespace), run)) {
     const name = pod.metadata?.name ?? '';
     if (pod.metadata?.deletionTimestamp || !pod.metadata?.uid) continue;
     try {
@@ -55,49 +59,38 @@ export async function deleteUnstartedClaims(deps: WarmDeps, run: ObjectRef): Pro
  * Claims an idle pool pod of the run's shape; the claimed pod, or undefined when the run goes
  * cold (no ready pod of its shape, each one taken first, or an error).
  */
-export async function claimPoolPod(
+export async function claimRunPod(
   deps: WarmDeps & { startGraceSeconds: number },
   run: ObjectRef,
   effective: EffectiveSpec,
 ): Promise<Pod | undefined> {
-  const candidates = claimCandidates(podsIn(deps, run.namespace), runShapeLabel(effective));
-  if (candidates.length === 0) {
-    deps.metrics.poolClaims.inc({ result: 'empty' });
+  const shapeLabel = poolShapeLabel(effective, 'run');
+  const countClaim = (result: ClaimResult) => deps.metrics.poolClaims.inc({ result });
+  if (claimCandidates(podsIn(deps.pods, run.namespace), shapeLabel).length === 0) {
+    countClaim('empty');
     return undefined;
   }
   // The claimed pod's labels make the run's own policy select it: that policy exists first.
-  const problem = await ensureNetworkPolicy(
-    deps,
-    run,
-    buildNetworkPolicy(runChildMeta(run), runPodSelector(run)),
-  );
+  const meta = runChildMeta(run);
+  const problem = await ensureNetworkPolicy(deps, run, buildNetworkPolicy(meta, runPodSelector(run)));
   if (problem) return undefined; // the cold path meets the same problem and reports it
-  for (const pod of candidates) {
-    const claim = buildClaim({
-      pod,
-      run,
-      timeoutSeconds: effective.limits.timeoutSeconds,
-      startGraceSeconds: deps.startGraceSeconds,
+  try {
+    const claim = await claimPoolPod(deps, {
+      owner: run,
+      countClaim,
+      ownerLabels: runPodLabels(run),
+      shapeLabel,
+      remainingSeconds: effective.limits.timeoutSeconds + deps.startGraceSeconds,
       now: deps.now(),
     });
-    try {
-      const claimed = await deps.kube.replacePod(run.namespace, claim);
-      deps.metrics.poolClaims.inc({ result: 'warm' });
-      return claimed;
-    } catch (e) {
-      if (isConflict(e) || isNotFound(e)) {
-        deps.metrics.poolClaims.inc({ result: 'conflict' });
-        continue;
-      }
-      deps.metrics.poolClaims.inc({ result: 'error' });
-      deps.logger.warn(
-        { run: `${run.namespace}/${run.name}`, pod: pod.metadata?.name, err: (e as Error).message },
-        'Claiming a pool pod failed; the run goes cold',
-      );
-      return undefined;
-    }
+    return claim.result === 'claimed' ? claim.pod : undefined;
+  } catch (e) {
+    deps.logger.warn(
+      { run: `${run.namespace}/${run.name}`, err: (e as Error).message },
+      'Claiming a pool pod failed; the run goes cold',
+    );
+    return undefined;
   }
-  return undefined;
 }
 
 /** How the pool pod's runner reported the run's end, as a finished pod's view (what computeStatus reads). */

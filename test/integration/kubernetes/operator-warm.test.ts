@@ -22,7 +22,7 @@ import {
   waitForFinished,
   waitForPhase,
 } from './operator-harness.js';
-import { createPool, createPoolPods, type TestPool } from './pool-pods.js';
+import { createPool, createPoolPods, scalePool, type TestPool } from './pool-pods.js';
 
 const POOL_REQUEST = { template: 'python', code: 'pass' } as const;
 // eslint-disable-next-line no-control-regex -- RS starts the trailer line
@@ -75,7 +75,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
 
   s.it('a run applied with kubectl of the pool’s shape is served warm by the pool pod', async () => {
     const { cluster, ns, operator } = s.suite;
-    const [podName] = await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
+    const [podName] = await scalePool(cluster, ns, pool, 1);
     const manifest = sandboxRun('warm-kubectl', {
       template: 'python',
       code: 'import sys, time\ntime.sleep(1)\nprint("warm hello", flush=True)\ntime.sleep(0.3)\nprint("warm err", file=sys.stderr)',
@@ -128,7 +128,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
 
   s.it('another shape, or an empty pool, is served cold at once', async () => {
     const { cluster, ns, operator } = s.suite;
-    await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
+    await scalePool(cluster, ns, pool, 1);
     const emptyBefore = metricValue(await operator.metrics(), 'sandpit_pool_claims_total', {
       result: 'empty',
     });
@@ -176,7 +176,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
 
   s.it('the deadline counts from the claim: a program longer than its timeout ends TimedOut', async () => {
     const { cluster, ns } = s.suite;
-    const [podName] = await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
+    const [podName] = await scalePool(cluster, ns, pool, 1);
     await new Promise((r) => setTimeout(r, 3000)); // the pod has aged before the claim
     await createRun(
       cluster,
@@ -203,7 +203,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
 
   s.it('a cancelled warm run ends Cancelled and its pod goes', async () => {
     const { cluster, ns } = s.suite;
-    const [podName] = await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
+    const [podName] = await scalePool(cluster, ns, pool, 1);
     await createRun(
       cluster,
       ns,
@@ -224,7 +224,8 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
     { timeout: 400_000 },
     kubeTest(async ({ cluster, ns, t }) => {
       await prepareNamespace(cluster, ns);
-      const pool = await createPool(cluster, ns, 'burst');
+      // No operator runs yet: the test makes the pool's pods, as many as its replicas.
+      const pool = await createPool(cluster, ns, 'burst', 6);
       await createPoolPods(cluster, ns, pool, POOL_REQUEST, 6);
       const claims = recordClaims(cluster, ns);
       const ops = [
@@ -287,7 +288,7 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
     { timeout: 240_000 },
     kubeTest(async ({ cluster, ns }) => {
       await prepareNamespace(cluster, ns);
-      const pool = await createPool(cluster, ns, 'stale');
+      const pool = await createPool(cluster, ns, 'stale', 1);
       const [podName] = await createPoolPods(cluster, ns, pool, POOL_REQUEST, 1);
       const created = await createRun(
         cluster,

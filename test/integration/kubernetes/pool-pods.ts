@@ -23,7 +23,7 @@ import {
 import { loadConfig } from '../../../src/config/load.js';
 import { operatorPolicy } from '../../../src/config/policy.js';
 import { buildSandboxPod, type PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
-import { runShapeLabel } from '../../../src/controller/sandboxrun/claim-pod.js';
+import { poolShapeLabel } from '../../../src/controller/sandboxpool/evaluate-pool.js';
 import type { Pod } from '../../../src/kube/objects.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
 import { RUNNER_PATH } from '../../../src/runner/protocol.js';
@@ -37,8 +37,17 @@ export interface TestPool {
   uid: string;
 }
 
-/** A SandboxPool object (no pool controller runs in these tests: it only owns the test's pods). */
-export async function createPool(cluster: KubeCluster, ns: string, name: string): Promise<TestPool> {
+/**
+ * A SandboxPool of the default python shape. With an operator running, its controller keeps
+ * `replicas` ready pods (scalePool); before one runs, the test may make those pods itself
+ * (createPoolPods), and the controller then finds what it wants.
+ */
+export async function createPool(
+  cluster: KubeCluster,
+  ns: string,
+  name: string,
+  replicas = 0,
+): Promise<TestPool> {
   const created = (await cluster.kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     ...poolApi,
     namespace: ns,
@@ -46,7 +55,7 @@ export async function createPool(cluster: KubeCluster, ns: string, name: string)
       apiVersion: 'sandpit.dev/v1alpha1',
       kind: 'SandboxPool',
       metadata: { name },
-      spec: { template: 'python', replicas: 0 },
+      spec: { template: 'python', replicas },
     },
   })) as { metadata: { uid: string } };
   return { name, uid: created.metadata.uid };
@@ -91,7 +100,7 @@ export function poolPod(ns: string, pool: TestPool, request: RunRequestInput): P
         [LABEL_POOL]: labelValueFor(pool.name),
         [LABEL_POOL_UID]: pool.uid,
         [LABEL_POOL_POD]: POOL_POD_IDLE,
-        [LABEL_POOL_SHAPE]: runShapeLabel(effective),
+        [LABEL_POOL_SHAPE]: poolShapeLabel(effective, 'run'),
       },
       ownerReferences: [
         {
@@ -134,4 +143,38 @@ export async function createPoolPods(
     );
   }
   return names;
+}
+
+const isReady = (p: V1Pod): boolean =>
+  !p.metadata?.deletionTimestamp &&
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+/** Sets the pool's replicas and waits for that many ready idle pods; their names, oldest first. */
+export async function scalePool(
+  cluster: KubeCluster,
+  ns: string,
+  pool: TestPool,
+  n: number,
+): Promise<string[]> {
+  await cluster.kc.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject({
+    ...poolApi,
+    namespace: ns,
+    name: pool.name,
+    body: [{ op: 'replace', path: '/spec/replicas', value: n }],
+  });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const { items } = await cluster.core.listNamespacedPod({
+      namespace: ns,
+      labelSelector: `${LABEL_POOL_UID}=${pool.uid},${LABEL_POOL_POD}=${POOL_POD_IDLE}`,
+    });
+    const ready = items
+      .filter(isReady)
+      .sort((a, b) =>
+        String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)),
+      );
+    if (ready.length === n && items.length === n) return ready.map((p) => p.metadata?.name ?? '');
+    if (Date.now() > deadline) throw new Error(`pool ${ns}/${pool.name}: ${ready.length} of ${n} pods ready`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

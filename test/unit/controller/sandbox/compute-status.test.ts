@@ -92,6 +92,18 @@ describe('computeSandboxStatus', () => {
     assert.ok(s.conditions?.every((c) => c.observedGeneration === 3));
   });
 
+  test('served: warm with its pool once a pool pod is claimed, cold once a pod of its own exists, then kept', () => {
+    assert.equal(computeSandboxStatus(input()).served, undefined);
+    const warm = computeSandboxStatus(input({ pod: running(), claimedFrom: 'py', podName: 'py-x1' }));
+    assert.deepEqual([warm.served, warm.pool, warm.podName], ['warm', 'py', 'py-x1']);
+    const cold = computeSandboxStatus(input({ pod: running() }));
+    assert.deepEqual([cold.served, cold.pool], ['cold', undefined]);
+    const later = computeSandboxStatus(
+      input({ current: warm, pod: running(), podName: 'py-x1', now: at(9) }),
+    );
+    assert.deepEqual([later.served, later.pool], ['warm', 'py']);
+  });
+
   test('the pod is Ready but its runner has not answered yet: still Creating, Ready False', () => {
     const s = computeSandboxStatus(input({ pod: running(), runnerAnswered: false, now: at(4) }));
     assert.equal(s.phase, 'Creating');

@@ -15,13 +15,19 @@ import {
   isClaimedBy,
   isIdlePoolPod,
   poolOfPod,
-  runShapeLabel,
-} from '../../../../src/controller/sandboxrun/claim-pod.js';
+} from '../../../../src/controller/pod/claim-pool-pod.js';
+import { poolShapeLabel } from '../../../../src/controller/sandboxpool/evaluate-pool.js';
+import { runPodLabels } from '../../../../src/controller/sandboxrun/run-ref.js';
+import type { EffectiveSpec } from '../../../../src/policy/evaluate.js';
 import { withoutTrailer } from '../../../../src/controller/sandboxrun/read-output.js';
 import type { Pod } from '../../../../src/kube/objects.js';
 import { encodeTrailer } from '../../../../src/runner/exit-trailer.js';
 import { newChannelKey } from '../../../../src/runner/protocol.js';
 import { effective, RUN } from '../fixtures.js';
+
+const runShapeLabel = (e: EffectiveSpec): string => poolShapeLabel(e, 'run');
+const claimFor = (pod: Pod, now: Date): Pod =>
+  buildClaim({ pod, owner: RUN, ownerLabels: runPodLabels(RUN), remainingSeconds: 20 + 15, now });
 
 const spec = effective({ template: 'python', code: 'print(1)', timeoutSeconds: 20 });
 const SHAPE = runShapeLabel(spec);
@@ -117,7 +123,7 @@ describe('claimCandidates: the idle, ready pool pods of the run’s shape', () =
 
 describe('buildClaim: one update binds the pod to the run', () => {
   const now = new Date('2026-01-01T00:00:30Z');
-  const claim = buildClaim({ pod: poolPod('p'), run: RUN, timeoutSeconds: 20, startGraceSeconds: 15, now });
+  const claim = claimFor(poolPod('p'), now);
 
   test('claimed, with the run’s labels; the pool labels stay', () => {
     const labels = claim.metadata?.labels ?? {};
@@ -142,7 +148,7 @@ describe('buildClaim: one update binds the pod to the run', () => {
   test('the deadline counts from the claim: the pod’s age plus the timeout and the start grace, never raised', () => {
     assert.equal(claim.spec?.activeDeadlineSeconds, 30 + 20 + 15);
     const young = { ...poolPod('y'), spec: { ...poolPod('y').spec!, activeDeadlineSeconds: 40 } };
-    const c = buildClaim({ pod: young, run: RUN, timeoutSeconds: 20, startGraceSeconds: 15, now });
+    const c = claimFor(young, now);
     assert.equal(c.spec?.activeDeadlineSeconds, 40);
   });
 });

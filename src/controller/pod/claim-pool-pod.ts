@@ -1,0 +1,155 @@
+/**
+ * The claim of a SandboxPool's pod (issue 16), for a SandboxRun or a Sandbox: which idle pod may
+ * serve the owner (its shape label equals the owner's, it runs and is not ending, a SandboxPool
+ * controls it), and the one resourceVersion-guarded PUT that binds it: `claimed`, the owner's
+ * labels (its NetworkPolicy selects it), the owner as its only controller (deleting the pool leaves
+ * it serving), and activeDeadlineSeconds lowered to the pod's age plus what the owner may still
+ * take. Two operators (or two passes) racing for one pod: one PUT wins, the other gets Conflict and
+ * tries the next pod, so a pod never serves two owners. The caller makes sure the owner's
+ * NetworkPolicy exists first. No ready pod of the shape: `empty`, at once.
+ */
+import {
+  LABEL_POOL,
+  LABEL_POOL_POD,
+  LABEL_POOL_SHAPE,
+  POOL_POD_CLAIMED,
+  POOL_POD_IDLE,
+} from '../../api/v1alpha1/labels.js';
+import { SANDBOX_POOL } from '../../api/v1alpha1/sandboxpool.js';
+import type { KubeClient } from '../../kube/client.js';
+import { isConflict, isNotFound } from '../../kube/errors.js';
+import type { Pod } from '../../kube/objects.js';
+import type { Store } from '../../kube/store.js';
+import { controllerRef, isControlledBy, type ObjectRef } from '../children.js';
+import { observePod } from './observe-pod.js';
+
+/** The SandboxPool controlling `pod`, when one does. */
+function poolOwner(pod: Pod): string | undefined {
+  const ref = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+  return ref && ref.kind === SANDBOX_POOL.kind && ref.apiVersion === SANDBOX_POOL.apiVersion
+    ? ref.name
+    : undefined;
+}
+
+/** An idle pod of a SandboxPool, ready to serve: its container runs, and it is not ending. Pure. */
+export function isIdlePoolPod(pod: Pod): boolean {
+  const labels = pod.metadata?.labels ?? {};
+  if (labels[LABEL_POOL_POD] !== POOL_POD_IDLE || !labels[LABEL_POOL_SHAPE]) return false;
+  if (poolOwner(pod) === undefined) return false;
+  const view = observePod(pod);
+  return view.phase === 'Running' && !view.deleting && view.ready && view.startedAt !== undefined;
+}
+
+/**
+ * The idle pool pods that may serve an owner of `shape`, oldest first (the first to age out is
+ * the first used). Only pods the cache shows ready: the claim's update is what decides. Pure.
+ */
+export function claimCandidates(pods: readonly Pod[], shape: string): Pod[] {
+  return pods
+    .filter((p) => p.metadata?.labels?.[LABEL_POOL_SHAPE] === shape && isIdlePoolPod(p))
+    .sort((a, b) => (a.metadata?.creationTimestamp ?? '').localeCompare(b.metadata?.creationTimestamp ?? ''));
+}
+
+/** The pool whose pod this is (its owner, else its label: the pool's name as a label value). */
+export const poolOfPod = (pod: Pod): string | undefined =>
+  poolOwner(pod) ?? pod.metadata?.labels?.[LABEL_POOL];
+
+export interface ClaimInput {
+  pod: Pod;
+  owner: ObjectRef;
+  /** The owner's own labels on its pod (what its NetworkPolicy and the watches select). */
+  ownerLabels: Readonly<Record<string, string>>;
+  /** Seconds the owner may still take from now: the pod's new hard end is its age plus these. */
+  remainingSeconds: number;
+  now: Date;
+}
+
+/**
+ * The pod as the claim writes it (a PUT with the resourceVersion it was read at): claimed for the
+ * owner, owned by it alone, its deadline lowered (never raised: a pod's activeDeadlineSeconds may
+ * only go down). Pure.
+ */
+export function buildClaim(c: ClaimInput): Pod {
+  const { pod } = c;
+  const started = Date.parse(pod.status?.startTime ?? pod.metadata?.creationTimestamp ?? '');
+  const ageSeconds = Number.isFinite(started)
+    ? Math.max(0, Math.ceil((c.now.getTime() - started) / 1000))
+    : 0;
+  const wanted = ageSeconds + c.remainingSeconds;
+  const current = pod.spec?.activeDeadlineSeconds;
+  return {
+    ...pod,
+    metadata: {
+      ...pod.metadata,
+      labels: { ...pod.metadata?.labels, [LABEL_POOL_POD]: POOL_POD_CLAIMED, ...c.ownerLabels },
+      ownerReferences: [controllerRef(c.owner)],
+    },
+    spec: {
+      ...pod.spec,
+      containers: pod.spec?.containers ?? [],
+      activeDeadlineSeconds: current === undefined ? wanted : Math.min(current, wanted),
+    },
+  };
+}
+
+/** A pool pod the owner has claimed (its label says so, and the owner controls it). Pure. */
+export function isClaimedBy(pod: Pod, owner: Pick<ObjectRef, 'uid'>): boolean {
+  return pod.metadata?.labels?.[LABEL_POOL_POD] === POOL_POD_CLAIMED && isControlledBy(pod, owner);
+}
+
+/** The pods claimed for the owner. Pure. */
+export const claimedPods = (pods: readonly Pod[], owner: Pick<ObjectRef, 'uid'>): Pod[] =>
+  pods.filter((p) => isClaimedBy(p, owner));
+
+/** The pods of a namespace in the cache. */
+export const podsIn = (pods: Store<Pod>, namespace: string): Pod[] =>
+  pods.list().filter((p) => p.metadata?.namespace === namespace);
+
+export interface ClaimRequest extends Omit<ClaimInput, 'pod'> {
+  /** The pool shape label of the owner's effective shape (`poolShapeLabel`). */
+  shapeLabel: string;
+  /** Whatever else the pod must match (a session's variables). */
+  fits?: (pod: Pod) => boolean;
+  /** Counts each attempt's result (sandpit_pool_claims_total). */
+  countClaim?: (result: ClaimResult) => void;
+}
+
+export type ClaimResult = 'warm' | 'empty' | 'conflict' | 'error';
+
+export type ClaimOutcome =
+  | { result: 'claimed'; pod: Pod; pool: string | undefined }
+  | { result: 'empty' }
+  /** Every ready pod was taken by someone else (Conflict, or gone) before this claim. */
+  | { result: 'conflict' };
+
+export interface ClaimDeps {
+  kube: Pick<KubeClient, 'replacePod'>;
+  pods: Store<Pod>;
+}
+
+/** Claims the oldest fitting idle pod of the request's shape; any other error is thrown. */
+export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Promise<ClaimOutcome> {
+  const { fits, shapeLabel, countClaim, ...input } = request;
+  const candidates = claimCandidates(podsIn(deps.pods, input.owner.namespace), shapeLabel).filter(
+    (pod) => fits?.(pod) ?? true,
+  );
+  if (candidates.length === 0) {
+    countClaim?.('empty');
+    return { result: 'empty' };
+  }
+  for (const pod of candidates) {
+    try {
+      const claimed = await deps.kube.replacePod(input.owner.namespace, buildClaim({ ...input, pod }));
+      countClaim?.('warm');
+      return { result: 'claimed', pod: claimed, pool: poolOfPod(claimed) };
+    } catch (e) {
+      if (isConflict(e) || isNotFound(e)) {
+        countClaim?.('conflict');
+        continue;
+      }
+      countClaim?.('error');
+      throw e;
+    }
+  }
+  return { result: 'conflict' };
+}
