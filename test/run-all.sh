@@ -91,6 +91,7 @@ in_lane docker docker_lane
 in_lane kube kube_lane
 wait
 lane=last
+step "kubernetes tier (a burst on a pool)" bash test/run.sh kube-burst
 step "e2e tier" bash test/run.sh e2e
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|e2e|kube|kube-pools|contract|contract-docker|contract-kube|kube-disruptive [FILE...]
+#   test/run.sh unit|docker|docker-pools|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-kube|kube-disruptive [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted). A tier that runs zero tests fails, as does one whose engine or cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|e2e|kube|kube-pools|contract|contract-docker|contract-kube|kube-disruptive [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-kube|kube-disruptive [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -16,9 +16,10 @@ case $tier in
   # the path a run or session takes.
   docker-pools) dirs=(test/integration/docker) && export SANDPIT_TEST_POOL=on ;;
   # The warm-pool files run as a tier of their own, in the Docker lane (test/run-all.sh), so that
-  # the two lanes take about as long.
+  # the two lanes take about as long; the burst of 100 runs loads the machine, so it runs alone.
   kube) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst)\.test\.ts$' ;;
-  kube-pools) dirs=(test/integration/kubernetes) && only='/(operator-pools|operator-warm|operator-session-pools|pools-burst)\.test\.ts$' ;;
+  kube-pools) dirs=(test/integration/kubernetes) && only='/(operator-pools|operator-warm|operator-session-pools)\.test\.ts$' ;;
+  kube-burst) dirs=(test/integration/kubernetes) && only='/pools-burst\.test\.ts$' ;;
   # The same cases against both backends (needs the Docker engine and the cluster), and the
   # gateway in Kubernetes mode end to end.
   contract) dirs=(test/contract) ;;
