@@ -45,6 +45,16 @@ async function rest(method: string, path: string, body?: string, headers: Record
   };
 }
 
+/** The first value `f` gives within 10 s (undefined when it gives none). */
+async function until<T>(f: () => T | undefined): Promise<T | undefined> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const v = f();
+    if (v !== undefined || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const audit = (): AuditRecord[] =>
   readFileSync(join(state, 'audit.jsonl'), 'utf8')
     .split('\n')
@@ -93,7 +103,8 @@ describe(
       assert.equal(ended.event, 'session.failed');
       assert.equal(ended.principal, 'alice');
       assert.ok(ended.image.length > 0);
-      const execRecord = records.find((r) => r.event === 'exec' && r.sessionId === kept);
+      // The exec's record is written once its result is sent: wait for it.
+      const execRecord = await until(() => audit().find((r) => r.event === 'exec' && r.sessionId === kept));
       assert.equal(execRecord?.principal, 'alice', 'the adopted session keeps its principal’s name');
       const containers = await docker.listContainers({
         all: true,
