@@ -9,24 +9,15 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
-import {
-  LABEL_COMPONENT,
-  LABEL_MANAGED_BY,
-  LABEL_POOL,
-  LABEL_POOL_POD,
-  LABEL_POOL_SHAPE,
-  LABEL_POOL_UID,
-  labelValueFor,
-  MANAGED_BY_OPERATOR,
-  POOL_POD_IDLE,
-} from '../../../src/api/v1alpha1/labels.js';
+import { LABEL_POOL_POD, LABEL_POOL_UID, POOL_POD_IDLE } from '../../../src/api/v1alpha1/labels.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { operatorPolicy } from '../../../src/config/policy.js';
-import { buildSandboxPod, type PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
+import type { PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
+import { buildPoolPod } from '../../../src/controller/sandboxpool/build-pool-pod.js';
+import { poolRef } from '../../../src/controller/sandboxpool/pool-ref.js';
 import { poolShapeLabel } from '../../../src/controller/sandboxpool/evaluate-pool.js';
 import type { Pod } from '../../../src/kube/objects.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
-import { RUNNER_PATH } from '../../../src/runner/protocol.js';
 import type { KubeCluster } from '../../support/kube/index.js';
 import { operatorConfig } from './operator-harness.js';
 
@@ -84,41 +75,18 @@ function operatorSide(ns: string): { settings: PodSettings; config: ReturnType<t
   }
 }
 
-/** A pool pod serving runs of `request`'s shape. */
+/** A pool pod serving runs of `request`'s shape: the one the pool controller builds (buildPoolPod). */
 export function poolPod(ns: string, pool: TestPool, request: RunRequestInput): Pod {
   const { config, settings } = operatorSide(ns);
-  const evaluation = evaluate(RunRequestSchema.parse(request), operatorPolicy(config));
+  const policy = operatorPolicy(config);
+  const evaluation = evaluate(RunRequestSchema.parse(request), policy);
   assert.ok(evaluation.ok, JSON.stringify(evaluation));
   const effective = evaluation.spec;
-  const pod = buildSandboxPod({
-    meta: {
-      generateName: `${pool.name}-`,
-      namespace: ns,
-      labels: {
-        [LABEL_MANAGED_BY]: MANAGED_BY_OPERATOR,
-        [LABEL_COMPONENT]: 'sandbox',
-        [LABEL_POOL]: labelValueFor(pool.name),
-        [LABEL_POOL_UID]: pool.uid,
-        [LABEL_POOL_POD]: POOL_POD_IDLE,
-        [LABEL_POOL_SHAPE]: poolShapeLabel(effective, 'run'),
-      },
-      ownerReferences: [
-        {
-          apiVersion: 'sandpit.dev/v1alpha1',
-          kind: 'SandboxPool',
-          name: pool.name,
-          uid: pool.uid,
-          controller: true,
-        },
-      ],
-    },
-    spec: effective,
-    settings,
-    program: { command: [RUNNER_PATH, '--pool'], stdin: true },
-    activeDeadlineSeconds: 900,
-  });
-  const containers = (pod.spec?.containers ?? []).map((c) => ({ ...c, stdinOnce: true }));
-  return { ...pod, spec: { ...pod.spec, containers } };
+  return buildPoolPod(
+    poolRef({ name: pool.name, namespace: ns, uid: pool.uid }),
+    { mode: 'run', maxIdleSeconds: 600, effective, shapeLabel: poolShapeLabel(effective, 'run') },
+    { settings, ceilings: policy, requireNoNetwork: false },
+  );
 }
 
 /** Creates `n` pool pods and waits until each is Ready; returns their names. */
