@@ -12,6 +12,8 @@ import {
   recordPods,
   sandboxRun,
   waitForFinished,
+  acquiredLease,
+  leaderOf,
 } from './operator-harness.js';
 import type { SandboxRun } from '../../../src/api/v1alpha1/sandboxrun.js';
 
@@ -102,14 +104,7 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
       ];
       let ok = false;
       try {
-        const acquired = (op: OperatorProcess): boolean =>
-          op.find((l) => l.msg === 'Acquired Lease') !== undefined;
-        const deadline = Date.now() + 30_000;
-        while (!ops.some(acquired) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-        const leader = ops.find(acquired);
-        assert.ok(leader, 'one controller acquired the Lease');
-        const standby = ops.find((o) => o !== leader)!;
-        await leader.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'leader synced');
+        const { leader, standby } = await leaderOf(ops);
 
         const names = ['ha-0', 'ha-1', 'ha-2'];
         await Promise.all(
@@ -118,7 +113,7 @@ describe('operator crashes and replicas', { timeout: 600_000 }, () => {
         for (const n of names)
           assert.equal((await waitForFinished(cluster, ns, n, 60_000)).status?.phase, 'Succeeded');
 
-        assert.ok(!acquired(standby), 'the standby never held the Lease');
+        assert.ok(!acquiredLease(standby), 'the standby never held the Lease');
         assert.equal(
           standby.find((l) => l.msg === 'Synced caches'),
           undefined,

@@ -341,3 +341,22 @@ export function recordPods(
     .catch(() => undefined);
   return { byRun, finishedAt, stop: () => stopper.abort() };
 }
+
+/** Whether the operator has logged that it acquired the Lease. */
+export const acquiredLease = (op: OperatorProcess): boolean =>
+  op.find((l) => l.msg === 'Acquired Lease') !== undefined;
+
+/**
+ * Of operators started together, the one that acquired the Lease (within 30 s) once its caches
+ * synced, and the other.
+ */
+export async function leaderOf(
+  ops: readonly OperatorProcess[],
+): Promise<{ leader: OperatorProcess; standby: OperatorProcess }> {
+  const deadline = Date.now() + 30_000;
+  while (!ops.some(acquiredLease) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  const leader = ops.find(acquiredLease);
+  assert.ok(leader, 'one operator acquired the Lease');
+  await leader.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'leader synced');
+  return { leader, standby: ops.find((o) => o !== leader)! };
+}

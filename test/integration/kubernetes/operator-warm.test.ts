@@ -21,6 +21,7 @@ import {
   sandboxRun,
   waitForFinished,
   waitForPhase,
+  leaderOf,
 } from './operator-harness.js';
 import { createPool, createPoolPods, scalePool, type TestPool } from './pool-pods.js';
 
@@ -234,14 +235,7 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
       ];
       let ok = false;
       try {
-        const acquired = (op: OperatorProcess): boolean =>
-          op.find((l) => l.msg === 'Acquired Lease') !== undefined;
-        const deadline = Date.now() + 30_000;
-        while (!ops.some(acquired) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-        const leader = ops.find(acquired);
-        assert.ok(leader, 'one operator acquired the Lease');
-        const standby = ops.find((o) => o !== leader)!;
-        await leader.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'leader synced');
+        const { leader, standby } = await leaderOf(ops);
         const names = Array.from({ length: 10 }, (_, i) => `burst-${i}`);
         await Promise.all(
           names.map((n, i) =>
