@@ -4,6 +4,7 @@
  */
 import type { CustomKind } from '../api/v1alpha1/group.js';
 import type { KubeClient } from '../kube/client.js';
+import type { InformerEventType } from '../kube/informer.js';
 import type { ConfigMap, KubeObject, Lease, NetworkPolicy, Pod, RuntimeClass } from '../kube/objects.js';
 import type { Store } from '../kube/store.js';
 import type { Logger } from '../observability/logger.js';
@@ -46,6 +47,10 @@ export interface Reconciler {
   waitingForRuntimeClasses?(): string[];
   /** Keys to look at when a pod changes, beyond its controller's (a claimed pod still counts for its pool). */
   keysForPod?(pod: Pod): string[];
+  /** Sees each pod change once the cache holds it (while the manager runs). */
+  observePod?(type: InformerEventType, pod: Pod): void;
+  /** The manager starts or stops acting (it leads, or not; false also when it stops). */
+  setActive?(active: boolean): void;
 }
 
 export interface KindController<T extends KubeObject> {

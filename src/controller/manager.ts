@@ -150,8 +150,9 @@ export class Manager {
       for (const i of set.informers) i.on((_type, obj) => enqueue(controllerOf(obj)));
     }
     for (const i of this.pods.informers) {
-      i.on((_type, pod) => {
+      i.on((type, pod) => {
         for (const k of this.kinds) for (const key of k.reconciler.keysForPod?.(pod) ?? []) k.queue.add(key);
+        if (this.acting()) for (const k of this.kinds) k.reconciler.observePod?.(type, pod);
       });
     }
     for (const i of this.networkPolicies.informers) {
@@ -208,6 +209,16 @@ export class Manager {
     return this.started;
   }
 
+  /** Started and leading: what the reconcilers' own activity (observePod, setActive) follows. */
+  private acting(): boolean {
+    return this.started && this.active && !this.stopper.signal.aborted;
+  }
+
+  private tellActive(): void {
+    const acting = this.acting();
+    for (const k of this.kinds) k.reconciler.setActive?.(acting);
+  }
+
   /** The longest time any of its informers has been failing to list or watch (ms). */
   failingMs(): number {
     return Math.max(0, ...this.informers().map((i) => i.failingMs()));
@@ -220,6 +231,7 @@ export class Manager {
   setActive(active: boolean): void {
     if (this.active === active) return;
     this.active = active;
+    this.tellActive();
     if (!active) return;
     for (const wake of this.resumed.splice(0)) wake();
     this.requeueAll();
@@ -249,11 +261,13 @@ export class Manager {
     );
     this.resync = setInterval(() => this.requeueAll(), this.options.resyncSeconds * 1000);
     this.started = true;
+    this.tellActive();
   }
 
   /** Stops taking work, lets in-flight passes finish, stops the watches. */
   async stop(): Promise<void> {
     this.stopper.abort();
+    this.tellActive();
     for (const wake of this.resumed.splice(0)) wake();
     clearInterval(this.resync);
     for (const k of this.kinds) k.queue.shutDown();

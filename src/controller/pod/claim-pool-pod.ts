@@ -112,6 +112,18 @@ export interface ClaimRequest extends Omit<ClaimInput, 'pod'> {
   fits?: (pod: Pod) => boolean;
   /** Counts each attempt's result (sandpit_pool_claims_total). */
   countClaim?: (result: ClaimResult) => void;
+  /** Pods held ahead (tried first) and this operator's claims in progress (never two on one pod). */
+  hold?: ClaimHold;
+}
+
+/** What a claimer holds of the pool pods: see pool-attachments.ts. */
+export interface ClaimHold {
+  /** The pod is ready to serve at once (attached ahead): such pods are tried first. */
+  holds(uid: string): boolean;
+  /** Gives the pod to this claim; false when another claim of this operator has it. */
+  reserve(uid: string): boolean;
+  /** The claim did not get the pod. */
+  release(uid: string): void;
 }
 
 export type ClaimResult = 'warm' | 'empty' | 'conflict' | 'error';
@@ -129,7 +141,7 @@ export interface ClaimDeps {
 
 /** Claims the oldest fitting idle pod of the request's shape; any other error is thrown. */
 export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Promise<ClaimOutcome> {
-  const { fits, shapeLabel, countClaim, ...input } = request;
+  const { fits, shapeLabel, countClaim, hold, ...input } = request;
   const candidates = claimCandidates(podsIn(deps.pods, input.owner.namespace), shapeLabel).filter(
     (pod) => fits?.(pod) ?? true,
   );
@@ -137,12 +149,18 @@ export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Prom
     countClaim?.('empty');
     return { result: 'empty' };
   }
-  for (const pod of candidates) {
+  const uid = (pod: Pod): string => pod.metadata?.uid ?? '';
+  const ordered = hold
+    ? [...candidates.filter((p) => hold.holds(uid(p))), ...candidates.filter((p) => !hold.holds(uid(p)))]
+    : candidates;
+  for (const pod of ordered) {
+    if (hold && !hold.reserve(uid(pod))) continue;
     try {
       const claimed = await deps.kube.replacePod(input.owner.namespace, buildClaim({ ...input, pod }));
       countClaim?.('warm');
       return { result: 'claimed', pod: claimed, pool: poolOfPod(claimed) };
     } catch (e) {
+      hold?.release(uid(pod));
       if (isConflict(e) || isNotFound(e)) {
         countClaim?.('conflict');
         continue;

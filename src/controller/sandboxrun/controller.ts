@@ -13,6 +13,7 @@ import type { PodSettings } from '../pod/build-sandbox-pod.js';
 import { StatusOverlay } from '../status-overlay.js';
 import type { OutputLimits } from './read-output.js';
 import { reconcileRun, type RunSettings } from './reconcile.js';
+import { PoolAttachments } from './pool-attachments.js';
 import { WarmServes } from './warm-serves.js';
 
 export interface SandboxRunSettings {
@@ -39,8 +40,9 @@ export function sandboxRunController(settings: SandboxRunSettings): KindControll
       const runs = context.objects;
       const overlay = new StatusOverlay();
       const warm = new WarmServes();
+      const attachments = new PoolAttachments({ kube: context.kube, logger: context.logger });
       context.metrics.observeRunPhases(() => countPhases(runs.list()));
-      const deps = { ...context, ...settings, runs, overlay, warm };
+      const deps = { ...context, ...settings, runs, overlay, warm, attachments };
       return {
         reconcile: (key) => reconcileRun(deps, key),
         forget: (key) => {
@@ -48,6 +50,9 @@ export function sandboxRunController(settings: SandboxRunSettings): KindControll
           // A run deleted while served here: the serve stops, and the garbage collector takes the pod.
           warm.forget(key);
         },
+        // Idle pool pods are attached to ahead of their claim, by the leader only.
+        observePod: (type, pod) => attachments.observe(type, pod),
+        setActive: (active) => attachments.setActive(active, context.pods.list()),
         // A RuntimeClass appearing (or going) matters to runs still waiting for their pod.
         waitingForRuntimeClasses: () =>
           runs

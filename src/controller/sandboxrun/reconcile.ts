@@ -6,12 +6,13 @@
  * writes the spec, and never touches children it does not control.
  *
  * A run of a pool's shape is served by an idle pool pod (warm-run.ts, serve-warm.ts): the claim,
- * one status write recording the job start, then the attach and the job. The serves this operator
- * holds are in memory (WarmServes); a pass for a run being served here waits for its result, and
- * a run that records a warm job start but has no serve here is followed through its pod.
+ * which is the job's start, then the job on the attach held to the pod ahead (or opened then),
+ * while one status write records the start. The serves this operator holds are in memory
+ * (WarmServes); a pass for a run being served here waits for its result, and a run served warm
+ * with no serve here is followed through its pod.
  */
 import { isTerminal } from '../../api/run.js';
-import { childName } from '../../api/v1alpha1/labels.js';
+import { childName, SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import {
   SANDBOX_RUN,
   SandboxRunStatusSchema,
@@ -19,6 +20,7 @@ import {
   type SandboxRunStatus,
 } from '../../api/v1alpha1/sandboxrun.js';
 import { isNotFound } from '../../kube/errors.js';
+import type { Pod } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Policy } from '../../policy/policy.js';
@@ -41,8 +43,9 @@ import {
 } from './run-children.js';
 import { runRef } from './run-ref.js';
 import { serveWarm, type WarmServe } from './serve-warm.js';
-import { claimRunPod, deleteUnstartedClaims, followPoolPod, warmEndView } from './warm-run.js';
+import { claimRunPod, followPoolPod, unrecordedClaim, warmEndView } from './warm-run.js';
 import type { WarmServes } from './warm-serves.js';
+import type { PoolAttachments } from './pool-attachments.js';
 
 export interface RunSettings {
   defaultPendingTimeoutSeconds: number;
@@ -58,6 +61,7 @@ export interface ReconcileDeps extends RunChildrenDeps, ReportDeps {
   now: () => Date;
   logger: Logger;
   warm: WarmServes;
+  attachments: PoolAttachments;
   requeue(key: string): void;
 }
 
@@ -155,14 +159,16 @@ async function servedHere(deps: ReconcileDeps, p: Pass): Promise<ReconcileResult
 /** A run not started yet, of a pool's shape: served by an idle pool pod when one is there. */
 async function servedWarm(deps: ReconcileDeps, p: Pass): Promise<boolean> {
   const { run, verdict } = p;
-  if (!verdict.allowed || p.cancel || run.status.podName) return false;
-  await deleteUnstartedClaims(deps, run.ref);
+  if (!verdict.allowed || p.cancel || run.status.podName || p.serve) return false;
+  const claimed = await unrecordedClaim(deps, run.ref);
+  if (claimed) return adoptClaim(deps, p, claimed);
   if (deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) return false; // cold already
   return startWarm(deps, p, verdict);
 }
 
-/** The pod that serves the run: a claimed pool pod (its status says), or its own. */
-function servingPod(run: RunView): { warm: boolean; podName: string } {
+/** The pod that serves the run: its serve's here, a claimed pool pod (its status says), or its own. */
+function servingPod(run: RunView, serve: WarmServe | undefined): { warm: boolean; podName: string } {
+  if (serve) return { warm: true, podName: serve.pod.name };
   const { podName, served } = run.status;
   if (served === 'warm' && podName !== undefined) return { warm: true, podName };
   return { warm: false, podName: childName(run.ref.name, run.ref.uid) };
@@ -171,7 +177,7 @@ function servingPod(run: RunView): { warm: boolean; podName: string } {
 /** The pass that observes the run's pod (or its serve's result), writes the status and reports. */
 async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Promise<ReconcileResult> {
   const { key, run, serve } = p;
-  const { warm, podName } = servingPod(run);
+  const { warm, podName } = servingPod(run, serve);
   const observed = await observeChildren(deps, p, podName);
   const pod = observed.pod;
   if (warm && !serve && !p.cancel && noJobArrived(pod))
@@ -242,9 +248,10 @@ function statusOf(
 }
 
 /**
- * Serves the run from an idle pool pod of its shape when there is one (contract §3): the claim,
- * then one status write that records the job start (Running, the pod, served warm), and only
- * then the attach and the job. False: the run goes cold.
+ * Serves the run from an idle pool pod of its shape when there is one: the claim, which is the
+ * job's start (the run's deadline counts from it), then at once the job, on the attach held to the
+ * pod ahead (or one opened now), while one status write records the start (Running, the pod,
+ * served warm). False: the run goes cold.
  */
 async function startWarm(
   deps: ReconcileDeps,
@@ -252,59 +259,79 @@ async function startWarm(
   verdict: Extract<RunVerdict, { allowed: true }>,
 ): Promise<boolean> {
   const { key, run } = p;
-  const claimed = await claimRunPod(
+  const claim = await claimRunPod(
     { ...deps, startGraceSeconds: deps.pod.startGraceSeconds },
     run.ref,
     verdict.effective,
   );
-  if (!claimed) return false;
+  if (!claim) return false;
+  const { pod: claimed, held } = claim;
   const pod = { name: claimed.metadata?.name ?? '', uid: claimed.metadata?.uid ?? '' };
   const { namespace } = run.ref;
-  // The job start is the claim: the run's deadline counts from here.
-  const view: PodView = { ...observePod(claimed), startedAt: run.timing.now };
-  const status = statusOf(
-    p,
-    { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool: poolOfPod(claimed) } },
-    pod.name,
-  );
+  const pool = poolOfPod(claimed);
+  const status = recordedStart(p, claimed, pool);
   if (!isClaimedBy(claimed, run.ref)) {
+    held?.attached.close();
     await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
     return true; // never attach to a pod the run does not own
   }
-  // The attach is set up while the status records the job start; the job waits for that record.
-  const jobStart = writeStatus(deps, {
-    kind: SANDBOX_RUN,
-    key,
-    raw: run.raw,
-    before: run.status,
-    after: status,
-  });
   const channelKey = newChannelKey();
   const serve = serveWarm({
-    kube: deps.kube,
+    open: (onStdout, onStderr) => {
+      if (!held)
+        return deps.kube.attach(
+          { namespace, pod: pod.name, container: SANDBOX_CONTAINER },
+          onStdout,
+          onStderr,
+        );
+      held.route(onStdout, onStderr);
+      return Promise.resolve(held.attached);
+    },
     namespace,
     pod,
+    pool,
+    startedAt: run.timing.now,
     job: encodeJob(verdict.effective, { key: channelKey, requireNoNetwork: !deps.networkPolicyEnforced }),
     key: channelKey,
     outputBytes: verdict.effective.limits.outputBytes,
     limits: deps.output,
-    jobStart: jobStart.then(() => undefined),
     onSettled: () => deps.requeue(key),
     now: deps.now,
   });
-  try {
-    await jobStart;
-  } catch (e) {
-    serve.abort();
-    await deletePoolPod(deps, namespace, pod);
-    throw e;
-  }
   deps.warm.add(key, run.ref.uid, serve);
-  // Off the job's path: the job is on its way while the Events are written.
-  await deps.events.normal(
+  await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  // Off the result's path: the next pass of this run (its result) waits for this one to end.
+  void deps.events.normal(
     run.ref,
     'ClaimedPod',
-    `Claimed pod ${pod.name} of SandboxPool ${status.pool ?? '(unknown)'}`,
+    `Claimed pod ${pod.name} of SandboxPool ${pool ?? '(unknown)'}`,
+  );
+  void reportPass(deps, p, status);
+  return true;
+}
+
+/** The status that records a warm run's start: Running, in the claimed pool pod, from now. */
+function recordedStart(p: Pass, claimed: Pod, pool: string | undefined): SandboxRunStatus {
+  const view: PodView = { ...observePod(claimed), startedAt: p.run.timing.now };
+  return statusOf(
+    p,
+    { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool } },
+    claimed.metadata?.name ?? '',
+  );
+}
+
+/**
+ * A pool pod claimed for the run by an operator that stopped before it recorded the start: the
+ * pod is the run's (its job may have been written), so the status records it, and the passes that
+ * follow read the pod as a new leader's do (followPoolPod).
+ */
+async function adoptClaim(deps: ReconcileDeps, p: Pass, claimed: Pod): Promise<boolean> {
+  const { key, run } = p;
+  const status = recordedStart(p, claimed, poolOfPod(claimed));
+  await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  deps.logger.info(
+    { run: key, pod: claimed.metadata?.name },
+    'Adopted a pool pod claimed for the run before its start was recorded',
   );
   await reportPass(deps, p, status);
   return true;
@@ -373,16 +400,28 @@ async function stopServe(
  * What the pass observes: a warm serve's result, a pool pod followed (no serve here), the
  * children of an allowed run (made when missing), or of a cancelled one only a pod that finished.
  */
-function observeChildren(deps: ReconcileDeps, p: Pass, podName: string): Promise<Observed> {
+function observeChildren(
+  deps: ReconcileDeps,
+  p: Pass,
+  podName: string,
+): Promise<Observed & Pick<StatusInput, 'served'>> {
   const { run, verdict, serve } = p;
   if (!verdict.allowed) return Promise.resolve(NOTHING_SEEN);
   const result = serve?.settled;
   if (serve && result?.state === 'done') {
-    const pod = warmEndView(serve.pod, result, run.status.startTime);
-    return Promise.resolve({ ...NOTHING_SEEN, pod, output: result.output });
+    const pod = warmEndView(serve.pod, result, run.status.startTime ?? serve.startedAt);
+    return Promise.resolve({
+      ...NOTHING_SEEN,
+      pod,
+      output: result.output,
+      served: { served: 'warm', pool: serve.pool },
+    });
   }
-  if (p.cancel) return observeForCancel(deps, run, podName);
-  if (run.status.served === 'warm' && run.status.podName) return followPoolPod(deps, run.ref, podName);
+  const { warm } = servingPod(run, serve);
+  // A serve that lost its attach: its pool pod is followed, and its status says how it is served.
+  const served = serve ? { served: { served: 'warm' as const, pool: serve.pool } } : {};
+  if (p.cancel) return observeForCancel(deps, run, podName, warm).then((o) => ({ ...o, ...served }));
+  if (warm) return followPoolPod(deps, run.ref, podName).then((o) => ({ ...o, ...served }));
   return ensureRunChildren(
     deps,
     { ...run.ref, podRecorded: run.status.podName !== undefined },
@@ -392,9 +431,13 @@ function observeChildren(deps: ReconcileDeps, p: Pass, podName: string): Promise
 }
 
 /** Cancelling: the pod's result if it already finished (the program won the race), else nothing. */
-async function observeForCancel(deps: ReconcileDeps, run: RunView, podName: string): Promise<Observed> {
+async function observeForCancel(
+  deps: ReconcileDeps,
+  run: RunView,
+  podName: string,
+  poolPod: boolean,
+): Promise<Observed> {
   const pod = deps.pods.get(run.ref.namespace, podName);
-  const poolPod = run.status.served === 'warm';
   if (pod && isPodFinished(observePod(pod))) return observeRunPod(deps, run.ref, pod, poolPod);
   return NOTHING_SEEN;
 }

@@ -1,15 +1,13 @@
 /**
- * serveWarm(): one SandboxRun served by the pool pod it claimed (contract §3.4): attach to the
- * pod's runner (stdin, stdout, stderr) while the job start is recorded, then write the job with its fresh key, read the output through
- * TrailerFilter(key) until the exit trailer. The result comes from the attach stream, not from the
+ * serveWarm(): one SandboxRun served by the pool pod it claimed (contract §3.4): take the attach
+ * held to the pod's runner (stdin, stdout, stderr), or open one, write the job with its fresh key
+ * at once, and read the output through TrailerFilter(key) until the exit trailer. The result comes from the attach stream, not from the
  * pod's status (the v1.20 kubelet relists once a second). The output tail is the RunOutput a cold
  * run's pod log gives (both streams as they came, the same byte limits); the trailer is never part
  * of it. A serve that loses its attach before the trailer says so: the run is then followed through
  * its pod, as a new leader follows it.
  */
-import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
-import type { KubeClient } from '../../kube/client.js';
 import type { AttachedPod } from '../../kube/attach.js';
 import { TrailerFilter, type TrailerEnd } from '../../runner/exit-trailer.js';
 import { outputWindow } from '../../runner/protocol.js';
@@ -32,6 +30,10 @@ export interface WarmTimings {
 
 export interface WarmServe {
   readonly pod: { name: string; uid: string };
+  /** The pool the pod came from. */
+  readonly pool: string | undefined;
+  /** When the pod was claimed: the job's start, from which the run's deadline counts. */
+  readonly startedAt: string;
   /** Settles when the serve is over (never rejects). */
   readonly result: Promise<WarmResult>;
   /** Set once result settled. */
@@ -83,19 +85,20 @@ const forwardedAtMost = (bytes: number, outputBytes: number): number => {
 };
 
 export interface ServeInput {
-  kube: Pick<KubeClient, 'attach'>;
+  /**
+   * Opens the channel to the pod's runner with these sinks: the attach held ahead for the pod
+   * (pool-attachments.ts), routed to them, or a new attach.
+   */
+  open(onStdout: (data: Buffer) => void, onStderr: (data: Buffer) => void): Promise<AttachedPod>;
   namespace: string;
   pod: { name: string; uid: string };
+  pool: string | undefined;
+  startedAt: string;
   job: Buffer;
   key: Buffer;
   /** The run's output limit (what the runner forwards of each stream). */
   outputBytes: number;
   limits: OutputLimits;
-  /**
-   * Resolves once the run's status records the job start: the attach is set up meanwhile, and the
-   * job is written only after it. Rejects: the job is never written, and the serve ends lost.
-   */
-  jobStart: Promise<void>;
   /** Called once the result is there (the run's key goes back on the queue). */
   onSettled: () => void;
   now: () => Date;
@@ -170,29 +173,16 @@ export function serveWarm(i: ServeInput): WarmServe {
     if (trailer && stderrComplete(trailer)) finish();
   };
 
-  // Settled here, so that a failed record never goes unhandled while the attach is still set up.
-  const recorded = i.jobStart.then(
-    () => true,
-    () => {
-      settle({ state: 'lost', why: 'the job start could not be recorded', jobWritten: false });
-      return false;
-    },
-  );
   void (async () => {
     const t0 = Date.now();
     try {
-      attached = await i.kube.attach(
-        { namespace: i.namespace, pod: i.pod.name, container: SANDBOX_CONTAINER },
-        onStdout,
-        onStderr,
-      );
+      attached = await i.open(onStdout, onStderr);
       timings.attachMs = Date.now() - t0;
       if (aborted) return attached.close();
       void attached.closed.then((why) => {
         if (trailer) return finish();
         settle({ state: 'lost', why, jobWritten: jobWrittenAt !== undefined });
       });
-      if (!(await recorded) || aborted || settled) return;
       await attached.write([i.job]);
       jobWrittenAt = Date.now();
     } catch (e) {
@@ -206,6 +196,8 @@ export function serveWarm(i: ServeInput): WarmServe {
 
   return {
     pod: i.pod,
+    pool: i.pool,
+    startedAt: i.startedAt,
     result,
     get settled() {
       return settled;

@@ -1,10 +1,10 @@
 /**
- * The operator's side of a warm run (contract §3, §5), the steps reconcileRun() takes for a run a
- * pool pod may serve: claim an idle pod of its shape (after the run's own NetworkPolicy exists;
- * a Conflict or NotFound tries the next pod; none left: cold), delete pods claimed for a run whose
- * status records no job start (a claim whose operator died before that write), and what a pass
- * observes of a run served warm: the serve's result here, or, with no serve here (a new leader),
- * the pool pod itself, followed like a cold run's.
+ * The operator's side of a warm run, the steps reconcileRun() takes for a run a pool pod may
+ * serve: claim an idle pod of its shape (after the run's own NetworkPolicy exists; pods attached
+ * to ahead first; a Conflict or NotFound tries the next pod; none left: cold), adopt the pod
+ * claimed for a run whose status records no job start yet (its operator stopped before that
+ * write), and what a pass observes of a run served warm: the serve's result here, or, with no
+ * serve here (a new leader), the pool pod itself, followed like a cold run's.
  */
 import type { Pod } from '../../kube/objects.js';
 import { isNotFound } from '../../kube/errors.js';
@@ -12,7 +12,7 @@ import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import { buildNetworkPolicy } from '../pod/build-network-policy.js';
 import { ensureNetworkPolicy } from '../pod/ensure-children.js';
-import type { PodView } from '../pod/observe-pod.js';
+import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
 import type { OperatorMetrics } from '../metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import {
@@ -27,6 +27,9 @@ import { RUNNER_FAILED_EXIT } from './compute-status.js';
 import { NOTHING_SEEN, observeRunPod, type Observed, type RunChildrenDeps } from './run-children.js';
 import { runChildMeta, runPodLabels, runPodSelector } from './run-ref.js';
 import type { WarmResult } from './serve-warm.js';
+import type { HeldAttach, PoolAttachments } from './pool-attachments.js';
+import type { WarmServes } from './warm-serves.js';
+import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 
 export interface WarmDeps extends RunChildrenDeps {
   metrics: OperatorMetrics;
@@ -35,35 +38,66 @@ export interface WarmDeps extends RunChildrenDeps {
 }
 
 /**
- * Deletes the pool pods claimed for the run while its status records no job start: their job was
- * never written (the claiming operator stopped before it recorded the start), so the run is served
- * again, by another pod or cold.
+ * The pool pod claimed for the run while its status records no job start: the claim is the job's
+ * start (the job is written right after it, while the status is written), so the operator that
+ * claimed it may have written the job before it stopped. The pod is the run's, and the run is
+ * followed through it; a runner that got no job says so and the run is served again. Further
+ * claimed pods (a claim whose answer was lost, then another claim) never got a job: they go.
  */
-export async function deleteUnstartedClaims(deps: WarmDeps, run: ObjectRef): Promise<void> {
-  for (const pod of claimedPods(podsIn(deps.pods, run.namespace), run)) {
-    const name = pod.metadata?.name ?? '';
-    if (pod.metadata?.deletionTimestamp || !pod.metadata?.uid) continue;
-    try {
-      await deps.kube.deletePod(run.namespace, name, pod.metadata.uid, 0);
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-    deps.logger.info(
-      { run: `${run.namespace}/${run.name}`, pod: name },
-      'Deleted a pool pod claimed for a run that records no job start',
+export async function unrecordedClaim(deps: WarmDeps, run: ObjectRef): Promise<Pod | undefined> {
+  const [first, ...rest] = claimedPods(podsIn(deps.pods, run.namespace), run).filter(
+    (p) => p.metadata?.uid && !p.metadata.deletionTimestamp,
+  );
+  for (const pod of rest) {
+    await deps.kube
+      .deletePod(run.namespace, pod.metadata!.name!, pod.metadata!.uid!, 0)
+      .catch((e: unknown) => {
+        if (!isNotFound(e)) throw e;
+      });
+  }
+  return first;
+}
+
+/**
+ * Ends, at once, the wait of a claimed pod's runner that got no job: an attach that closes makes
+ * its stdin (stdinOnce) end, and a runner with no whole job then exits saying no job arrived; a
+ * runner that has its job goes on. Used for a pod claimed by an operator that stopped: its own
+ * attach may never have been opened.
+ */
+export async function endWaitForJob(
+  deps: Pick<WarmDeps, 'kube' | 'logger'>,
+  namespace: string,
+  pod: string,
+): Promise<void> {
+  try {
+    const attached = await deps.kube.attach(
+      { namespace, pod, container: SANDBOX_CONTAINER },
+      () => undefined,
+    );
+    attached.close();
+  } catch (e) {
+    deps.logger.debug(
+      { pod: `${namespace}/${pod}`, err: (e as Error).message },
+      'Could not attach to end a wait for a job',
     );
   }
 }
 
+/** A claimed pool pod, and the attach held to it ahead (if one was open). */
+export interface WarmClaim {
+  pod: Pod;
+  held: HeldAttach | undefined;
+}
+
 /**
- * Claims an idle pool pod of the run's shape; the claimed pod, or undefined when the run goes
- * cold (no ready pod of its shape, each one taken first, or an error).
+ * Claims an idle pool pod of the run's shape, one held ahead first; the claimed pod, or
+ * undefined when the run goes cold (no ready pod of its shape, each one taken first, or an error).
  */
 export async function claimRunPod(
-  deps: WarmDeps & { startGraceSeconds: number },
+  deps: WarmDeps & { startGraceSeconds: number; attachments: PoolAttachments },
   run: ObjectRef,
   effective: EffectiveSpec,
-): Promise<Pod | undefined> {
+): Promise<WarmClaim | undefined> {
   const shapeLabel = poolShapeLabel(effective, 'run');
   const countClaim = (result: ClaimResult) => deps.metrics.poolClaims.inc({ result });
   if (claimCandidates(podsIn(deps.pods, run.namespace), shapeLabel).length === 0) {
@@ -82,8 +116,10 @@ export async function claimRunPod(
       shapeLabel,
       remainingSeconds: effective.limits.timeoutSeconds + deps.startGraceSeconds,
       now: deps.now(),
+      hold: deps.attachments,
     });
-    return claim.result === 'claimed' ? claim.pod : undefined;
+    if (claim.result !== 'claimed') return undefined;
+    return { pod: claim.pod, held: deps.attachments.take(claim.pod.metadata?.uid ?? '') };
   } catch (e) {
     deps.logger.warn(
       { run: `${run.namespace}/${run.name}`, err: (e as Error).message },
@@ -125,10 +161,20 @@ export function warmEndView(
 
 /**
  * A run served warm that no serve here follows (a new leader, or an attach lost): its pool pod,
- * read like a cold run's (its termination report, and its log without the trailer).
+ * read like a cold run's (its termination report, and its log without the trailer). The first
+ * look at a running one ends its runner's wait if it never got its job (endWaitForJob).
  */
-export async function followPoolPod(deps: WarmDeps, run: ObjectRef, podName: string): Promise<Observed> {
+export async function followPoolPod(
+  deps: WarmDeps & { warm: WarmServes },
+  run: ObjectRef,
+  podName: string,
+): Promise<Observed> {
   const pod = deps.pods.get(run.namespace, podName) ?? (await deps.kube.getPod(run.namespace, podName));
   if (!pod || !isControlledBy(pod, run)) return { ...NOTHING_SEEN, podLost: true };
+  if (
+    deps.warm.firstFollow(`${run.namespace}/${run.name}`, pod.metadata?.uid ?? '') &&
+    !isPodFinished(observePod(pod))
+  )
+    void endWaitForJob(deps, run.namespace, podName);
   return observeRunPod(deps, run, pod, true);
 }

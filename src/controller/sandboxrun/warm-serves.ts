@@ -10,6 +10,8 @@ export class WarmServes {
   private readonly serves = new Map<string, WarmServe>();
   private readonly keys = new Map<string, string>();
   private readonly seen = new Map<string, number>();
+  /** The pool pod each run was followed through here without a serve (by run key): see followPoolPod. */
+  private readonly followed = new Map<string, string>();
 
   get(uid: string): WarmServe | undefined {
     return this.serves.get(uid);
@@ -34,9 +36,17 @@ export class WarmServes {
     return now;
   }
 
+  /** True the first time the run's pool pod is followed here without a serve. */
+  firstFollow(key: string, podUid: string): boolean {
+    if (this.followed.get(key) === podUid) return false;
+    this.followed.set(key, podUid);
+    return true;
+  }
+
   /** The run is gone (or being deleted): its serve stops; returns it so its pod can be deleted. */
   forget(key: string): WarmServe | undefined {
     this.seen.delete(key);
+    this.followed.delete(key);
     const uid = this.keys.get(key);
     if (uid === undefined) return undefined;
     const serve = this.serves.get(uid);

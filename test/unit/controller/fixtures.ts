@@ -1,5 +1,7 @@
 // Shared inputs for the controller's unit tests.
 import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
+import { LABEL_POOL, LABEL_POOL_POD, LABEL_POOL_SHAPE, LABEL_POOL_UID } from '../../../src/api/v1alpha1/labels.js';
+import type { Pod } from '../../../src/kube/objects.js';
 import type { ObjectRef } from '../../../src/controller/children.js';
 import type { PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
 import { evaluate, type EffectiveSpec } from '../../../src/policy/evaluate.js';
@@ -29,4 +31,69 @@ export function effective(
   const r = evaluate(RunRequestSchema.parse(input), policy);
   if (!r.ok) throw new Error(JSON.stringify(r.violations));
   return r.spec;
+}
+
+/** An idle pod of SandboxPool `py` (ready, running) with the shape label `shape`. */
+export function poolPod(
+  name: string,
+  shape: string,
+  over: {
+    labels?: Record<string, string>;
+    created?: string;
+    ready?: boolean;
+    deleting?: boolean;
+    owner?: 'pool' | 'none';
+    command?: string[];
+  } = {},
+): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: RUN.namespace,
+      uid: `uid-${name}`,
+      resourceVersion: '7',
+      creationTimestamp: over.created ?? '2026-01-01T00:00:00Z',
+      labels: {
+        [LABEL_POOL]: 'py',
+        [LABEL_POOL_UID]: 'pool-uid',
+        [LABEL_POOL_POD]: 'idle',
+        [LABEL_POOL_SHAPE]: shape,
+        ...over.labels,
+      },
+      ownerReferences:
+        over.owner === 'none'
+          ? []
+          : [
+              {
+                apiVersion: 'sandpit.dev/v1alpha1',
+                kind: 'SandboxPool',
+                name: 'py',
+                uid: 'pool-uid',
+                controller: true,
+              },
+            ],
+      ...(over.deleting ? { deletionTimestamp: '2026-01-01T00:01:00Z' } : {}),
+    },
+    spec: {
+      containers: [{ name: 'sandbox', image: 'sandpit/python:3.11', command: over.command }],
+      activeDeadlineSeconds: 3615,
+    },
+    status: {
+      phase: 'Running',
+      startTime: '2026-01-01T00:00:00Z',
+      conditions: [{ type: 'Ready', status: over.ready === false ? 'False' : 'True' }],
+      containerStatuses: [
+        {
+          name: 'sandbox',
+          image: 'sandpit/python:3.11',
+          imageID: '',
+          ready: over.ready !== false,
+          restartCount: 0,
+          state: { running: { startedAt: '2026-01-01T00:00:01Z' } },
+        },
+      ],
+    },
+  };
 }

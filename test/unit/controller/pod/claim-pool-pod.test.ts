@@ -23,7 +23,7 @@ import { withoutTrailer } from '../../../../src/controller/sandboxrun/read-outpu
 import type { Pod } from '../../../../src/kube/objects.js';
 import { encodeTrailer } from '../../../../src/runner/exit-trailer.js';
 import { newChannelKey } from '../../../../src/runner/protocol.js';
-import { effective, RUN } from '../fixtures.js';
+import { effective, poolPod as poolPodOf, RUN } from '../fixtures.js';
 
 const runShapeLabel = (e: EffectiveSpec): string => poolShapeLabel(e, 'run');
 const claimFor = (pod: Pod, now: Date): Pod =>
@@ -31,65 +31,7 @@ const claimFor = (pod: Pod, now: Date): Pod =>
 
 const spec = effective({ template: 'python', code: 'print(1)', timeoutSeconds: 20 });
 const SHAPE = runShapeLabel(spec);
-
-function poolPod(
-  name: string,
-  over: {
-    labels?: Record<string, string>;
-    created?: string;
-    ready?: boolean;
-    deleting?: boolean;
-    owner?: 'pool' | 'none';
-  } = {},
-): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name,
-      namespace: RUN.namespace,
-      uid: `uid-${name}`,
-      resourceVersion: '7',
-      creationTimestamp: over.created ?? '2026-01-01T00:00:00Z',
-      labels: {
-        [LABEL_POOL]: 'py',
-        [LABEL_POOL_UID]: 'pool-uid',
-        [LABEL_POOL_POD]: 'idle',
-        [LABEL_POOL_SHAPE]: SHAPE,
-        ...over.labels,
-      },
-      ownerReferences:
-        over.owner === 'none'
-          ? []
-          : [
-              {
-                apiVersion: 'sandpit.dev/v1alpha1',
-                kind: 'SandboxPool',
-                name: 'py',
-                uid: 'pool-uid',
-                controller: true,
-              },
-            ],
-      ...(over.deleting ? { deletionTimestamp: '2026-01-01T00:01:00Z' } : {}),
-    },
-    spec: { containers: [{ name: 'sandbox', image: 'sandpit/python:3.11' }], activeDeadlineSeconds: 3615 },
-    status: {
-      phase: 'Running',
-      startTime: '2026-01-01T00:00:00Z',
-      conditions: [{ type: 'Ready', status: over.ready === false ? 'False' : 'True' }],
-      containerStatuses: [
-        {
-          name: 'sandbox',
-          image: 'sandpit/python:3.11',
-          imageID: '',
-          ready: over.ready !== false,
-          restartCount: 0,
-          state: { running: { startedAt: '2026-01-01T00:00:01Z' } },
-        },
-      ],
-    },
-  };
-}
+const poolPod = (name: string, over: Parameters<typeof poolPodOf>[2] = {}): Pod => poolPodOf(name, SHAPE, over);
 
 describe('claimCandidates: the idle, ready pool pods of the run’s shape', () => {
   test('only idle pods of the shape, ready, not ending, that a SandboxPool controls; oldest first', () => {
