@@ -24,6 +24,7 @@ import {
 } from '@kubernetes/client-node';
 import type { CustomKind } from '../api/v1alpha1/group.js';
 import { attachPod, type AttachedPod } from './attach.js';
+import { keptAlive } from './keep-alive.js';
 import {
   kubeCall,
   statusError,
@@ -112,15 +113,17 @@ const model = <T>(body: Plain<T>): T => body as unknown as T;
 const where = (namespace: string | undefined): string => (namespace ? ` in ${namespace}` : '');
 
 export function createKubeClient(kc: KubeConfig) {
-  const core = kc.makeApiClient(CoreV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const networking = kc.makeApiClient(NetworkingV1Api);
-  const node = kc.makeApiClient(NodeV1Api);
-  const coordination = kc.makeApiClient(CoordinationV1Api);
-  const authz = kc.makeApiClient(AuthorizationV1Api);
-  const versionApi = kc.makeApiClient(VersionApi);
-  const watcher = new Watch(kc);
-  const logs = new Log(kc);
+  // Calls, watches and log reads reuse their connections; an attach has its own WebSocket.
+  const http = keptAlive(kc);
+  const core = http.makeApiClient(CoreV1Api);
+  const custom = http.makeApiClient(CustomObjectsApi);
+  const networking = http.makeApiClient(NetworkingV1Api);
+  const node = http.makeApiClient(NodeV1Api);
+  const coordination = http.makeApiClient(CoordinationV1Api);
+  const authz = http.makeApiClient(AuthorizationV1Api);
+  const versionApi = http.makeApiClient(VersionApi);
+  const watcher = new Watch(http);
+  const logs = new Log(http);
   const paging = (q: ListQuery) => ({
     limit: PAGE,
     _continue: q.continueToken,

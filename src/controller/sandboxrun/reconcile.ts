@@ -133,6 +133,7 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
     serve: deps.warm.get(run.ref.uid),
   };
   const firstSeen = deps.warm.firstSeen(key, Date.now());
+  deps.logger.debug({ run: key, phase: run.status.phase, serve: !!pass.serve }, 'TL pass'); // TIMELINE
   const held = await servedHere(deps, pass);
   if (held) return held;
   if (await servedWarm(deps, pass)) return {};
@@ -161,7 +162,7 @@ async function servedWarm(deps: ReconcileDeps, p: Pass): Promise<boolean> {
   const { run, verdict } = p;
   if (!verdict.allowed || p.cancel || run.status.podName || p.serve) return false;
   const claimed = await unrecordedClaim(deps, run.ref);
-  if (claimed) return adoptClaim(deps, p, claimed);
+  if (claimed && (await adoptClaim(deps, p, claimed))) return true;
   if (deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) return false; // cold already
   return startWarm(deps, p, verdict);
 }
@@ -180,11 +181,14 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   const { warm, podName } = servingPod(run, serve);
   const observed = await observeChildren(deps, p, podName);
   const pod = observed.pod;
-  if (warm && !serve && !p.cancel && noJobArrived(pod))
+  // Proof that the job never ran there: the runner says so (a serve that lost its attach may
+  // have written the job into a stdin that had already closed).
+  if (warm && serve?.settled?.state !== 'done' && !p.cancel && noJobArrived(pod))
     return serveAgain(deps, p, pod, pod.terminated?.failure ?? '');
   if (!warm) countCold(deps, run, pod, firstSeen);
   const status = statusOf(p, observed, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  deps.logger.debug({ run: key, phase: status.phase }, 'TL status written'); // TIMELINE
   if (serve) tookResult(deps, p, serve, firstSeen);
   await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
   const after = requeueAfterMs(status, run.timing);
@@ -265,6 +269,7 @@ async function startWarm(
     verdict.effective,
   );
   if (!claim) return false;
+  deps.logger.debug({ run: key, held: !!claim.held }, 'TL claimed'); // TIMELINE
   const { pod: claimed, held } = claim;
   const pod = { name: claimed.metadata?.name ?? '', uid: claimed.metadata?.uid ?? '' };
   const { namespace } = run.ref;
@@ -287,6 +292,7 @@ async function startWarm(
       held.route(onStdout, onStderr);
       return Promise.resolve(held.attached);
     },
+    attachedAhead: held !== undefined,
     namespace,
     pod,
     pool,
@@ -300,6 +306,7 @@ async function startWarm(
   });
   deps.warm.add(key, run.ref.uid, serve);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  deps.logger.debug({ run: key }, 'TL running written'); // TIMELINE
   // Off the result's path: the next pass of this run (its result) waits for this one to end.
   void deps.events.normal(
     run.ref,
@@ -310,9 +317,17 @@ async function startWarm(
   return true;
 }
 
-/** The status that records a warm run's start: Running, in the claimed pool pod, from now. */
+/**
+ * The status that records a warm run's start: Running, in the claimed pool pod, from now (what
+ * the pod did since is read by the passes that follow it).
+ */
 function recordedStart(p: Pass, claimed: Pod, pool: string | undefined): SandboxRunStatus {
-  const view: PodView = { ...observePod(claimed), startedAt: p.run.timing.now };
+  const view: PodView = {
+    ...observePod(claimed),
+    phase: 'Running',
+    terminated: undefined,
+    startedAt: p.run.timing.now,
+  };
   return statusOf(
     p,
     { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool } },
@@ -323,10 +338,20 @@ function recordedStart(p: Pass, claimed: Pod, pool: string | undefined): Sandbox
 /**
  * A pool pod claimed for the run by an operator that stopped before it recorded the start: the
  * pod is the run's (its job may have been written), so the status records it, and the passes that
- * follow read the pod as a new leader's do (followPoolPod).
+ * follow read the pod as a new leader's do (followPoolPod). A pod whose runner already said that
+ * no job arrived goes instead (false: the run is served as if never claimed).
  */
 async function adoptClaim(deps: ReconcileDeps, p: Pass, claimed: Pod): Promise<boolean> {
   const { key, run } = p;
+  const view = observePod(claimed);
+  if (noJobArrived(view)) {
+    await deletePoolPod(deps, run.ref.namespace, view);
+    deps.logger.warn(
+      { run: key, pod: view.name, why: view.terminated?.failure ?? view.reason },
+      'The job never reached the pool pod; serving the run again',
+    );
+    return false;
+  }
   const status = recordedStart(p, claimed, poolOfPod(claimed));
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
   deps.logger.info(

@@ -22,7 +22,9 @@ export type WarmResult =
   | { state: 'lost'; why: string; jobWritten: boolean };
 
 export interface WarmTimings {
-  /** The attach's set-up (the WebSocket to the kubelet through the apiserver). */
+  /** The attach was held to the pod ahead of the claim (else it was opened for this run). */
+  attachedAhead: boolean;
+  /** The attach's set-up (the WebSocket to the kubelet through the apiserver), when opened for this run. */
   attachMs: number;
   /** From the job written to the trailer read. */
   jobToResultMs: number;
@@ -90,6 +92,7 @@ export interface ServeInput {
    * (pool-attachments.ts), routed to them, or a new attach.
    */
   open(onStdout: (data: Buffer) => void, onStderr: (data: Buffer) => void): Promise<AttachedPod>;
+  attachedAhead: boolean;
   namespace: string;
   pod: { name: string; uid: string };
   pool: string | undefined;
@@ -107,7 +110,7 @@ export interface ServeInput {
 export function serveWarm(i: ServeInput): WarmServe {
   const filter = new TrailerFilter(i.key);
   const collector = new OutputCollector(i.limits);
-  const timings: Partial<WarmTimings> = {};
+  const timings: Partial<WarmTimings> = { attachedAhead: i.attachedAhead };
   let attached: AttachedPod | undefined;
   let aborted = false;
   let jobWrittenAt: number | undefined;
@@ -159,6 +162,7 @@ export function serveWarm(i: ServeInput): WarmServe {
     if (!end) return;
     releaseErr(); // what stdout held back is the trailer
     trailer = end;
+    console.error(JSON.stringify({ time: new Date().toISOString(), msg: 'TL trailer', pod: i.pod.name })); // TIMELINE
     if (jobWrittenAt !== undefined) timings.jobToResultMs = Date.now() - jobWrittenAt;
     if (stderrComplete(end)) return finish();
     graceTimer = setTimeout(finish, STDERR_GRACE_MS);
@@ -177,7 +181,7 @@ export function serveWarm(i: ServeInput): WarmServe {
     const t0 = Date.now();
     try {
       attached = await i.open(onStdout, onStderr);
-      timings.attachMs = Date.now() - t0;
+      if (!i.attachedAhead) timings.attachMs = Date.now() - t0;
       if (aborted) return attached.close();
       void attached.closed.then((why) => {
         if (trailer) return finish();
@@ -185,6 +189,9 @@ export function serveWarm(i: ServeInput): WarmServe {
       });
       await attached.write([i.job]);
       jobWrittenAt = Date.now();
+      console.error(
+        JSON.stringify({ time: new Date().toISOString(), msg: 'TL job written', pod: i.pod.name }),
+      ); // TIMELINE
     } catch (e) {
       settle({
         state: 'lost',

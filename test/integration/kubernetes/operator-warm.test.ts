@@ -1,8 +1,9 @@
 // Warm runs on the real cluster (issue 16): a SandboxRun of a pool's shape is served by an idle
-// pool pod (claim, job start, attach, job, result from the exit trailer), its status, Events and
+// pool pod (the attach held ahead, claim, job, result from the exit trailer), its status, Events and
 // output as a cold run's, the pod deleted after; another shape, or an empty pool, goes cold at
 // once; the deadline counts from the claim; cancel; two operators and a SIGKILL of the leader
-// during a burst of claims; a claimed pod whose run records no job start. The pool pods are made
+// during a burst of claims (the pods it held attached end with it, and are replaced); a claimed
+// pod whose run records no job start. The pool pods are made
 // by the test (test/integration/kubernetes/pool-pods.ts), as the pool controller makes them.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -24,6 +25,7 @@ import {
   leaderOf,
 } from './operator-harness.js';
 import { createPool, createPoolPods, scalePool, type TestPool } from './pool-pods.js';
+import { waitPoolReady } from './pool-harness.js';
 
 const POOL_REQUEST = { template: 'python', code: 'pass' } as const;
 // eslint-disable-next-line no-control-regex -- RS starts the trailer line
@@ -79,7 +81,8 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
     const [podName] = await scalePool(cluster, ns, pool, 1);
     const manifest = sandboxRun('warm-kubectl', {
       template: 'python',
-      code: 'import sys, time\ntime.sleep(1)\nprint("warm hello", flush=True)\ntime.sleep(0.3)\nprint("warm err", file=sys.stderr)',
+      // Long enough for `kubectl logs -f` to start before the pod ends (the job starts with the claim).
+      code: 'import sys, time\ntime.sleep(3)\nprint("warm hello", flush=True)\ntime.sleep(0.3)\nprint("warm err", file=sys.stderr)',
     });
     const applied = await cluster.kubectl(['apply', '-n', ns, '-f', '-'], { input: stringify(manifest) });
     assert.equal(applied.code, 0, applied.stderr);
@@ -123,7 +126,8 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
     assert.ok(metricValue(metrics, 'sandpit_pool_claims_total', { result: 'warm' }) >= 1);
     const served = operator.find((l) => l.msg === 'Served SandboxRun warm' && l.run === `${ns}/warm-kubectl`);
     assert.ok(served, 'the operator logged the warm serve');
-    assert.equal(typeof served.attachMs, 'number');
+    // The leader attached to the ready pool pod ahead of the claim: no attach on the run's path.
+    assert.equal(served.attachedAhead, true);
     assert.equal(typeof served.jobToResultMs, 'number');
   });
 
@@ -265,7 +269,22 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
           assert.ok(uids.size <= 1, `pod ${pod} carried the run-uids of ${uids.size} runs`);
         const podOf = runs.filter((r) => r.status?.served === 'warm').map((r) => r.status?.podName);
         assert.equal(new Set(podOf).size, podOf.length, 'no pool pod served two runs');
-        assert.ok(split.warm >= 1, 'some runs were served warm');
+        // The idle pods the killed leader held attached ended with it (their stdinOnce stdin
+        // closed: no job arrived), so none waits for a job no one will write; the new leader's
+        // pool controller replaced them, and serves the next runs warm from its own.
+        await waitPoolReady(cluster, ns, 'burst', 6, 120_000);
+        const after = ['after-0', 'after-1'];
+        await Promise.all(
+          after.map((n) =>
+            createRun(cluster, ns, sandboxRun(n, { template: 'python', code: `print("${n}")` })),
+          ),
+        );
+        for (const n of after) {
+          const run = await waitForFinished(cluster, ns, n, 60_000);
+          assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+          assert.equal(run.status?.served, 'warm', `${n} is served warm by the new leader`);
+          assert.equal(run.status?.output?.tail, `${n}\n`);
+        }
         ok = true;
       } finally {
         claims.stop();
@@ -278,7 +297,7 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
   );
 
   test(
-    'a claimed pod whose run records no job start is deleted by the next operator, and the run still finishes',
+    'a claimed pod whose run records no job start is adopted by the next operator; its runner got no job, so the run is served again and finishes',
     { timeout: 240_000 },
     kubeTest(async ({ cluster, ns }) => {
       await prepareNamespace(cluster, ns);
@@ -322,7 +341,12 @@ describe('warm runs and failover', { timeout: 900_000 }, () => {
         assert.equal(run.status?.output?.tail, 'served after all\n');
         assert.notEqual(run.status?.podName, podName);
         await podGone(cluster, ns, podName!, 30_000);
-        assert.ok(op.find((l) => l.msg === 'Deleted a pool pod claimed for a run that records no job start'));
+        assert.ok(
+          op.find((l) => l.msg === 'Adopted a pool pod claimed for the run before its start was recorded'),
+        );
+        // Its runner was told at once that no job would come (an attach closed), not at its deadline.
+        const again = op.find((l) => l.msg === 'The job never reached the pool pod; serving the run again');
+        assert.match(String(again?.why), /^no job arrived: stdin ended first/);
         ok = true;
       } finally {
         if (!ok) process.stderr.write(`# operator log: ${op.logFile}\n`);
