@@ -181,10 +181,7 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   const { warm, podName } = servingPod(run, serve);
   const observed = await observeChildren(deps, p, podName);
   const pod = observed.pod;
-  // Proof that the job never ran there: the runner says so (a serve that lost its attach may
-  // have written the job into a stdin that had already closed).
-  if (warm && serve?.settled?.state !== 'done' && !p.cancel && noJobArrived(pod))
-    return serveAgain(deps, p, pod, pod.terminated?.failure ?? '');
+  if (warm && neverRan(p, pod)) return serveAgain(deps, p, pod, pod.terminated?.failure ?? '');
   if (!warm) countCold(deps, run, pod, firstSeen);
   const status = statusOf(p, observed, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
@@ -197,6 +194,13 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   const stopped = await stopPod(deps, run.ref, warm ? 'delete' : 'keep', podName);
   return { requeueAfterMs: earliest(after, stopped) };
 }
+
+/**
+ * The job never ran in the pool pod, and the runner proves it (a serve that lost its attach may
+ * have written the job into a stdin that had already closed): the run may be served again.
+ */
+const neverRan = (p: Pass, pod: PodView | undefined): pod is PodView =>
+  p.serve?.settled?.state !== 'done' && !p.cancel && noJobArrived(pod);
 
 /** A cold run whose pod this pass made: its acquire time. */
 function countCold(deps: ReconcileDeps, run: RunView, pod: PodView | undefined, firstSeen: number): void {
