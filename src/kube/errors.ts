@@ -79,7 +79,14 @@ export function toKubeError(e: unknown, what: string): KubeApiError {
   }
   const statusCode = (e as { statusCode?: unknown } | null)?.statusCode;
   const status = typeof statusCode === 'number' ? statusCode : 0;
-  return apiError(what, status, { message: e instanceof Error ? e.message : String(e) }, e);
+  return apiError(what, status, { message: messageOf(e) }, e);
+}
+
+/** What went wrong, also for what is not an Error (a WebSocket's ErrorEvent carries a message). */
+function messageOf(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  const message = (e as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && message !== '' ? message : String(e);
 }
 
 export const isNotFound = (e: unknown): boolean => e instanceof KubeApiError && e.status === 404;

@@ -41,6 +41,12 @@ describe('toKubeError: every failure becomes one KubeApiError', () => {
     assert.equal(e.retryable, true);
   });
 
+  test('a WebSocket failure (attach, exec: an ErrorEvent, not an Error) says what it says', () => {
+    const event = { type: 'error', message: 'Unexpected server response: 403', error: new Error('403') };
+    const e = toKubeError(event, 'attach to Pod ns/p');
+    assert.equal(e.message, 'attach to Pod ns/p: Unexpected server response: 403');
+  });
+
   test('an in-stream watch ERROR (a metav1.Status)', () => {
     const e = statusError({ code: 410, reason: 'Expired', message: 'too old resource version' }, 'watch x');
     assert.ok(isGone(e));
