@@ -236,7 +236,13 @@ export async function startSuite(
   const ns = await cluster.createNamespace(hint);
   await bindLeaseRole(cluster, ns);
   const operator = OperatorProcess.start(cluster, { namespace: ns, ...config });
-  await operator.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'Synced caches');
+  try {
+    await operator.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'Synced caches');
+  } catch (e) {
+    // An operator that never synced must not keep the test process alive.
+    await operator.stop(true);
+    throw e;
+  }
   return { cluster, ns, operator };
 }
 
