@@ -33,7 +33,7 @@ import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { computeStatus, requeueAfterMs, type StatusInput } from './compute-status.js';
 import { evaluateRun, type RunVerdict } from './evaluate-run.js';
-import { reportTransition, type ReportDeps } from './report.js';
+import { reportStart, reportTransition, type ReportDeps } from './report.js';
 import {
   ensureRunChildren,
   NOTHING_SEEN,
@@ -134,21 +134,21 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
   };
   const firstSeen = deps.warm.firstSeen(key, Date.now());
   deps.logger.debug({ run: key, phase: run.status.phase, serve: !!pass.serve }, 'TL pass'); // TIMELINE
-  const held = await servedHere(deps, pass);
-  if (held) return held;
-  if (await servedWarm(deps, pass)) return {};
-  return observedPass(deps, pass, firstSeen);
+  return (
+    (await servedHere(deps, pass)) ?? (await servedWarm(deps, pass)) ?? observedPass(deps, pass, firstSeen)
+  );
 }
 
 /**
  * A run this operator serves: nothing to do until its result is there (it puts the key back on
- * the queue), unless it is cancelled; a serve whose job never reached the pod serves it again.
+ * the queue) but record its start once RECORD_START_AFTER_MS have passed, unless it is cancelled;
+ * a serve whose job never reached the pod serves it again.
  */
 async function servedHere(deps: ReconcileDeps, p: Pass): Promise<ReconcileResult | undefined> {
   const { serve } = p;
   if (!serve) return undefined;
   if (!serve.settled) {
-    if (!p.cancel) return {};
+    if (!p.cancel) return recordStartOnce(deps, p, serve);
     serve.abort();
   }
   const settled = serve.settled;
@@ -157,13 +157,16 @@ async function servedHere(deps: ReconcileDeps, p: Pass): Promise<ReconcileResult
   return undefined;
 }
 
-/** A run not started yet, of a pool's shape: served by an idle pool pod when one is there. */
-async function servedWarm(deps: ReconcileDeps, p: Pass): Promise<boolean> {
+/**
+ * A run not started yet, of a pool's shape: served by an idle pool pod when one is there.
+ * Undefined: it is not (it goes, or went, cold).
+ */
+async function servedWarm(deps: ReconcileDeps, p: Pass): Promise<ReconcileResult | undefined> {
   const { run, verdict } = p;
-  if (!verdict.allowed || p.cancel || run.status.podName || p.serve) return false;
+  if (!verdict.allowed || p.cancel || run.status.podName || p.serve) return undefined;
   const claimed = await unrecordedClaim(deps, run.ref);
-  if (claimed && (await adoptClaim(deps, p, claimed))) return true;
-  if (deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) return false; // cold already
+  if (claimed && (await adoptClaim(deps, p, claimed))) return {};
+  if (deps.pods.get(run.ref.namespace, childName(run.ref.name, run.ref.uid))) return undefined; // cold already
   return startWarm(deps, p, verdict);
 }
 
@@ -256,33 +259,41 @@ function statusOf(
 }
 
 /**
+ * How long a warm run's start goes unrecorded: a run that ends sooner (most do) gets one status
+ * write, its result, instead of two; a longer one is Running, with its pod, from then on (when the
+ * gateway starts following its log, which holds all its output from the first byte).
+ */
+const RECORD_START_AFTER_MS = 100;
+
+/**
  * Serves the run from an idle pool pod of its shape when there is one: the claim, which is the
  * job's start (the run's deadline counts from it), then at once the job, on the attach held to the
- * pod ahead (or one opened now), while one status write records the start (Running, the pod,
- * served warm). False: the run goes cold.
+ * pod ahead (or one opened now). Its `ClaimedPod` and `Started` Events go out meanwhile; its
+ * status records the start RECORD_START_AFTER_MS later, if the result has not come by then.
+ * Undefined: the run goes cold.
  */
 async function startWarm(
   deps: ReconcileDeps,
   p: Pass,
   verdict: Extract<RunVerdict, { allowed: true }>,
-): Promise<boolean> {
+): Promise<ReconcileResult | undefined> {
   const { key, run } = p;
   const claim = await claimRunPod(
     { ...deps, startGraceSeconds: deps.pod.startGraceSeconds },
     run.ref,
     verdict.effective,
   );
-  if (!claim) return false;
+  if (!claim) return undefined;
   deps.logger.debug({ run: key, held: !!claim.held }, 'TL claimed'); // TIMELINE
   const { pod: claimed, held } = claim;
   const pod = { name: claimed.metadata?.name ?? '', uid: claimed.metadata?.uid ?? '' };
   const { namespace } = run.ref;
   const pool = poolOfPod(claimed);
-  const status = recordedStart(p, claimed, pool);
+  const status = recordedStart(p, pod, pool, run.timing.now);
   if (!isClaimedBy(claimed, run.ref)) {
     held?.attached.close();
     await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-    return true; // never attach to a pod the run does not own
+    return {}; // never attach to a pod the run does not own
   }
   const channelKey = newChannelKey();
   const serve = serveWarm({
@@ -309,34 +320,63 @@ async function startWarm(
     now: deps.now,
   });
   deps.warm.add(key, run.ref.uid, serve);
-  await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-  deps.logger.debug({ run: key }, 'TL running written'); // TIMELINE
-  // Off the result's path: the next pass of this run (its result) waits for this one to end.
+  // Off the result's path.
   void deps.events.normal(
     run.ref,
     'ClaimedPod',
     `Claimed pod ${pod.name} of SandboxPool ${pool ?? '(unknown)'}`,
   );
-  void reportPass(deps, p, status);
-  return true;
+  void reportStart(
+    deps,
+    { run: run.ref, createdAt: run.createdAt, after: status },
+    { metric: false, event: true },
+  );
+  return { requeueAfterMs: RECORD_START_AFTER_MS };
 }
 
 /**
- * The status that records a warm run's start: Running, in the claimed pool pod, from now (what
- * the pod did since is read by the passes that follow it).
+ * A run served here whose status does not record its start yet: recorded once
+ * RECORD_START_AFTER_MS have passed since the claim (its Events went out then already).
  */
-function recordedStart(p: Pass, claimed: Pod, pool: string | undefined): SandboxRunStatus {
-  const view: PodView = {
-    ...observePod(claimed),
-    phase: 'Running',
-    terminated: undefined,
-    startedAt: p.run.timing.now,
-  };
-  return statusOf(
-    p,
-    { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool } },
-    claimed.metadata?.name ?? '',
+async function recordStartOnce(deps: ReconcileDeps, p: Pass, serve: WarmServe): Promise<ReconcileResult> {
+  const { key, run } = p;
+  if (run.status.podName) return {};
+  const left = Date.parse(serve.startedAt) + RECORD_START_AFTER_MS - deps.now().getTime();
+  if (left > 0) return { requeueAfterMs: left };
+  const status = recordedStart(p, serve.pod, serve.pool, serve.startedAt);
+  await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
+  deps.logger.debug({ run: key }, 'TL running written'); // TIMELINE
+  await reportStart(
+    deps,
+    { run: run.ref, createdAt: run.createdAt, after: status },
+    { metric: true, event: false },
   );
+  return {};
+}
+
+/**
+ * The status that records a warm run's start: Running, in the claimed pool pod, from `startedAt`
+ * (what the pod did since is read by the passes that follow it).
+ */
+function recordedStart(
+  p: Pass,
+  pod: { name: string; uid: string },
+  pool: string | undefined,
+  startedAt: string,
+): SandboxRunStatus {
+  const view: PodView = {
+    ...pod,
+    phase: 'Running',
+    reason: undefined,
+    message: undefined,
+    deleting: false,
+    ready: true,
+    waiting: undefined,
+    unschedulable: undefined,
+    startedAt,
+    terminated: undefined,
+  };
+  return statusOf(p, { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool } }, pod.name);
 }
 
 /**
@@ -356,7 +396,7 @@ async function adoptClaim(deps: ReconcileDeps, p: Pass, claimed: Pod): Promise<b
     );
     return false;
   }
-  const status = recordedStart(p, claimed, poolOfPod(claimed));
+  const status = recordedStart(p, view, poolOfPod(claimed), run.timing.now);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
   deps.logger.info(
     { run: key, pod: claimed.metadata?.name },

@@ -56,14 +56,21 @@ export function auditOutcome(t: Transition): AuditOutcome {
   };
 }
 
+/** What a run's start is reported by: its time to running, and its `Started` Event. */
+export function reportStart(
+  deps: ReportDeps,
+  t: Pick<Transition, 'run' | 'createdAt' | 'after'>,
+  parts: { metric: boolean; event: boolean },
+): Promise<void> {
+  if (parts.metric) deps.metrics.timeToRunning.observe(seconds(t.createdAt, t.after.startTime));
+  if (!parts.event) return Promise.resolve();
+  return deps.events.normal(t.run, 'Started', t.after.message ?? 'the program is running');
+}
+
 export async function reportTransition(deps: ReportDeps, t: Transition): Promise<void> {
-  const { before, after, run } = t;
+  const { before, after } = t;
   if (before.phase === after.phase || !after.phase) return;
-  if (after.phase === 'Running') {
-    deps.metrics.timeToRunning.observe(seconds(t.createdAt, after.startTime));
-    await deps.events.normal(run, 'Started', after.message ?? 'the program is running');
-    return;
-  }
+  if (after.phase === 'Running') return reportStart(deps, t, { metric: true, event: true });
   if (isTerminal(after.phase)) await reportFinished(deps, t, after.phase);
 }
 
