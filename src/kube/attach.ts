@@ -16,6 +16,7 @@ const STDIN_CHANNEL = Buffer.from([0]);
 interface Socket {
   readonly readyState: number;
   send(data: Buffer, cb: (err?: Error) => void): void;
+  ping(): void;
   close(): void;
   on(event: 'close', listener: (code: number, reason: Buffer) => void): unknown;
   on(event: 'error', listener: (err: Error) => void): unknown;
@@ -32,9 +33,20 @@ export interface AttachedPod {
   close(): void;
 }
 
+export interface AttachTarget {
+  namespace: string;
+  pod: string;
+  container: string;
+  /**
+   * Pings the other side this often while the channel is open, so that an attach held idle for
+   * long is not cut by a proxy or load balancer that drops quiet connections.
+   */
+  keepAliveMs?: number | undefined;
+}
+
 export async function attachPod(
   kc: KubeConfig,
-  target: { namespace: string; pod: string; container: string },
+  target: AttachTarget,
   onStdout: (data: Buffer) => void,
   onStderr?: (data: Buffer) => void,
 ): Promise<AttachedPod> {
@@ -57,9 +69,12 @@ export async function attachPod(
   let why: string | undefined;
   let closedResolve!: (why: string) => void;
   const closed = new Promise<string>((r) => (closedResolve = r));
+  const pings = target.keepAliveMs ? setInterval(() => ws.ping(), target.keepAliveMs) : undefined;
+  pings?.unref();
   const end = (message: string): void => {
     if (why !== undefined) return;
     why = message;
+    clearInterval(pings);
     closedResolve(message);
   };
   ws.on('error', (e) => end(`the attach to ${namespace}/${pod} failed: ${e.message}`));

@@ -23,7 +23,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import type { CustomKind } from '../api/v1alpha1/group.js';
-import { attachPod, type AttachedPod } from './attach.js';
+import { attachPod, type AttachedPod, type AttachTarget } from './attach.js';
 import { keptAlive } from './keep-alive.js';
 import {
   kubeCall,
@@ -353,7 +353,7 @@ export function createKubeClient(kc: KubeConfig) {
 
     /** A byte channel to a running container's stdin and stdout, and stderr when asked (pods/attach; see attach.ts). */
     attach: (
-      target: { namespace: string; pod: string; container: string },
+      target: AttachTarget,
       onStdout: (data: Buffer) => void,
       onStderr?: (data: Buffer) => void,
     ): Promise<AttachedPod> => attachPod(kc, target, onStdout, onStderr),

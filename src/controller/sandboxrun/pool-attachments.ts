@@ -48,6 +48,9 @@ export function isRunPoolPod(pod: Pod): boolean {
 
 const drop: Sink = () => undefined;
 
+/** How often a held attach is pinged: well under the idle limits of common proxies (60 s and more). */
+const HELD_PING_MS = 30_000;
+
 export class PoolAttachments {
   private readonly kube: Pick<KubeClient, 'attach'>;
   private readonly logger: Logger;
@@ -145,7 +148,7 @@ export class PoolAttachments {
     this.entries.set(uid, entry);
     entry.opening = this.kube
       .attach(
-        { namespace, pod: name, container: SANDBOX_CONTAINER },
+        { namespace, pod: name, container: SANDBOX_CONTAINER, keepAliveMs: HELD_PING_MS },
         (data) => entry.stdout(data),
         (data) => entry.stderr(data),
       )
