@@ -133,7 +133,6 @@ async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promis
     serve: deps.warm.get(run.ref.uid),
   };
   const firstSeen = deps.warm.firstSeen(key, Date.now());
-  deps.logger.debug({ run: key, phase: run.status.phase, serve: !!pass.serve }, 'TL pass'); // TIMELINE
   return (
     (await servedHere(deps, pass)) ?? (await servedWarm(deps, pass)) ?? observedPass(deps, pass, firstSeen)
   );
@@ -188,7 +187,6 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   if (!warm) countCold(deps, run, pod, firstSeen);
   const status = statusOf(p, observed, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-  deps.logger.debug({ run: key, phase: status.phase }, 'TL status written'); // TIMELINE
   if (serve) tookResult(deps, p, serve, firstSeen);
   await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
   const after = requeueAfterMs(status, run.timing);
@@ -284,7 +282,6 @@ async function startWarm(
     verdict.effective,
   );
   if (!claim) return undefined;
-  deps.logger.debug({ run: key, held: !!claim.held }, 'TL claimed'); // TIMELINE
   const { pod: claimed, held } = claim;
   const pod = { name: claimed.metadata?.name ?? '', uid: claimed.metadata?.uid ?? '' };
   const { namespace } = run.ref;
@@ -345,7 +342,6 @@ async function recordStartOnce(deps: ReconcileDeps, p: Pass, serve: WarmServe): 
   if (left > 0) return { requeueAfterMs: left };
   const status = recordedStart(p, serve.pod, serve.pool, serve.startedAt);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-  deps.logger.debug({ run: key }, 'TL running written'); // TIMELINE
   await reportStart(
     deps,
     { run: run.ref, createdAt: run.createdAt, after: status },

@@ -162,7 +162,6 @@ export function serveWarm(i: ServeInput): WarmServe {
     if (!end) return;
     releaseErr(); // what stdout held back is the trailer
     trailer = end;
-    console.error(JSON.stringify({ time: new Date().toISOString(), msg: 'TL trailer', pod: i.pod.name })); // TIMELINE
     if (jobWrittenAt !== undefined) timings.jobToResultMs = Date.now() - jobWrittenAt;
     if (stderrComplete(end)) return finish();
     graceTimer = setTimeout(finish, STDERR_GRACE_MS);
@@ -189,9 +188,6 @@ export function serveWarm(i: ServeInput): WarmServe {
       });
       await attached.write([i.job]);
       jobWrittenAt = Date.now();
-      console.error(
-        JSON.stringify({ time: new Date().toISOString(), msg: 'TL job written', pod: i.pod.name }),
-      ); // TIMELINE
     } catch (e) {
       settle({
         state: 'lost',

@@ -107,7 +107,6 @@ export async function claimRunPod(
   // The claimed pod's labels make the run's own policy select it: that policy exists first.
   const meta = runChildMeta(run);
   const problem = await ensureNetworkPolicy(deps, run, buildNetworkPolicy(meta, runPodSelector(run)));
-  deps.logger.debug({ run: `${run.namespace}/${run.name}` }, 'TL netpol'); // TIMELINE
   if (problem) return undefined; // the cold path meets the same problem and reports it
   try {
     const claim = await claimPoolPod(deps, {
