@@ -299,7 +299,11 @@ export const ConfigSchema = z
               .describe('TTL for finished runs that set none'),
             cpuRequest: cpu().default(10),
             memoryRequest: size().default(32 * 1024 ** 2),
-            startGraceSeconds: int(0, 3600).default(15),
+            startGraceSeconds: int(0, 3600)
+              .default(120)
+              .describe(
+                "Added to a sandbox pod's activeDeadlineSeconds, the kubelet's backstop: the kubelet counts it from when it takes the pod, image pull and container start included (the program's own deadline is the runner's)",
+              ),
             outputTailBytes: size().default(4096),
             outputReadBytes: size().default(1024 ** 2),
             workers: int(1, 64).default(4),

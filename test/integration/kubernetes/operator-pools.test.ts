@@ -19,7 +19,7 @@ import { customApi, metricValue, operatorSuite, type Suite } from './operator-ha
 const poolApi = { group: 'sandpit.dev', version: 'v1alpha1', plural: 'sandboxpools' };
 const RUNNER = '/usr/local/bin/sandpit-runner';
 /** The operator's defaults (kubernetes.operator.startGraceSeconds, sandbox.timeoutSeconds). */
-const START_GRACE_SECONDS = 15;
+const START_GRACE_SECONDS = 120;
 const RUN_TIMEOUT_CEILING_SECONDS = 30;
 const DENY_ALL = 'sandpit-deny-all';
 

@@ -28,7 +28,7 @@ import {
 } from './sandbox-harness.js';
 
 /** The operator's start grace (kubernetes.operator.startGraceSeconds, its default). */
-const START_GRACE_SECONDS = 15;
+const START_GRACE_SECONDS = 120;
 
 async function eventsOf(s: Suite, obj: Sandbox): Promise<CoreV1Event[]> {
   return (await s.cluster.core.listNamespacedEvent({ namespace: s.ns })).items.filter(

@@ -66,9 +66,17 @@ describe('a burst of 100 runs on a SandboxPool of 10', { timeout: 30 * 60_000 },
 
       // Every run's terminal status as the operator wrote it, by watch (a run goes 5 s after it ends).
       const statuses = new Map<string, SandboxRunStatus>();
+      // How long each run waited for the operator's first word (its Admitted condition).
+      const pickup = new Map<string, number>();
       const recorded = cluster.waitFor<SandboxRun>(
         { path: runsPath(ns) },
         (r) => {
+          const admitted = r.status?.conditions?.find((c) => c.type === 'Admitted')?.lastTransitionTime;
+          if (admitted && !pickup.has(r.metadata.name))
+            pickup.set(
+              r.metadata.name,
+              Date.parse(admitted) - Date.parse(r.metadata.creationTimestamp ?? ''),
+            );
           if (r.status && isFinished(r)) statuses.set(r.metadata.name, r.status);
           return statuses.size === RUNS;
         },
@@ -121,6 +129,10 @@ describe('a burst of 100 runs on a SandboxPool of 10', { timeout: 30 * 60_000 },
       assert.ok(warm.length >= POOL_SIZE, `at least ${POOL_SIZE} served warm, got ${warm.length}`);
       // The gateway's word is the operator's: each SandboxRun says how it was served, a warm one names the pool.
       await recorded;
+      const waits = [...pickup.values()].sort((a, b) => a - b);
+      t.diagnostic(
+        `picked up (first status) within ${(waits[Math.floor(waits.length / 2)]! / 1000).toFixed(1)} s at p50, ${(waits.at(-1)! / 1000).toFixed(1)} s at most`,
+      );
       for (const { runId, result } of settled) {
         const status = statuses.get(runId);
         assert.equal(status?.served ?? 'cold', result?.served, `${runId}: served`);
