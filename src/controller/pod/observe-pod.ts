@@ -95,6 +95,26 @@ function startedAt(c: ContainerStatus | undefined): string | undefined {
   return toTime(c?.state?.running?.startedAt) ?? toTime(c?.state?.terminated?.startedAt);
 }
 
+/**
+ * A pool pod serving a job the operator wrote, as far as the operator knows without its status:
+ * running since `startedAt` (the claim). Pure.
+ */
+export function servingView(pod: { name: string; uid: string }, startedAt: string | undefined): PodView {
+  return {
+    name: pod.name,
+    uid: pod.uid,
+    phase: 'Running',
+    reason: undefined,
+    message: undefined,
+    deleting: false,
+    ready: true,
+    waiting: undefined,
+    unschedulable: undefined,
+    startedAt,
+    terminated: undefined,
+  };
+}
+
 export function observePod(pod: Pod): PodView {
   const c = sandboxStatus(pod);
   const { metadata = {}, status = {} } = pod;

@@ -27,7 +27,7 @@ import type { Policy } from '../../policy/policy.js';
 import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecycle.js';
-import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
+import { isPodFinished, observePod, servingView, type PodView } from '../pod/observe-pod.js';
 import { encodeJob, newChannelKey } from '../../runner/protocol.js';
 import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
@@ -360,18 +360,7 @@ function recordedStart(
   pool: string | undefined,
   startedAt: string,
 ): SandboxRunStatus {
-  const view: PodView = {
-    ...pod,
-    phase: 'Running',
-    reason: undefined,
-    message: undefined,
-    deleting: false,
-    ready: true,
-    waiting: undefined,
-    unschedulable: undefined,
-    startedAt,
-    terminated: undefined,
-  };
+  const view = servingView(pod, startedAt);
   return statusOf(p, { ...NOTHING_SEEN, pod: view, served: { served: 'warm', pool } }, pod.name);
 }
 

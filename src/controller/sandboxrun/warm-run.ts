@@ -12,7 +12,7 @@ import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import { buildNetworkPolicy } from '../pod/build-network-policy.js';
 import { ensureNetworkPolicy } from '../pod/ensure-children.js';
-import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
+import { isPodFinished, observePod, servingView, type PodView } from '../pod/observe-pod.js';
 import type { OperatorMetrics } from '../metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import {
@@ -138,16 +138,9 @@ export function warmEndView(
   const report = result.end.kind === 'exit' ? result.end.report : undefined;
   const exitCode = report ? report.exitCode : RUNNER_FAILED_EXIT;
   return {
-    name: pod.name,
-    uid: pod.uid,
+    ...servingView(pod, startTime),
     phase: exitCode === 0 ? 'Succeeded' : 'Failed',
-    reason: undefined,
-    message: undefined,
-    deleting: false,
     ready: false,
-    waiting: undefined,
-    unschedulable: undefined,
-    startedAt: startTime,
     terminated: {
       exitCode,
       reason: undefined,

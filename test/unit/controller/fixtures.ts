@@ -1,6 +1,11 @@
 // Shared inputs for the controller's unit tests.
 import { RunRequestSchema, type RunRequestInput } from '../../../src/api/run.js';
-import { LABEL_POOL, LABEL_POOL_POD, LABEL_POOL_SHAPE, LABEL_POOL_UID } from '../../../src/api/v1alpha1/labels.js';
+import {
+  LABEL_POOL,
+  LABEL_POOL_POD,
+  LABEL_POOL_SHAPE,
+  LABEL_POOL_UID,
+} from '../../../src/api/v1alpha1/labels.js';
 import type { Pod } from '../../../src/kube/objects.js';
 import type { ObjectRef } from '../../../src/controller/children.js';
 import type { PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';

@@ -31,7 +31,8 @@ const claimFor = (pod: Pod, now: Date): Pod =>
 
 const spec = effective({ template: 'python', code: 'print(1)', timeoutSeconds: 20 });
 const SHAPE = runShapeLabel(spec);
-const poolPod = (name: string, over: Parameters<typeof poolPodOf>[2] = {}): Pod => poolPodOf(name, SHAPE, over);
+const poolPod = (name: string, over: Parameters<typeof poolPodOf>[2] = {}): Pod =>
+  poolPodOf(name, SHAPE, over);
 
 describe('claimCandidates: the idle, ready pool pods of the run’s shape', () => {
   test('only idle pods of the shape, ready, not ending, that a SandboxPool controls; oldest first', () => {

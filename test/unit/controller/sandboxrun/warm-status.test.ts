@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { computeStatus, type StatusInput } from '../../../../src/controller/sandboxrun/compute-status.js';
 import { warmEndView } from '../../../../src/controller/sandboxrun/warm-run.js';
-import type { PodView } from '../../../../src/controller/pod/observe-pod.js';
+import { servingView, type PodView } from '../../../../src/controller/pod/observe-pod.js';
 import type { TrailerEnd } from '../../../../src/runner/exit-trailer.js';
 
 const CLAIMED = '2026-01-01T00:00:10.000Z';
@@ -29,18 +29,7 @@ function input(over: Partial<StatusInput>): StatusInput {
   };
 }
 
-const running: PodView = {
-  ...POD,
-  phase: 'Running',
-  reason: undefined,
-  message: undefined,
-  deleting: false,
-  ready: true,
-  waiting: undefined,
-  unschedulable: undefined,
-  startedAt: CLAIMED,
-  terminated: undefined,
-};
+const running: PodView = servingView(POD, CLAIMED);
 
 const exit = (r: Partial<{ exitCode: number; timedOut: boolean }>): TrailerEnd => ({
   kind: 'exit',
