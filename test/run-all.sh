@@ -18,6 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 started=$SECONDS
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
+export SANDPIT_TEST_FAILURES=$results/failures
 
 # step NAME COMMAND...: runs it, and records "ok|FAIL  seconds  NAME" under the lane's file.
 step() {
@@ -100,4 +101,8 @@ echo "==> summary ($((SECONDS - started)) s)" >&2
 for l in setup checks engines docker kube last; do
   case $l in setup | last) cat "$results/$l" ;; *) sed "s/^/[$l] /" "$results/$l" ;; esac
 done >&2 2>/dev/null
+if [ -s "$SANDPIT_TEST_FAILURES" ]; then
+  echo "==> failed tests (suite, then its test)" >&2
+  cat "$SANDPIT_TEST_FAILURES" >&2
+fi
 ! grep -q '^FAIL' "$results"/*

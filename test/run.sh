@@ -74,4 +74,9 @@ if [ -z "$tests" ] || [ "$tests" -eq 0 ]; then
   exit 1
 fi
 echo "==> $tier: $tests tests, ${fails:-?} failed, ${cancelled:-?} cancelled" >&2
+# The failed tests by name, to $SANDPIT_TEST_FAILURES when set (test/run-all.sh repeats them in its
+# summary, which a truncated CI log still shows).
+if [ "$status" -ne 0 ] && [ -n "${SANDPIT_TEST_FAILURES:-}" ]; then
+  grep -E '^ *not ok [0-9]+ - ' "$log" | sed -E "s/^( *)not ok [0-9]+ - /$tier:\1 /" >>"$SANDPIT_TEST_FAILURES" || true
+fi
 exit "$status"

@@ -54,6 +54,13 @@ export function claimCandidates(pods: readonly Pod[], shape: string): Pod[] {
 export const poolOfPod = (pod: Pod): string | undefined =>
   poolOwner(pod) ?? pod.metadata?.labels?.[LABEL_POOL];
 
+/**
+ * The margin a claimed pod's hard end leaves past its owner's own deadline. The pod already runs, so
+ * it covers the job's write and the runner's own kill and report, not a pull and a start (a cold
+ * pod's startGraceSeconds).
+ */
+export const CLAIM_GRACE_SECONDS = 15;
+
 export interface ClaimInput {
   pod: Pod;
   owner: ObjectRef;

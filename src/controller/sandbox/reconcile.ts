@@ -37,6 +37,7 @@ import {
   type StopDeps,
 } from '../lifecycle.js';
 import { buildNetworkPolicy } from '../pod/build-network-policy.js';
+import { CLAIM_GRACE_SECONDS } from '../pod/claim-pool-pod.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
 import {
   ensureChildren,
@@ -194,7 +195,7 @@ function observeChildren(
         ownerLabels: meta.labels ?? {},
         shapeLabel: poolShapeLabel(verdict.effective, 'session'),
         // The backstop a session's own pod has: the TTL ceiling (an extension never passes it).
-        remainingSeconds: maxTtlSeconds + deps.settings.pod.startGraceSeconds,
+        remainingSeconds: maxTtlSeconds + CLAIM_GRACE_SECONDS,
         // A pool's session pods carry the pool's variables (its template's): the session's must be those.
         fits: (pod) => sameEnv(sandboxContainer(pod)?.env ?? [], verdict.effective.env),
         countClaim: (result) => deps.metrics.poolClaims.inc({ result }),

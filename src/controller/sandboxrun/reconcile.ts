@@ -276,11 +276,7 @@ async function startWarm(
   verdict: Extract<RunVerdict, { allowed: true }>,
 ): Promise<ReconcileResult | undefined> {
   const { key, run } = p;
-  const claim = await claimRunPod(
-    { ...deps, startGraceSeconds: deps.pod.startGraceSeconds },
-    run.ref,
-    verdict.effective,
-  );
+  const claim = await claimRunPod(deps, run.ref, verdict.effective);
   if (!claim) return undefined;
   const { pod: claimed, held } = claim;
   const pod = { name: claimed.metadata?.name ?? '', uid: claimed.metadata?.uid ?? '' };

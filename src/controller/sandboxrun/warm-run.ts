@@ -16,6 +16,7 @@ import { isPodFinished, observePod, servingView, type PodView } from '../pod/obs
 import type { OperatorMetrics } from '../metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import {
+  CLAIM_GRACE_SECONDS,
   claimCandidates,
   claimedPods,
   claimPoolPod,
@@ -94,7 +95,7 @@ export interface WarmClaim {
  * undefined when the run goes cold (no ready pod of its shape, each one taken first, or an error).
  */
 export async function claimRunPod(
-  deps: WarmDeps & { startGraceSeconds: number; attachments: PoolAttachments },
+  deps: WarmDeps & { attachments: PoolAttachments },
   run: ObjectRef,
   effective: EffectiveSpec,
 ): Promise<WarmClaim | undefined> {
@@ -114,7 +115,7 @@ export async function claimRunPod(
       countClaim,
       ownerLabels: runPodLabels(run),
       shapeLabel,
-      remainingSeconds: effective.limits.timeoutSeconds + deps.startGraceSeconds,
+      remainingSeconds: effective.limits.timeoutSeconds + CLAIM_GRACE_SECONDS,
       now: deps.now(),
       hold: deps.attachments,
     });

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { childName } from '../../../src/api/v1alpha1/labels.js';
+import { CLAIM_GRACE_SECONDS } from '../../../src/controller/pod/claim-pool-pod.js';
 import { kubeTest, type KubeCluster } from '../../support/kube/index.js';
 import {
   cancelRun,
@@ -193,7 +194,7 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
     const age = (Date.now() - Date.parse(String(claimed.status?.startTime))) / 1000;
     const deadline = claimed.spec?.activeDeadlineSeconds ?? Infinity;
     assert.ok(
-      deadline <= Math.ceil(age) + 2 + 15 + 1,
+      deadline <= Math.ceil(age) + 2 + CLAIM_GRACE_SECONDS + 1,
       `activeDeadlineSeconds ${deadline}, age ${age.toFixed(1)} s`,
     );
     assert.ok(deadline < 900, 'lowered from the pool pod’s own');
