@@ -727,5 +727,6 @@ test('DEFAULT_CEILINGS are what the documentation says', () => {
     downloadBytes: 64 * MiB,
     files: 256,
     envVars: 128,
+    outputs: { maxFiles: 32, maxBytes: 16 * MiB, inlineImageBytes: MiB, inlineImages: 4 },
   });
 });

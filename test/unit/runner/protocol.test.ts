@@ -10,7 +10,7 @@ import {
   RECORD_DATA,
   type Frame,
 } from '../../../src/runner/protocol.js';
-import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
+import { NO_OUTPUTS, type EffectiveSpec } from '../../../src/policy/evaluate.js';
 import { frame, keyedFrame } from '../../support/runner-frames.js';
 
 function spec(
@@ -40,6 +40,7 @@ function spec(
     network: 'none',
     runtime: undefined,
     workdir: '/w',
+    outputs: NO_OUTPUTS,
     ...overrides,
   };
 }

@@ -121,6 +121,7 @@ describe('the SandboxRun CRD', () => {
       'files',
       'image',
       'network',
+      'outputs',
       'pendingTimeoutSeconds',
       'resources',
       'runtimeClassName',
