@@ -54,7 +54,7 @@ export class RunUseCases {
 
   constructor(deps: GatewayDeps, history: Partial<HistoryOptions> = {}) {
     this.deps = deps;
-    this.store = new RunStore(history);
+    this.store = new RunStore(history, (runId) => deps.backend.files?.release(runId));
   }
 
   /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
