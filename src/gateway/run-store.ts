@@ -79,6 +79,16 @@ export class RunStore {
     if (record?.result && !this.cut.has(runId)) this.cutToTails(record);
   }
 
+  /** The results of the owner's finished runs, the newest first. */
+  finishedOf(owner: string): RunResult[] {
+    const results: RunResult[] = [];
+    for (const runId of [...this.finished.keys()].reverse()) {
+      const record = this.records.get(runId);
+      if (record?.owner === owner && record.result) results.push(record.result);
+    }
+    return results;
+  }
+
   active(): RunRecord[] {
     return [...this.records.values()].filter((r) => !r.result);
   }

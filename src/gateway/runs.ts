@@ -240,6 +240,11 @@ export class RunUseCases {
     return (await this.deps.backend.runs?.get(runId, principal)) ?? notFound(runId);
   }
 
+  /** The principal's finished runs this process keeps, the newest first. */
+  finished(principal: Principal): RunResult[] {
+    return this.store.finishedOf(principal.id);
+  }
+
   /** A run this process follows, as it is now. */
   private current(record: RunRecord): RunResult {
     const { runId } = record;
