@@ -114,7 +114,7 @@ export const RunRequestSchema = z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,31}$/, { message: 'expected a template name like python' })
       .optional()
-      .describe('Named template: python, node, bash, c or rust'),
+      .describe('Named template: python, python-data, node, bash, c or rust'),
     image: z.string().min(1).max(255).optional().describe('Image override; must be in the image allowlist'),
     code: z.string().optional().describe("Source code, run by the template's runner"),
     command: z

@@ -58,6 +58,32 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     outputs: [],
   },
   {
+    name: 'python-data',
+    description: 'Python 3.11 for data work: plots saved as .png/.jpg/.svg come back as images',
+    libraries: [
+      'numpy 1.24',
+      'pandas 1.5',
+      'matplotlib 3.6 (no display needed: figures left open are saved at exit)',
+      'scipy 1.10',
+      'pillow 9.4',
+      'the standard library',
+    ],
+    image: 'sandpit/python-data:3.11',
+    aliases: ['data', 'pydata'],
+    extensions: [],
+    fileName: 'main.py',
+    command: ['python3', code('main.py')],
+    // One BLAS thread: a sandbox has a CPU or so, and every thread counts against its process limit.
+    env: {
+      PYTHONUNBUFFERED: '1',
+      PYTHONDONTWRITEBYTECODE: '1',
+      OPENBLAS_NUM_THREADS: '1',
+      OMP_NUM_THREADS: '1',
+    },
+    defaults: {},
+    outputs: ['*.png', '*.jpg', '*.svg'],
+  },
+  {
     name: 'node',
     description: 'Node.js 18 (JavaScript)',
     libraries: ['the Node.js core modules', 'no npm (no network)'],

@@ -12,7 +12,11 @@ import {
   type Connected,
   type Served,
 } from './helpers.js';
-import { imagesInlineOthersLinked, restServesTheFiles } from './outputs-scenarios.js';
+import {
+  imagesInlineOthersLinked,
+  matplotlibPlotsComeBack,
+  restServesTheFiles,
+} from './outputs-scenarios.js';
 
 describe('output files over stdio (sandpit mcp)', () => {
   let server: Connected;
@@ -25,6 +29,9 @@ describe('output files over stdio (sandpit mcp)', () => {
 
   test('an image comes back as image content; a CSV as a resource link that resources/read resolves', async () => {
     await imagesInlineOthersLinked(server.client);
+  });
+  test('python-data: a saved plot, a shown figure and one left open come back as images', async () => {
+    await matplotlibPlotsComeBack(server.client);
   });
 });
 
@@ -47,5 +54,8 @@ describe('output files over HTTP (sandpit serve): MCP and REST', () => {
   test('the same over Streamable HTTP, and REST serves the files one by one and as a tar', async () => {
     const runId = await imagesInlineOthersLinked(client.client);
     await restServesTheFiles(served.url, runId, headers);
+  });
+  test('python-data over Streamable HTTP: matplotlib plots come back as images', async () => {
+    await matplotlibPlotsComeBack(client.client);
   });
 });

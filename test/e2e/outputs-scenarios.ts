@@ -122,3 +122,53 @@ async function untar(data: Buffer): Promise<Map<string, Buffer>> {
   await done;
   return files;
 }
+
+/**
+ * python-data: a plot saved with savefig, a figure shown (plt.show()) and one never closed all
+ * come back as image content with no outputs named; a CSV the run names comes back as a link.
+ */
+export async function matplotlibPlotsComeBack(client: Client): Promise<string> {
+  const { runId, result, structured } = await runWithFiles(client, {
+    language: 'python-data',
+    code: [
+      'import matplotlib.pyplot as plt, numpy as np, pandas as pd, scipy, PIL',
+      'plt.plot(np.arange(5), np.arange(5) ** 2)',
+      'plt.savefig("plot.png")',
+      'plt.figure(); plt.plot([3, 2, 1]); plt.show()',
+      'plt.figure(); plt.bar([1, 2], [2, 1])',
+      'pd.DataFrame({"x": [1, 2]}).to_csv("data.csv", index=False)',
+      'print(plt.get_backend())',
+    ].join('\n'),
+  });
+  assert.match(structured.stdout as string, /sandpit_matplotlib/);
+  assert.equal(structured.stderr, '', 'no warning about a non-interactive backend or a font cache');
+  const images = result.content.filter((c) => c.type === 'image');
+  assert.deepEqual(
+    images.map((i) => i.mimeType),
+    ['image/png', 'image/png', 'image/png'],
+  );
+  for (const image of images) {
+    assert.deepEqual([...Buffer.from(image.data, 'base64').subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  }
+  const outputs = structured.outputs as { files: { path: string }[] };
+  assert.deepEqual(
+    outputs.files.map((f) => f.path),
+    ['figure_2.png', 'figure_3.png', 'plot.png'],
+  );
+  assert.equal(
+    result.content.filter((c) => c.type === 'resource_link').length,
+    0,
+    'the CSV was not asked for',
+  );
+
+  const named = await runWithFiles(client, {
+    language: 'python-data',
+    code: 'import pandas as pd\npd.DataFrame({"x": [1, 2]}).to_csv("data.csv", index=False)',
+    outputs: ['data.csv'],
+  });
+  const link = named.result.content.find((c) => c.type === 'resource_link');
+  assert.ok(link && link.type === 'resource_link');
+  const read = await client.readResource({ uri: link.uri });
+  assert.deepEqual(read.contents, [{ uri: link.uri, mimeType: 'text/csv', text: 'x\n1\n2\n' }]);
+  return runId;
+}

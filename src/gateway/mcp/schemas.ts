@@ -65,7 +65,7 @@ function commonListed(policy: Policy) {
       .optional()
       .describe('Below the ceilings'),
     image: z.string().optional().describe('An allowlisted image instead'),
-    outputs: z.array(z.string()).optional().describe('Files to return, e.g. *.png or out/*.csv'),
+    outputs: z.array(z.string()).optional().describe('Files to return, e.g. out/*.csv'),
   };
 }
 

@@ -637,7 +637,11 @@ describe('unknown template', () => {
   test('denied, naming every known template', () => {
     const v = denied({ template: 'cobol', code: 'x' });
     assert.deepEqual(v, [
-      { field: 'template', message: 'unknown template "cobol"', limit: 'python, node, bash, c, rust' },
+      {
+        field: 'template',
+        message: 'unknown template "cobol"',
+        limit: 'python, python-data, node, bash, c, rust',
+      },
     ]);
   });
 
