@@ -1,5 +1,5 @@
 /*
- * Output files of a one-shot run (protocol 4): once the program and every process it left have
+ * Output files of a one-shot run (protocol 5): once the program and every process it left have
  * ended, the files its job's `outputs` entries name (workspace paths or globs) are collected,
  * confined to the workspace, within the job's caps, and handed to a sink: each file whole, and
  * each entry or file that is not collected with its reason. src/runner/protocol.ts reads them.

@@ -35,16 +35,16 @@
  *       no ulimits of their own)
  *   'n' no network: refuse the job if any interface but lo exists (egress none must fail closed,
  *       e.g. on a cluster that does not enforce NetworkPolicy)
- *   'g' an outputs entry, a workspace path or glob (repeatable; protocol 4, outputs.c)
+ *   'g' an outputs entry, a workspace path or glob (repeatable; protocol 5, outputs.c)
  *   'G' u32be most files, u32be most bytes: the caps of what the outputs entries collect
  *   Protocol 2's job, "SPJ1" u32be:len records..., is still taken; its frames then carry no key.
  * Frames (stdout) after the job: key[16] u8:type u16be:len bytes, RECORD_MAX bytes at most
  *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + the next piece of the last bytes kept
  *   'X' exit: JSON {exitCode, signal, timedOut, oomKilled, stdoutBytes, stderrBytes, durationMs}
  *   'F' failure of the runner itself: text (the job never ran)
- *   Protocol 4, before 'X', once the program and whatever it left are gone (only when the job has
+ *   Protocol 5, before 'X', once the program and whatever it left are gone (only when the job has
  *   'g' records): for each file collected, 'P' u32be size + its workspace path, then its bytes in
- *   'D' frames; for each entry or file not collected, 'S' u8 reason (outputs.h), u16be entry
+ *   'D' frames (up to 65535 bytes each: no other writer is left by then); for each entry or file not collected, 'S' u8 reason (outputs.h), u16be entry
  *   length, the entry, and what happened.
  * Before the job (and in protocol 2): u8:type u32be:len bytes
  *   'R' ready: u32be protocol version (PROTOCOL_VERSION; src/runner/protocol.ts must accept it)
@@ -101,12 +101,17 @@
 #define MAX_OUTPUTS 64
 #define CODE_FD 3
 /* Bump with every change to the job or frame format, together with src/runner/protocol.ts. */
-#define PROTOCOL_VERSION 4u
+#define PROTOCOL_VERSION 5u
 #define KEY_LEN 16
 /* PIPE_BUF: a pipe takes a write of at most this size in one piece, never mixed with another's. */
 #define RECORD_MAX 4096
 #define RECORD_HEAD (KEY_LEN + 3)
 #define RECORD_DATA (RECORD_MAX - RECORD_HEAD)
+/* A collected file's data records: once no process of the program is left, nothing else writes
+   to our stdout, so they need not fit PIPE_BUF; larger ones cross the engine's pipes faster. */
+#define FILE_RECORD_DATA (65535u)
+/* The stdout pipe size asked for while files go out (as session mode's; best effort). */
+#define FILES_PIPE_BYTES (1 << 20)
 /* --pool: how long a job may take to arrive once its first byte has. */
 #define POOL_JOB_MS 10000
 
@@ -128,7 +133,7 @@ static int have_stdin;
 static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail, open_files;
 static unsigned long long file_size; /* 0: leave RLIMIT_FSIZE as it is */
 static int no_network;
-/* Protocol 4: the outputs entries to collect once the program is gone, and their caps. */
+/* Protocol 5: the outputs entries to collect once the program is gone, and their caps. */
 static char *outputs[MAX_OUTPUTS];
 static int n_outputs;
 static struct output_caps output_caps = {32, 16u << 20};
@@ -757,7 +762,8 @@ static void write_plain_tail(struct stream *s, int fd)
 	free(out);
 }
 
-/* Protocol 4: a collected file is 'P' u32be size + path, then its bytes in 'D' frames. */
+/* Protocol 5: a collected file is 'P' u32be size + path, then its bytes in 'D' frames of up to
+   FILE_RECORD_DATA bytes (written only once no process of the program is left). */
 static void frame_file(const char *path, const char *data, size_t len)
 {
 	unsigned char head[4 + 1024];
@@ -770,8 +776,17 @@ static void frame_file(const char *path, const char *data, size_t len)
 	head[3] = (unsigned char)len;
 	memcpy(head + 4, path, plen);
 	frame('P', head, 4 + plen);
-	if (len)
-		frame('D', data, len);
+	static unsigned char rec[RECORD_HEAD + FILE_RECORD_DATA];
+	for (size_t off = 0; off < len;) {
+		size_t n = len - off < FILE_RECORD_DATA ? len - off : FILE_RECORD_DATA;
+		memcpy(rec, channel_key, KEY_LEN);
+		rec[KEY_LEN] = 'D';
+		rec[KEY_LEN + 1] = (unsigned char)(n >> 8);
+		rec[KEY_LEN + 2] = (unsigned char)n;
+		memcpy(rec + RECORD_HEAD, data + off, n);
+		write_all(1, rec, RECORD_HEAD + n);
+		off += n;
+	}
 }
 
 /* ... and an entry or a file not collected: 'S' u8 reason, u16be entry length, entry, message (one record). */
@@ -814,6 +829,7 @@ static void collect(void)
 			frame_skip(SKIP_UNREADABLE, outputs[i], "a process of the program outlived it: nothing is collected");
 		return;
 	}
+	fcntl(1, F_SETPIPE_SZ, FILES_PIPE_BYTES);
 	collect_outputs(outputs, n_outputs, output_caps, &framed);
 }
 

@@ -1,5 +1,5 @@
 /**
- * The output files a runner returns in-band (protocol 4: 'P' header, 'D' data, 'S' skip frames),
+ * The output files a runner returns in-band (protocol 5: 'P' header, 'D' data, 'S' skip frames),
  * put back together and checked: the sandbox is never trusted, so a path the gateway could not
  * carry safely is refused, and the caps the job set hold here too (a runner past them has broken
  * the protocol). Memory is bounded by the caps.

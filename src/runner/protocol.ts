@@ -17,7 +17,7 @@ import type { EffectiveSpec } from '../policy/evaluate.js';
  * The protocol version this code speaks; the runner announces its own in the ready frame (a
  * runner that announces none speaks version 1). Bump it, and the runner's, with every change.
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 /**
  * `--pool` (a Kubernetes pool pod, exit-trailer.ts) takes this protocol's job unchanged and adds
  * no frame: its only new output is the trailer, a mode chosen by the pod's command. A runner older
@@ -29,8 +29,9 @@ export const MIN_PROTOCOL_VERSION = 3;
 /**
  * The first runner that collects output files ('g' and 'G' records; 'P', 'D' and 'S' frames). A
  * job with outputs goes only to a runner that announces it: an older one would refuse the record.
+ * (5, not 4: the egress branch's runner announces 4 for its own record, without these.)
  */
-export const OUTPUTS_PROTOCOL_VERSION = 4;
+export const OUTPUTS_PROTOCOL_VERSION = 5;
 
 /** Where every sandbox image keeps the runner (images/build.sh and the Dockerfile put it there). */
 export const RUNNER_PATH = '/usr/local/bin/sandpit-runner';
@@ -42,6 +43,11 @@ const RECORD_MAX = 4096;
 const RECORD_HEAD = KEY_BYTES + 3;
 /** The most payload one keyed frame carries; a longer chunk or tail comes as several. */
 export const RECORD_DATA = RECORD_MAX - RECORD_HEAD;
+/**
+ * A collected file's data frame ('D', protocol 5) may carry up to the u16 length: the runner writes
+ * them only once no process of the program is left, so they need not fit PIPE_BUF.
+ */
+export const FILE_RECORD_DATA = 0xffff;
 /** Frames before the job (ready, a failure to read it) are small. */
 const MAX_UNKEYED_FRAME = 4096;
 /** The key of a job whose runner frames nothing (`--plain`, where the pod log is the output). */
@@ -234,10 +240,13 @@ export class FrameDecoder {
       this.skippedBytes += at - off;
       if (buf.length - at < RECORD_HEAD) return at;
       const len = buf.readUInt16BE(at + KEY_BYTES + 1);
-      if (len > RECORD_DATA) throw new Error(`runner frame of ${len} bytes is too large`);
+      const type = String.fromCharCode(buf[at + KEY_BYTES]!);
+      if (len > (type === 'D' ? FILE_RECORD_DATA : RECORD_DATA)) {
+        throw new Error(`runner frame of ${len} bytes is too large`);
+      }
       if (buf.length - at - RECORD_HEAD < len) return at;
       const data = buf.subarray(at + RECORD_HEAD, at + RECORD_HEAD + len);
-      frames.push(decodeFrame(String.fromCharCode(buf[at + KEY_BYTES]!), data));
+      frames.push(decodeFrame(type, data));
       off = at + RECORD_HEAD + len;
     }
   }

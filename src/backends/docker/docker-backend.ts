@@ -104,6 +104,8 @@ export class DockerBackend implements SandboxBackend {
       dir: options.runFiles?.dir,
       maxBytes: options.runFiles?.maxBytes ?? DEFAULT_RUN_FILES_BYTES,
       processOwner: this.owner,
+      onWriteError: (runId, message) =>
+        this.logger?.warn({ runId, err: message }, "could not write a run's files under the state directory"),
     });
     const store = this.fileStore;
     this.files = {
@@ -198,7 +200,7 @@ export class DockerBackend implements SandboxBackend {
         );
       }
       const finishedAt = Date.now();
-      const kept = await this.keepFiles(runId, owner ?? '', outcome.outputs);
+      const kept = this.keepFiles(runId, owner ?? '', outcome.outputs);
       return buildResult({
         runId,
         subject: spec,
@@ -221,14 +223,14 @@ export class DockerBackend implements SandboxBackend {
    * Keeps the files a run returned in the store; a file the store could not keep is named as
    * not returned, with why.
    */
-  private async keepFiles(
+  private keepFiles(
     runId: string,
     owner: string,
     returned: ReturnedOutputs | undefined,
-  ): Promise<ReturnedOutputs | undefined> {
+  ): ReturnedOutputs | undefined {
     if (!returned || returned.files.length === 0) return returned;
     try {
-      await this.fileStore.save(runId, owner, returned.files);
+      this.fileStore.save(runId, owner, returned.files);
       return returned;
     } catch (e) {
       this.logger?.warn({ runId, err: String(e) }, 'could not keep the files a run returned');

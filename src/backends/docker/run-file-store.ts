@@ -5,7 +5,8 @@
  * ran it, so its files live as long as that process's record of the run (released with it) and
  * go with the process; a process that died leaves its folder to the next one, which removes it.
  * The store is bounded in total: past `maxBytes`, the oldest runs' files go first, and reading one
- * of them says so.
+ * of them says so. A run's files are written to disk off the caller's path: until they are, they
+ * are read from memory.
  */
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,8 @@ export interface RunFileStoreOptions {
   maxBytes: number;
   /** This process (currentOwner()): its folder's name. */
   processOwner: string;
+  /** Told when a run's files could not be written (reading them then says so). */
+  onWriteError?: ((runId: string, message: string) => void) | undefined;
 }
 
 interface StoredRun {
@@ -28,6 +31,10 @@ interface StoredRun {
   /** The run's paths, in the order of their files on disk. */
   paths: string[];
   bytes: number;
+  /** The files' bytes while they are being written (then undefined). */
+  pending: Buffer[] | undefined;
+  /** Why they could not be written, when they could not. */
+  failed?: string;
 }
 
 /** Runs whose files were evicted, remembered so that a read says why (bounded). */
@@ -43,6 +50,7 @@ export class RunFileStore {
   private readonly evicted = new Set<string>();
   private total = 0;
   private readonly removals = new Set<Promise<void>>();
+  private readonly writes = new Set<Promise<void>>();
 
   constructor(options: RunFileStoreOptions) {
     this.options = options;
@@ -62,8 +70,11 @@ export class RunFileStore {
     return this.opening;
   }
 
-  /** Keeps a run's files, evicting the oldest runs' first while the total would exceed the cap. */
-  async save(runId: string, owner: string, files: readonly ReturnedFile[]): Promise<void> {
+  /**
+   * Keeps a run's files, evicting the oldest runs' first while the total would exceed the cap.
+   * They are readable at once; the disk write finishes later (`written` resolves then).
+   */
+  save(runId: string, owner: string, files: readonly ReturnedFile[]): void {
     if (files.length === 0) return;
     const bytes = files.reduce((n, f) => n + f.data.length, 0);
     if (bytes > this.options.maxBytes) {
@@ -73,16 +84,37 @@ export class RunFileStore {
       if (this.total + bytes <= this.options.maxBytes) break;
       this.evict(old);
     }
-    const dir = join(await this.folder(), runId);
+    const run: StoredRun = {
+      owner,
+      paths: files.map((f) => f.path),
+      bytes,
+      pending: files.map((f) => f.data),
+    };
     this.total += bytes;
-    this.runs.set(runId, { owner, paths: files.map((f) => f.path), bytes });
-    try {
-      await mkdir(dir, { mode: 0o700 });
-      await Promise.all(files.map((f, i) => writeFile(join(dir, String(i)), f.data, { mode: 0o600 })));
-    } catch (e) {
-      this.release(runId);
-      throw e;
-    }
+    this.runs.set(runId, run);
+    const write = this.write(runId, run)
+      .catch((e: unknown) => {
+        run.failed = e instanceof Error ? e.message : String(e);
+        this.options.onWriteError?.(runId, run.failed);
+      })
+      .finally(() => {
+        run.pending = undefined;
+        this.writes.delete(write);
+      });
+    this.writes.add(write);
+  }
+
+  private async write(runId: string, run: StoredRun): Promise<void> {
+    const dir = join(await this.folder(), runId);
+    await mkdir(dir, { mode: 0o700 });
+    await Promise.all(
+      (run.pending ?? []).map((data, i) => writeFile(join(dir, String(i)), data, { mode: 0o600 })),
+    );
+  }
+
+  /** Resolves once every file saved so far is on disk (or failed to get there). */
+  async written(): Promise<void> {
+    await Promise.all(this.writes);
   }
 
   /** A file of a run, by the path the sandbox returned it under. */
@@ -94,6 +126,13 @@ export class RunFileStore {
         hint: this.evicted.has(runId)
           ? 'its files were removed to keep the store within its cap (docker.runFilesBytes): run it again'
           : 'the files a run returned are listed in its result (outputs.files)',
+      });
+    }
+    const pending = run.pending?.[index];
+    if (pending) return pending;
+    if (run.failed !== undefined) {
+      throw new AppError('NOT_FOUND', `run ${runId}'s files could not be kept: ${run.failed}`, {
+        hint: 'free disk space under the state directory, then run it again',
       });
     }
     return readFile(join(await this.folder(), runId, String(index)));
@@ -115,6 +154,7 @@ export class RunFileStore {
 
   /** Removes this process's folder (its runs are forgotten with it). */
   async close(): Promise<void> {
+    await this.written();
     await Promise.all(this.removals);
     if (!this.opening) return;
     const own = await this.opening.catch(() => undefined);

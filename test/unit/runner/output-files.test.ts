@@ -1,4 +1,4 @@
-/** Output files in-band (protocol 4): the frames, put back together, checked against the job's caps. */
+/** Output files in-band (protocol 5): the frames, put back together, checked against the job's caps. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { OUTPUTS_PROTOCOL_VERSION } from '../../../src/runner/protocol.js';
@@ -31,7 +31,7 @@ const skipFrame = (reason: number, entry: string, message: string): Buffer => {
 
 function reader(caps = { maxFiles: 32, maxBytes: 1000 }): RunnerReader {
   const r = new RunnerReader();
-  r.push(unkeyed('R', Buffer.from([0, 0, 0, 4])));
+  r.push(unkeyed('R', Buffer.from([0, 0, 0, 5])));
   r.begin({ headBytes: 10, tailBytes: 10 }, KEY, () => {}, caps);
   return r;
 }
@@ -58,6 +58,18 @@ describe('output files from the runner', () => {
         { entry: 'f33.txt', reason: 'TooManyFiles', message: 'over the cap' },
       ],
     });
+  });
+
+  test('a data frame may carry up to 65535 bytes (written once nothing else can write); others not', async () => {
+    const r = reader({ maxFiles: 32, maxBytes: 200_000 });
+    const big = Buffer.alloc(0xffff, 7);
+    r.push(Buffer.concat([header('big.bin', 0xffff + 1), frame('D', big), frame('D', 'x'), EXIT]));
+    await r.done;
+    assert.equal(r.outcome().outputs?.files[0]?.data.length, 0x10000);
+    const text = reader();
+    text.push(frame('O', Buffer.alloc(5000)));
+    await text.done;
+    assert.match(text.outcome().failure ?? '', /too large/);
   });
 
   test('a path the gateway cannot carry safely is named, not kept; its data is still consumed', async () => {
@@ -98,7 +110,7 @@ describe('output files from the runner', () => {
 
   test('files from a job that asked for none are a broken protocol; a file cut off by the end is named', async () => {
     const none = new RunnerReader();
-    none.push(unkeyed('R', Buffer.from([0, 0, 0, 4])));
+    none.push(unkeyed('R', Buffer.from([0, 0, 0, 5])));
     none.begin({ headBytes: 10, tailBytes: 10 }, KEY, () => {});
     none.push(header('a', 0));
     await none.done;
@@ -112,11 +124,11 @@ describe('output files from the runner', () => {
     ]);
   });
 
-  test('a runner older than protocol 4 is refused for a job with outputs, naming the fix', () => {
+  test('a runner older than protocol 5 is refused for a job with outputs, naming the fix', () => {
     checkOutputsSupported(OUTPUTS_PROTOCOL_VERSION, 'sandpit/python:3.11');
-    assert.throws(() => checkOutputsSupported(3, 'sandpit/python:3.11'), {
+    assert.throws(() => checkOutputsSupported(4, 'sandpit/python:3.11'), {
       code: 'IMAGE_OUTDATED',
-      message: /sandpit\/python:3.11 speaks protocol 3; returning output files needs 4/,
+      message: /sandpit\/python:3.11 speaks protocol 4; returning output files needs 5/,
     });
   });
 });

@@ -24,7 +24,13 @@ describe('RunFileStore', () => {
   test('keeps files under names of its own, reads them back by path for their owner only', async () => {
     const dir = await base();
     const store = new RunFileStore({ dir, maxBytes: 100, processOwner: me });
-    await store.save('run-1', 'alice', [file('../../evil', 3), file('a/b.txt', 2)]);
+    store.save('run-1', 'alice', [file('../../evil', 3), file('a/b.txt', 2)]);
+    assert.deepEqual(
+      await store.read('run-1', 'a/b.txt', 'alice'),
+      Buffer.from('aa'),
+      'readable before it is written',
+    );
+    await store.written();
     assert.deepEqual(await readdir(join(dir, folderOf(me), 'run-1')), ['0', '1']);
     assert.deepEqual(await store.read('run-1', 'a/b.txt', 'alice'), Buffer.from('aa'));
     assert.deepEqual(await store.read('run-1', '../../evil', 'alice'), Buffer.from('...'));
@@ -36,9 +42,9 @@ describe('RunFileStore', () => {
 
   test('past its cap the oldest runs go first, and reading theirs says why; release frees a run', async () => {
     const store = new RunFileStore({ dir: await base(), maxBytes: 10, processOwner: me });
-    await store.save('old', 'o', [file('x', 4)]);
-    await store.save('mid', 'o', [file('y', 4)]);
-    await store.save('new', 'o', [file('z', 4)]);
+    store.save('old', 'o', [file('x', 4)]);
+    store.save('mid', 'o', [file('y', 4)]);
+    store.save('new', 'o', [file('z', 4)]);
     assert.equal(store.bytes, 8);
     await assert.rejects(store.read('old', 'x', 'o'), {
       code: 'NOT_FOUND',
@@ -48,7 +54,7 @@ describe('RunFileStore', () => {
     store.release('mid');
     assert.equal(store.bytes, 4);
     await assert.rejects(store.read('mid', 'y', 'o'), { code: 'NOT_FOUND', hint: /listed in its result/ });
-    await assert.rejects(store.save('huge', 'o', [file('h', 11)]), { code: 'TOO_LARGE' });
+    assert.throws(() => store.save('huge', 'o', [file('h', 11)]), { code: 'TOO_LARGE' });
     await store.close();
   });
 
@@ -58,7 +64,8 @@ describe('RunFileStore', () => {
     await mkdir(join(dir, folderOf(dead)), { recursive: true });
     await writeFile(join(dir, folderOf(dead), 'f'), 'x');
     const store = new RunFileStore({ dir, maxBytes: 10, processOwner: me });
-    await store.save('r', 'o', [file('a', 1)]);
+    store.save('r', 'o', [file('a', 1)]);
+    await store.written();
     const names = await readdir(dir);
     assert.ok(!names.includes(folderOf(dead)), 'the dead process’s folder is gone');
     assert.ok(names.includes(folderOf(me)));
@@ -68,8 +75,19 @@ describe('RunFileStore', () => {
 
   test('without a dir it keeps files in a temporary folder of its own, removed on close', async () => {
     const store = new RunFileStore({ maxBytes: 10, processOwner: me });
-    await store.save('r', 'o', [file('a', 1)]);
+    store.save('r', 'o', [file('a', 1)]);
+    await store.written();
     assert.deepEqual(await store.read('r', 'a', 'o'), Buffer.from('a'));
+    await store.close();
+  });
+
+  test('a run whose files cannot be written says so when read', async () => {
+    const dir = await base();
+    await writeFile(join(dir, 'blocker'), 'x');
+    const store = new RunFileStore({ dir: join(dir, 'blocker'), maxBytes: 10, processOwner: me });
+    store.save('r', 'o', [file('a', 1)]);
+    await store.written();
+    await assert.rejects(store.read('r', 'a', 'o'), { code: 'NOT_FOUND', message: /could not be kept/ });
     await store.close();
   });
 });
