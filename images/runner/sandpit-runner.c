@@ -833,6 +833,90 @@ static void collect(void)
 	collect_outputs(outputs, n_outputs, output_caps, &framed);
 }
 
+/*
+ * --plain and --pool (protocol 5): the collected files go into the pod log, after the program's
+ * output and before a pool pod's trailer, as one block of text lines (src/runner/files-block.ts):
+ * "\n" RS "sandpit-files", then per file RS "F <size> <base64 path>" and its bytes in base64, 76
+ * characters a line, per skip RS "S <reason> <base64 entry> <base64 message>", then RS "sandpit-files-end".
+ */
+static char log_buf[65536];
+static size_t log_len;
+
+static void log_flush(void)
+{
+	write_all(1, log_buf, log_len);
+	log_len = 0;
+}
+
+static void log_put(const char *p, size_t n)
+{
+	while (n > 0) {
+		size_t k = n < sizeof log_buf - log_len ? n : sizeof log_buf - log_len;
+		memcpy(log_buf + log_len, p, k);
+		log_len += k;
+		p += k;
+		n -= k;
+		if (log_len == sizeof log_buf)
+			log_flush();
+	}
+}
+
+/* Base64; `wrap`: in lines of 76 characters, the last one ended too. */
+static void log_base64(const unsigned char *p, size_t n, int wrap)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t col = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+		char q[4] = {abc[v >> 18 & 63], abc[v >> 12 & 63], i + 1 < n ? abc[v >> 6 & 63] : '=',
+			     i + 2 < n ? abc[v & 63] : '='};
+		log_put(q, 4);
+		col += 4;
+		if (wrap && col == 76 && i + 3 < n) {
+			log_put("\n", 1);
+			col = 0;
+		}
+	}
+	if (wrap && n)
+		log_put("\n", 1);
+}
+
+static void log_file(const char *path, const char *data, size_t len)
+{
+	char head[64];
+	int n = snprintf(head, sizeof head, "\x1e" "F %zu ", len);
+	log_put(head, (size_t)n);
+	log_base64((const unsigned char *)path, strlen(path), 0);
+	log_put("\n", 1);
+	log_base64((const unsigned char *)data, len, 1);
+}
+
+static void log_skip(enum skip_reason reason, const char *entry, const char *message)
+{
+	char head[16];
+	int n = snprintf(head, sizeof head, "\x1e" "S %d ", (int)reason);
+	log_put(head, (size_t)n);
+	log_base64((const unsigned char *)entry, strlen(entry), 0);
+	log_put(" ", 1);
+	log_base64((const unsigned char *)message, strlen(message), 0);
+	log_put("\n", 1);
+}
+
+/* Collects the job's outputs into the pod log (plain and pool modes), once nothing of the program is left. */
+static void collect_into_log(void)
+{
+	static const struct output_sink logged = {log_file, log_skip};
+	static const char start[] = "\n\x1e" "sandpit-files\n", end[] = "\x1e" "sandpit-files-end\n";
+	log_put(start, sizeof start - 1);
+	if (program_gone())
+		collect_outputs(outputs, n_outputs, output_caps, &logged);
+	else
+		for (int i = 0; i < n_outputs; i++)
+			log_skip(SKIP_UNREADABLE, outputs[i], "a process of the program outlived it: nothing is collected");
+	log_put(end, sizeof end - 1);
+	log_flush();
+}
+
 /* --pool: the exit trailer, the last write on stdout (src/runner/exit-trailer.ts). */
 static void write_trailer(const char *json, size_t len)
 {
@@ -865,6 +949,8 @@ static int report(struct run *r, long long oom_before)
 			die_frame("a process of the program outlived it: its output is not shown");
 		write_plain_tail(&r->streams[0], 1);
 		write_plain_tail(&r->streams[1], 2);
+		if (n_outputs)
+			collect_into_log();
 	} else {
 		send_tail(&r->streams[0]);
 		send_tail(&r->streams[1]);
