@@ -72,6 +72,8 @@ static const char *size_text(uint64_t bytes, char *buf, size_t len)
 {
 	if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
 		snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes >> 20));
+	else if (bytes >= (1u << 10) && bytes % (1u << 10) == 0)
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(bytes >> 10));
 	else
 		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
 	return buf;

@@ -12,7 +12,7 @@ import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { Executions, type ExecutionContext } from '../executions.js';
-import { runOutputsOf } from '../run-outputs.js';
+import { runOutputsOf } from '../../runner/run-outputs.js';
 import type { ReturnedOutputs } from '../../runner/output-files.js';
 import type { LostSession } from '../sessions.js';
 import type {

@@ -19,6 +19,8 @@ import {
   type SandboxRunStatus,
 } from '../../api/v1alpha1/sandboxrun.js';
 import { isNotFound } from '../../kube/errors.js';
+import { keepRunFiles } from './keep-files.js';
+import type { EffectiveOutputs } from '../../policy/evaluate.js';
 import type { Store } from '../../kube/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Policy } from '../../policy/policy.js';
@@ -34,11 +36,13 @@ import { evaluateRun, type RunVerdict } from './evaluate-run.js';
 import { reportTransition, type ReportDeps } from './report.js';
 import {
   ensureRunChildren,
+  filesReadOf,
   NOTHING_SEEN,
   observeRunPod,
   type Observed,
   type RunChildrenDeps,
 } from './run-children.js';
+import type { FilesRead } from './read-output.js';
 import { runRef } from './run-ref.js';
 import { serveWarm, type WarmServe } from './serve-warm.js';
 import { claimRunPod, deleteUnstartedClaims, followPoolPod, warmEndView } from './warm-run.js';
@@ -177,7 +181,8 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   if (warm && !serve && !p.cancel && noJobArrived(pod))
     return serveAgain(deps, p, pod, pod.terminated?.failure ?? '');
   if (!warm) countCold(deps, run, pod, firstSeen);
-  const status = statusOf(p, observed, podName);
+  const outputs = await keepRunFiles(deps.kube, p.run.ref, askedOutputs(p), observed);
+  const status = statusOf(p, { ...observed, outputs }, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
   if (serve) tookResult(deps, p, serve, firstSeen);
   await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
@@ -187,6 +192,10 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   const stopped = await stopPod(deps, run.ref, warm ? 'delete' : 'keep', podName);
   return { requeueAfterMs: earliest(after, stopped) };
 }
+
+/** The files an allowed run asked for. */
+const askedOutputs = (p: Pass): EffectiveOutputs | undefined =>
+  p.verdict.allowed ? p.verdict.effective.outputs : undefined;
 
 /** A cold run whose pod this pass made: its acquire time. */
 function countCold(deps: ReconcileDeps, run: RunView, pod: PodView | undefined, firstSeen: number): void {
@@ -224,7 +233,7 @@ function tookResult(deps: ReconcileDeps, p: Pass, serve: WarmServe, firstSeen: n
 /** The run's status from what this pass observed (computeStatus, whichever pod serves it). */
 function statusOf(
   p: Pass,
-  observed: Observed & Pick<StatusInput, 'served'>,
+  observed: Observed & Pick<StatusInput, 'served' | 'outputs'>,
   podName: string,
 ): SandboxRunStatus {
   const { run, verdict } = p;
@@ -288,6 +297,7 @@ async function startWarm(
     key: channelKey,
     outputBytes: verdict.effective.limits.outputBytes,
     limits: deps.output,
+    files: filesReadOf(verdict.effective),
     jobStart: jobStart.then(() => undefined),
     onSettled: () => deps.requeue(key),
     now: deps.now,
@@ -379,10 +389,12 @@ function observeChildren(deps: ReconcileDeps, p: Pass, podName: string): Promise
   const result = serve?.settled;
   if (serve && result?.state === 'done') {
     const pod = warmEndView(serve.pod, result, run.status.startTime);
-    return Promise.resolve({ ...NOTHING_SEEN, pod, output: result.output });
+    return Promise.resolve({ ...NOTHING_SEEN, pod, output: result.output, files: result.files });
   }
-  if (p.cancel) return observeForCancel(deps, run, podName);
-  if (run.status.served === 'warm' && run.status.podName) return followPoolPod(deps, run.ref, podName);
+  const files = filesReadOf(verdict.effective);
+  if (p.cancel) return observeForCancel(deps, run, { name: podName, files });
+  if (run.status.served === 'warm' && run.status.podName)
+    return followPoolPod(deps, run.ref, { name: podName, files });
   return ensureRunChildren(
     deps,
     { ...run.ref, podRecorded: run.status.podName !== undefined },
@@ -392,10 +404,15 @@ function observeChildren(deps: ReconcileDeps, p: Pass, podName: string): Promise
 }
 
 /** Cancelling: the pod's result if it already finished (the program won the race), else nothing. */
-async function observeForCancel(deps: ReconcileDeps, run: RunView, podName: string): Promise<Observed> {
-  const pod = deps.pods.get(run.ref.namespace, podName);
+async function observeForCancel(
+  deps: ReconcileDeps,
+  run: RunView,
+  serving: { name: string; files: FilesRead | undefined },
+): Promise<Observed> {
+  const pod = deps.pods.get(run.ref.namespace, serving.name);
   const poolPod = run.status.served === 'warm';
-  if (pod && isPodFinished(observePod(pod))) return observeRunPod(deps, run.ref, pod, poolPod);
+  if (pod && isPodFinished(observePod(pod)))
+    return observeRunPod(deps, run.ref, pod, { poolPod, files: serving.files });
   return NOTHING_SEEN;
 }
 

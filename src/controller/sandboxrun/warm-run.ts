@@ -27,6 +27,7 @@ import { RUNNER_FAILED_EXIT } from './compute-status.js';
 import { NOTHING_SEEN, observeRunPod, type Observed, type RunChildrenDeps } from './run-children.js';
 import { runChildMeta, runPodLabels, runPodSelector } from './run-ref.js';
 import type { WarmResult } from './serve-warm.js';
+import type { FilesRead } from './read-output.js';
 
 export interface WarmDeps extends RunChildrenDeps {
   metrics: OperatorMetrics;
@@ -127,8 +128,12 @@ export function warmEndView(
  * A run served warm that no serve here follows (a new leader, or an attach lost): its pool pod,
  * read like a cold run's (its termination report, and its log without the trailer).
  */
-export async function followPoolPod(deps: WarmDeps, run: ObjectRef, podName: string): Promise<Observed> {
-  const pod = deps.pods.get(run.namespace, podName) ?? (await deps.kube.getPod(run.namespace, podName));
-  if (!pod || !isControlledBy(pod, run)) return { ...NOTHING_SEEN, podLost: true };
-  return observeRunPod(deps, run, pod, true);
+export async function followPoolPod(
+  deps: WarmDeps,
+  run: ObjectRef,
+  pod: { name: string; files: FilesRead | undefined },
+): Promise<Observed> {
+  const found = deps.pods.get(run.namespace, pod.name) ?? (await deps.kube.getPod(run.namespace, pod.name));
+  if (!found || !isControlledBy(found, run)) return { ...NOTHING_SEEN, podLost: true };
+  return observeRunPod(deps, run, found, { poolPod: true, files: pod.files });
 }

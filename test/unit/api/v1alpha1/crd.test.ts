@@ -144,6 +144,7 @@ describe('the SandboxRun CRD', () => {
       'message',
       'observedGeneration',
       'output',
+      'outputs',
       'phase',
       'podName',
       'pool',

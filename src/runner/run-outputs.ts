@@ -6,7 +6,7 @@
 import { MEDIA_HEAD_BYTES } from '../api/media.js';
 import { buildRunOutputs, type RunOutputs } from '../api/outputs.js';
 import type { EffectiveOutputs } from '../policy/evaluate.js';
-import type { ReturnedOutputs } from '../runner/output-files.js';
+import type { ReturnedOutputs } from './output-files.js';
 
 const NOT_COLLECTED = 'the sandbox ended before its files were collected';
 
