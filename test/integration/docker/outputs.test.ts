@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { RunResult } from '../../../src/api/run.js';
 import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import { makeBackend, POOLS_ON, runId, spec } from '../../support/docker.js';
+import { makeBackend, POOLS_ON, runId, spec, testTemplates } from '../../support/docker.js';
 import type { RunRequestInput } from '../../../src/api/run.js';
 
 const MiB = 1024 ** 2;
@@ -22,7 +22,10 @@ after(() => backend.close());
 
 async function run(request: RunRequestInput): Promise<{ result: RunResult; id: string }> {
   const id = runId('out');
-  const execution = backend.start(spec(request), { runId: id, owner: OWNER.id });
+  const execution = backend.start(spec(request, { templates: testTemplates() }), {
+    runId: id,
+    owner: OWNER.id,
+  });
   const result = await execution.result;
   await execution.cleanedUp;
   return { result, id };
