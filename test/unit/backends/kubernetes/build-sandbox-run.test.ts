@@ -48,6 +48,7 @@ const FULL: RunRequestInput = {
   resources: { cpu: '500m', memory: '256m', pids: 64, ephemeralStorage: '32Mi' },
   timeoutSeconds: 20,
   runtime: 'kata',
+  outputs: ['*.png', '/etc/passwd', 'out/*.csv'],
 };
 
 describe('buildSandboxRun', () => {
@@ -99,6 +100,7 @@ describe('buildSandboxRun', () => {
       timeoutSeconds: 20,
       network: { egress: 'none' },
       runtimeClassName: 'kata',
+      outputs: ['*.png', 'out/*.csv', '/etc/passwd'],
       ttlSecondsAfterFinished: 600,
       pendingTimeoutSeconds: 120,
     });
@@ -126,6 +128,7 @@ describe('buildSandboxRun', () => {
     ['a bare argv run', { image: 'sandpit/bash:5', command: ['sh', '-c', 'echo hi'] }],
     ['a c run (its argv is a compile-then-run script)', { template: 'c', code: 'int main(){return 0;}' }],
     ['limits at their defaults', { template: 'node', code: 'console.log(1)' }],
+    ["a template's default outputs", { template: 'python-data', code: 'print(1)' }],
   ];
   for (const [name, request] of roundTrips) {
     test(`the operator's admission reaches the same effective spec: ${name}`, () => {
@@ -143,4 +146,11 @@ describe('buildSandboxRun', () => {
     const spec = effective(FULL);
     assert.deepEqual(buildSandboxRun(spec, OPTIONS), buildSandboxRun(spec, OPTIONS));
   });
+});
+
+test("outputs are always written: a template's default resolved, none as []", () => {
+  const data = buildSandboxRun(effective({ template: 'python-data', code: 'print(1)' }), OPTIONS);
+  assert.deepEqual(data.spec.outputs, ['*.png', '*.jpg', '*.svg']);
+  const none = buildSandboxRun(effective({ template: 'python-data', code: '', outputs: [] }), OPTIONS);
+  assert.deepEqual(none.spec.outputs, []);
 });
