@@ -184,7 +184,7 @@ describe('output files through the Kubernetes backend (sandpit serve, MCP over S
     const total = await runCode(
       'python',
       [
-        `open("a.bin", "wb").write(b"a" * ${600 * KiB})`,
+        `open("a.bin", "wb").write(bytes(range(256)) * ${(600 * KiB) / 256})`,
         `open("b.bin", "wb").write(b"b" * ${600 * KiB})`,
         'open("c.bin", "wb").write(b"c\\n")',
       ].join('\n'),
