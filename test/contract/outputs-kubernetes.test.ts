@@ -2,7 +2,8 @@
 // sandbox.backend: kubernetes and a real operator process. A python-data plot comes back to the
 // SDK's real client as image content and a CSV as a resource link; the operator keeps them in a
 // ConfigMap the run owns, so a restarted gateway (or any replica) still serves resources/read.
-// The caps (a ConfigMap's 960 KiB in all on Kubernetes) and confinement are named in the result.
+// The caps (a ConfigMap's 960 KiB in all on Kubernetes) and confinement are named in the result;
+// a warm run (a pool pod of its shape) returns its files over the attach.
 // With SANDPIT_TEST_IMAGE_REPO the runs use that repository's images (a worktree's own runner).
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
@@ -25,10 +26,18 @@ import {
   stopSuite,
   type Suite,
 } from '../integration/kubernetes/operator-harness.js';
-import { testTemplates } from '../support/docker.js';
+import { specWith, testTemplates } from '../support/docker.js';
 import { withCluster } from '../support/kube/index.js';
 import { bindGatewayRbac } from './kube-gateway.js';
-import { CONTRACT_SANDBOX_CONFIG } from './target.js';
+import { CONTRACT_SANDBOX_CONFIG, OUTPUT_BYTES } from './target.js';
+import { createPolicy } from '../../src/policy/policy.js';
+import { WRITE_PNG } from '../e2e/outputs-scenarios.js';
+import {
+  createPool,
+  deletePool,
+  poolSpecFor,
+  waitPoolReady,
+} from '../integration/kubernetes/pool-harness.js';
 
 const KiB = 1024;
 const REPO = process.env.SANDPIT_TEST_IMAGE_REPO;
@@ -234,6 +243,37 @@ describe('output files through the Kubernetes backend (sandpit serve, MCP over S
       outputs.files.map((f) => f.path),
       ['alias.txt'],
     );
+  });
+
+  it('a warm run (a pool pod of its shape) returns its files the same way, over the attach', async () => {
+    const policy = createPolicy({
+      imageAllowlist: SANDBOX.imageAllowlist,
+      allowedRuntimes: [],
+      ceilings: { outputBytes: OUTPUT_BYTES, timeoutSeconds: SANDBOX.timeoutSeconds },
+    });
+    const shape = specWith({ template: 'python', image: imageOf('python'), code: 'pass' }, policy);
+    await createPool(suite.cluster, suite.ns, 'outputs', poolSpecFor(shape, { replicas: 1 }));
+    await waitPoolReady(suite.cluster, suite.ns, 'outputs', 1, 120_000);
+    const { runId, result, structured, outputs } = await runCode(
+      'python',
+      `${WRITE_PNG('plot.png')}\nopen("data.csv", "w").write("x\\n1\\n")\nprint("warm")`,
+      ['plot.png', 'data.csv', 'missing.txt'],
+    );
+    await deletePool(suite.cluster, suite.ns, 'outputs');
+    assert.equal(structured.served, 'warm');
+    assert.equal(structured.stdout, 'warm\n', 'neither the files block nor the trailer is output');
+    assert.deepEqual(
+      outputs.files.map((f) => [f.path, f.delivery]),
+      [
+        ['plot.png', 'image'],
+        ['data.csv', 'link'],
+      ],
+    );
+    assert.equal(skipOf(outputs, 'missing.txt')?.reason, 'NoMatch');
+    assert.equal(result.content.filter((c) => c.type === 'image').length, 1);
+    const uri = `sandpit://runs/${runId}/files/data.csv`;
+    const read = await conn.client.readResource({ uri });
+    assert.deepEqual(read.contents, [{ uri, mimeType: 'text/csv', text: 'x\n1\n' }]);
   });
 
   it('a restarted gateway serves the files from the ConfigMap: resources/read, REST, get_run', async () => {
