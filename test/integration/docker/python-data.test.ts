@@ -7,7 +7,12 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { RunResult } from '../../../src/api/run.js';
 import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import { makeBackend, runToEnd } from '../../support/docker.js';
+import type { RunRequestInput } from '../../../src/api/run.js';
+import { makeBackend, runToEnd, testTemplates } from '../../support/docker.js';
+
+/** A run on the built-in templates, or on SANDPIT_TEST_IMAGE_REPO's images of them. */
+const run = (request: RunRequestInput): Promise<RunResult> =>
+  runToEnd(backend, request, { templates: testTemplates() });
 
 let backend: DockerBackend;
 before(async () => {
@@ -18,7 +23,7 @@ after(() => backend.close());
 const paths = (r: RunResult) => r.outputs?.files.map((f) => [f.path, f.mimeType, f.delivery]);
 
 test('by default: top-level *.png, *.jpg and *.svg, each an image; nothing else, nothing deeper', async () => {
-  const r = await runToEnd(backend, {
+  const r = await run({
     template: 'python-data',
     code: [
       'import os, matplotlib.pyplot as plt',
@@ -39,7 +44,7 @@ test('by default: top-level *.png, *.jpg and *.svg, each an image; nothing else,
 });
 
 test('a figure shown with plt.show(), and one never closed, are saved and returned; a saved one only once', async () => {
-  const r = await runToEnd(backend, {
+  const r = await run({
     template: 'python-data',
     code: [
       'import matplotlib.pyplot as plt',
@@ -57,13 +62,13 @@ test('a figure shown with plt.show(), and one never closed, are saved and return
 });
 
 test('a program that fails after plotting still returns its figure; asked outputs replace the default', async () => {
-  const failed = await runToEnd(backend, {
+  const failed = await run({
     template: 'python-data',
     code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2])\nraise SystemExit(2)',
   });
   assert.equal(failed.exitCode, 2);
   assert.deepEqual(paths(failed), [['figure_1.png', 'image/png', 'image']]);
-  const asked = await runToEnd(backend, {
+  const asked = await run({
     template: 'python-data',
     code: 'import pandas as pd\npd.DataFrame({"a": [1]}).to_csv("t.csv")\nopen("x.png", "wb").write(b"no")',
     outputs: ['t.csv'],
@@ -72,6 +77,6 @@ test('a program that fails after plotting still returns its figure; asked output
 });
 
 test('the other templates collect nothing unless asked', async () => {
-  const r = await runToEnd(backend, { template: 'python', code: 'open("p.png", "wb").write(b"x")' });
+  const r = await run({ template: 'python', code: 'open("p.png", "wb").write(b"x")' });
   assert.equal(r.outputs, undefined);
 });
