@@ -38,17 +38,22 @@ export function report(title: string, series: Series[], baseline: string): Retur
   return rows;
 }
 
-/** Runs each path once per round, rotating the starting path, so load changes hit every path alike. */
+/**
+ * Runs each path once per round, rotating the starting path, so load changes hit every path alike.
+ * `before`, when given, runs untimed before each timed call (e.g. waiting for a pool to refill).
+ */
 export async function interleaved(
   rounds: number,
   paths: Record<string, () => Promise<void>>,
   warmup = 2,
+  before?: () => Promise<void>,
 ): Promise<Series[]> {
   const names = Object.keys(paths);
   const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (let round = -warmup; round < rounds; round++) {
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + Math.max(round, 0)) % names.length]!;
+      await before?.();
       const t0 = performance.now();
       await paths[name]!();
       const ms = performance.now() - t0;

@@ -5,7 +5,7 @@
 #   debootstrap --variant=minbase bookworm        -> cached base rootfs (once)
 #   copy base + chroot setup-rootfs.sh PACKAGES   -> docker import  sandpit/rootfs:<template>
 #   docker build (legacy builder, FROM that)      -> sandpit/<template>:<version>
-#        COPY sandpit-runner, ENV, USER, WORKDIR, LABELs
+#        COPY sandpit-runner, the template's setup.sh (RUN, when it has one), ENV, USER, WORKDIR, LABELs
 #
 # Every stage is keyed by a hash of its inputs, so a rebuild after only the runner source
 # changed redoes just the last, small layer. See --help and images/README.md.
@@ -27,13 +27,14 @@ LABEL_MANAGED=sandpit.dev/managed-by
 LABEL_TEMPLATE=sandpit.dev/template
 LABEL_BUILD_HASH=sandpit.dev/build-hash
 LABEL_ROOTFS_HASH=sandpit.dev/rootfs-hash
-TEMPLATES=(python node bash c rust)
+TEMPLATES=(python python-data node bash c rust)
 
 # Tags per template; the first is the canonical one (DESIGN §4a). python:3.11 lets the seed's
 # examples run verbatim.
 template_tags() {
   case $1 in
     python) echo "sandpit/python:3.11 python:3.11" ;;
+    python-data) echo "sandpit/python-data:3.11" ;;
     node) echo "sandpit/node:18" ;;
     bash) echo "sandpit/bash:5" ;;
     c) echo "sandpit/c:12" ;;
@@ -56,10 +57,10 @@ usage: images/build.sh [--force] [--no-cache] [TEMPLATE...]
 Builds the sandbox images from Debian 12 packages (no registry needed) and tags them:
   python  sandpit/python:3.11 (also python:3.11)    node  sandpit/node:18
   bash    sandpit/bash:5                            c     sandpit/c:12
-  rust    sandpit/rust:1
+  rust    sandpit/rust:1                            python-data  sandpit/python-data:3.11
 With no TEMPLATE, builds all of them. An image whose build-hash label matches its inputs
-(this script, setup-rootfs.sh, the template's package list, the runner's sources) is
-skipped. Needs a running engine: scripts/docker-engine.sh up.
+(this script, setup-rootfs.sh, the template's package list and setup.sh, the runner's sources)
+is skipped. Needs a running engine: scripts/docker-engine.sh up.
 
 options:
   --force      rebuild the named images even when up to date (re-runs the package install
@@ -111,11 +112,15 @@ rootfs_key() {
   } | sha
 }
 
+# A template's own setup step, run in its final layer (images/<template>/setup.sh), when it has one.
+template_setup() { [[ -f $IMAGES_DIR/$1/setup.sh ]] && echo "$IMAGES_DIR/$1/setup.sh"; return 0; }
+
 # The build-hash label: every input of the final image.
 build_hash() {
   {
     rootfs_key "$1"
     file_sha "$SELF"
+    file_sha "$(template_setup "$1")"
     runner_sha
     template_tags "$1"
     template_cmd "$1"
@@ -306,6 +311,11 @@ build_final() {
     if [[ -n $runner ]]; then
       cp "$runner" "$ctx/sandpit-runner"
       echo "COPY sandpit-runner /usr/local/bin/sandpit-runner"
+    fi
+    if [[ -n $(template_setup "$t") ]]; then
+      cp "$(template_setup "$t")" "$ctx/setup.sh"
+      echo "COPY setup.sh /tmp/sandpit-setup/setup.sh"
+      echo "RUN sh /tmp/sandpit-setup/setup.sh && rm -rf /tmp/sandpit-setup"
     fi
     echo "ENV LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/sandbox"
     echo "WORKDIR /workspace"

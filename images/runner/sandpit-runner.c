@@ -35,11 +35,17 @@
  *       no ulimits of their own)
  *   'n' no network: refuse the job if any interface but lo exists (egress none must fail closed,
  *       e.g. on a cluster that does not enforce NetworkPolicy)
+ *   'g' an outputs entry, a workspace path or glob (repeatable; protocol 5, outputs.c)
+ *   'G' u32be most files, u32be most bytes: the caps of what the outputs entries collect
  *   Protocol 2's job, "SPJ1" u32be:len records..., is still taken; its frames then carry no key.
  * Frames (stdout) after the job: key[16] u8:type u16be:len bytes, RECORD_MAX bytes at most
  *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + the next piece of the last bytes kept
  *   'X' exit: JSON {exitCode, signal, timedOut, oomKilled, stdoutBytes, stderrBytes, durationMs}
  *   'F' failure of the runner itself: text (the job never ran)
+ *   Protocol 5, before 'X', once the program and whatever it left are gone (only when the job has
+ *   'g' records): for each file collected, 'P' u32be size + its workspace path, then its bytes in
+ *   'D' frames (up to 65535 bytes each: no other writer is left by then); for each entry or file not collected, 'S' u8 reason (outputs.h), u16be entry
+ *   length, the entry, and what happened.
  * Before the job (and in protocol 2): u8:type u32be:len bytes
  *   'R' ready: u32be protocol version (PROTOCOL_VERSION; src/runner/protocol.ts must accept it)
  *
@@ -67,6 +73,7 @@
  * without it refuses `--pool` with its usage (exit 2), which the pod's status shows.
  */
 #define _GNU_SOURCE
+#include "outputs.h"
 #include "program.h"
 
 #include <errno.h>
@@ -91,14 +98,20 @@
 #define MAX_JOB (256u << 20)
 #define MAX_ARGS 1024
 #define MAX_ENV 512
+#define MAX_OUTPUTS 64
 #define CODE_FD 3
 /* Bump with every change to the job or frame format, together with src/runner/protocol.ts. */
-#define PROTOCOL_VERSION 3u
+#define PROTOCOL_VERSION 5u
 #define KEY_LEN 16
 /* PIPE_BUF: a pipe takes a write of at most this size in one piece, never mixed with another's. */
 #define RECORD_MAX 4096
 #define RECORD_HEAD (KEY_LEN + 3)
 #define RECORD_DATA (RECORD_MAX - RECORD_HEAD)
+/* A collected file's data records: once no process of the program is left, nothing else writes
+   to our stdout, so they need not fit PIPE_BUF; larger ones cross the engine's pipes faster. */
+#define FILE_RECORD_DATA (65535u)
+/* The stdout pipe size asked for while files go out (as session mode's; best effort). */
+#define FILES_PIPE_BYTES (1 << 20)
 /* --pool: how long a job may take to arrive once its first byte has. */
 #define POOL_JOB_MS 10000
 
@@ -120,6 +133,10 @@ static int have_stdin;
 static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail, open_files;
 static unsigned long long file_size; /* 0: leave RLIMIT_FSIZE as it is */
 static int no_network;
+/* Protocol 5: the outputs entries to collect once the program is gone, and their caps. */
+static char *outputs[MAX_OUTPUTS];
+static int n_outputs;
+static struct output_caps output_caps = {32, 16u << 20};
 static int plain;
 /* --pool: plain, plus the exit trailer; job_read once the whole job is in (a failure then gets a trailer). */
 static int pool, job_read;
@@ -416,6 +433,17 @@ static void parse_job(char *buf, size_t len, int write_files)
 		case 'n':
 			no_network = 1;
 			break;
+		case 'g':
+			if (n_outputs >= MAX_OUTPUTS)
+				die_frame("too many outputs entries");
+			outputs[n_outputs++] = dupstr(p, n);
+			break;
+		case 'G':
+			if (n != 8)
+				die_frame("bad outputs caps record");
+			output_caps.max_files = be32((unsigned char *)p);
+			output_caps.max_bytes = be32((unsigned char *)p + 4);
+			break;
 		default:
 			die_frame("unknown job record type 0x%02x", (unsigned char)type);
 		}
@@ -646,7 +674,7 @@ struct run {
 	struct stream streams[2];
 	int status, exited, timed_out, open_streams;
 	int watch_stdin; /* its end means the owner is gone */
-	long long started, deadline;
+	long long started, deadline, ended;
 };
 
 static void read_stream(struct run *r, int i)
@@ -734,6 +762,161 @@ static void write_plain_tail(struct stream *s, int fd)
 	free(out);
 }
 
+/* Protocol 5: a collected file is 'P' u32be size + path, then its bytes in 'D' frames of up to
+   FILE_RECORD_DATA bytes (written only once no process of the program is left). */
+static void frame_file(const char *path, const char *data, size_t len)
+{
+	unsigned char head[4 + 1024];
+	size_t plen = strlen(path);
+	if (plen > 1024)
+		return; /* outputs.c returns no such path */
+	head[0] = (unsigned char)(len >> 24);
+	head[1] = (unsigned char)(len >> 16);
+	head[2] = (unsigned char)(len >> 8);
+	head[3] = (unsigned char)len;
+	memcpy(head + 4, path, plen);
+	frame('P', head, 4 + plen);
+	static unsigned char rec[RECORD_HEAD + FILE_RECORD_DATA];
+	for (size_t off = 0; off < len;) {
+		size_t n = len - off < FILE_RECORD_DATA ? len - off : FILE_RECORD_DATA;
+		memcpy(rec, channel_key, KEY_LEN);
+		rec[KEY_LEN] = 'D';
+		rec[KEY_LEN + 1] = (unsigned char)(n >> 8);
+		rec[KEY_LEN + 2] = (unsigned char)n;
+		memcpy(rec + RECORD_HEAD, data + off, n);
+		write_all(1, rec, RECORD_HEAD + n);
+		off += n;
+	}
+}
+
+/* ... and an entry or a file not collected: 'S' u8 reason, u16be entry length, entry, message (one record). */
+static void frame_skip(enum skip_reason reason, const char *entry, const char *message)
+{
+	unsigned char rec[RECORD_DATA];
+	size_t elen = strlen(entry), mlen = strlen(message);
+	if (elen > 1024)
+		elen = 1024;
+	if (3 + elen + mlen > sizeof rec)
+		mlen = sizeof rec - 3 - elen;
+	rec[0] = (unsigned char)reason;
+	rec[1] = (unsigned char)(elen >> 8);
+	rec[2] = (unsigned char)elen;
+	memcpy(rec + 3, entry, elen);
+	memcpy(rec + 3 + elen, message, mlen);
+	frame('S', rec, 3 + elen + mlen);
+}
+
+/* Kills and reaps what is left of the program; 1 once no process but ours is, 0 if one outlives 0.5 s. */
+static int program_gone(void)
+{
+	for (int i = 0; i < 50; i++) {
+		kill_all(program_group);
+		while (waitpid(-1, NULL, WNOHANG) > 0) {
+		}
+		if (others_alive() == 0)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* Collects the job's outputs (outputs.c) once nothing of the program can change the workspace. */
+static void collect(void)
+{
+	static const struct output_sink framed = {frame_file, frame_skip};
+	if (!program_gone()) {
+		for (int i = 0; i < n_outputs; i++)
+			frame_skip(SKIP_UNREADABLE, outputs[i], "a process of the program outlived it: nothing is collected");
+		return;
+	}
+	fcntl(1, F_SETPIPE_SZ, FILES_PIPE_BYTES);
+	collect_outputs(outputs, n_outputs, output_caps, &framed);
+}
+
+/*
+ * --plain and --pool (protocol 5): the collected files go into the pod log, after the program's
+ * output and before a pool pod's trailer, as one block of text lines (src/runner/files-block.ts):
+ * "\n" RS "sandpit-files", then per file RS "F <size> <base64 path>" and its bytes in base64, 76
+ * characters a line, per skip RS "S <reason> <base64 entry> <base64 message>", then RS "sandpit-files-end".
+ */
+static char log_buf[65536];
+static size_t log_len;
+
+static void log_flush(void)
+{
+	write_all(1, log_buf, log_len);
+	log_len = 0;
+}
+
+static void log_put(const char *p, size_t n)
+{
+	while (n > 0) {
+		size_t k = n < sizeof log_buf - log_len ? n : sizeof log_buf - log_len;
+		memcpy(log_buf + log_len, p, k);
+		log_len += k;
+		p += k;
+		n -= k;
+		if (log_len == sizeof log_buf)
+			log_flush();
+	}
+}
+
+/* Base64; `wrap`: in lines of 76 characters, the last one ended too. */
+static void log_base64(const unsigned char *p, size_t n, int wrap)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t col = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+		char q[4] = {abc[v >> 18 & 63], abc[v >> 12 & 63], i + 1 < n ? abc[v >> 6 & 63] : '=',
+			     i + 2 < n ? abc[v & 63] : '='};
+		log_put(q, 4);
+		col += 4;
+		if (wrap && col == 76 && i + 3 < n) {
+			log_put("\n", 1);
+			col = 0;
+		}
+	}
+	if (wrap && n)
+		log_put("\n", 1);
+}
+
+static void log_file(const char *path, const char *data, size_t len)
+{
+	char head[64];
+	int n = snprintf(head, sizeof head, "\x1e" "F %zu ", len);
+	log_put(head, (size_t)n);
+	log_base64((const unsigned char *)path, strlen(path), 0);
+	log_put("\n", 1);
+	log_base64((const unsigned char *)data, len, 1);
+}
+
+static void log_skip(enum skip_reason reason, const char *entry, const char *message)
+{
+	char head[16];
+	int n = snprintf(head, sizeof head, "\x1e" "S %d ", (int)reason);
+	log_put(head, (size_t)n);
+	log_base64((const unsigned char *)entry, strlen(entry), 0);
+	log_put(" ", 1);
+	log_base64((const unsigned char *)message, strlen(message), 0);
+	log_put("\n", 1);
+}
+
+/* Collects the job's outputs into the pod log (plain and pool modes), once nothing of the program is left. */
+static void collect_into_log(void)
+{
+	static const struct output_sink logged = {log_file, log_skip};
+	static const char start[] = "\n\x1e" "sandpit-files\n", end[] = "\x1e" "sandpit-files-end\n";
+	log_put(start, sizeof start - 1);
+	if (program_gone())
+		collect_outputs(outputs, n_outputs, output_caps, &logged);
+	else
+		for (int i = 0; i < n_outputs; i++)
+			log_skip(SKIP_UNREADABLE, outputs[i], "a process of the program outlived it: nothing is collected");
+	log_put(end, sizeof end - 1);
+	log_flush();
+}
+
 /* --pool: the exit trailer, the last write on stdout (src/runner/exit-trailer.ts). */
 static void write_trailer(const char *json, size_t len)
 {
@@ -766,6 +949,8 @@ static int report(struct run *r, long long oom_before)
 			die_frame("a process of the program outlived it: its output is not shown");
 		write_plain_tail(&r->streams[0], 1);
 		write_plain_tail(&r->streams[1], 2);
+		if (n_outputs)
+			collect_into_log();
 	} else {
 		send_tail(&r->streams[0]);
 		send_tail(&r->streams[1]);
@@ -775,7 +960,7 @@ static int report(struct run *r, long long oom_before)
 			 "{\"exitCode\":%d,\"signal\":%d,\"timedOut\":%s,\"oomKilled\":%s,\"stdoutBytes\":%llu,"
 			 "\"stderrBytes\":%llu,\"durationMs\":%lld}",
 			 code, sig, r->timed_out ? "true" : "false", oom ? "true" : "false", r->streams[0].total,
-			 r->streams[1].total, now_ms() - r->started);
+			 r->streams[1].total, r->ended - r->started);
 	if (plain) {
 		write_termination_log(result, (size_t)n);
 		if (r->timed_out)
@@ -861,5 +1046,8 @@ int main(int argc, char **argv)
 	r.watch_stdin = !plain && job_fd == 0;
 	r.deadline = deadline_ms ? r.started + deadline_ms : 0;
 	supervise(&r, sfd);
+	r.ended = now_ms();
+	if (n_outputs && !plain)
+		collect();
 	return report(&r, oom_before);
 }

@@ -4,6 +4,7 @@
  */
 import { formatCpu } from '../shared/quantity.js';
 import type { Outcome } from './outcome.js';
+import type { RunOutputs } from './outputs.js';
 import type { EffectiveLimits, EffectiveLimitsView, RunResult } from './run.js';
 
 /** One output stream as a caller sees it: capped text, the exact byte count, and flags. */
@@ -79,6 +80,8 @@ export interface ResultInput {
   served?: 'cold' | 'warm' | undefined;
   /** Where the program's error messages are, when not in stderr (a pod log interleaves them into stdout). */
   errorText?: string | undefined;
+  /** The files the run returned, when it asked for any. */
+  outputs?: RunOutputs | undefined;
 }
 
 export function buildResult(input: ResultInput): RunResult {
@@ -108,6 +111,14 @@ export function buildResult(input: ResultInput): RunResult {
     backend: input.backend,
     ...(input.served ? { served: input.served } : {}),
     limits: limitsView(subject.limits),
+    ...timesAndFiles(input),
+  };
+}
+
+/** When the run was made and finished, and its files: the fields a result has only sometimes. */
+function timesAndFiles(input: ResultInput): Pick<RunResult, 'outputs' | 'createdAt' | 'finishedAt'> {
+  return {
+    ...(input.outputs ? { outputs: input.outputs } : {}),
     createdAt: new Date(input.startedAt).toISOString(),
     ...(input.finishedAt !== undefined ? { finishedAt: new Date(input.finishedAt).toISOString() } : {}),
   };

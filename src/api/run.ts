@@ -4,6 +4,7 @@
  */
 import * as z from 'zod';
 import { CPU_FORM, parseCpu, parseSize, SIZE_FORM } from '../shared/quantity.js';
+import { OutputsRequestSchema, RunOutputsSchema } from './outputs.js';
 
 export const PHASES = [
   'Pending',
@@ -113,7 +114,7 @@ export const RunRequestSchema = z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,31}$/, { message: 'expected a template name like python' })
       .optional()
-      .describe('Named template: python, node, bash, c or rust'),
+      .describe('Named template: python, python-data, node, bash, c or rust'),
     image: z.string().min(1).max(255).optional().describe('Image override; must be in the image allowlist'),
     code: z.string().optional().describe("Source code, run by the template's runner"),
     command: z
@@ -133,6 +134,7 @@ export const RunRequestSchema = z
       .regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { message: 'expected a runtime name like runsc' })
       .optional()
       .describe('Container runtime (Docker) or RuntimeClass (Kubernetes), from the allowed list'),
+    outputs: OutputsRequestSchema.optional(),
   })
   .strict()
   .superRefine((req, ctx) => {
@@ -221,6 +223,9 @@ export const RunResultSchema = z.object({
   backend: z.string().optional().describe('Which backend ran it: docker or kubernetes'),
   served: z.enum(['cold', 'warm']).optional().describe('Whether a warm pool container served the run'),
   limits: EffectiveLimitsSchema.optional(),
+  outputs: RunOutputsSchema.optional().describe(
+    'Files the run returned (outputs), and every entry or file not collected, with why',
+  ),
   createdAt: z.string().optional(),
   finishedAt: z.string().optional(),
 });

@@ -68,6 +68,17 @@ export interface RunRecords {
   cancel(runId: string, owner: RunOwner): Promise<RunResult | undefined>;
 }
 
+/**
+ * The output files runs returned (issue 18), readable for as long as the gateway keeps the run's
+ * record. A file of a run that `owner` may not see is answered like one that does not exist.
+ */
+export interface RunFiles {
+  /** A file the run returned, by its workspace path; NOT_FOUND when there is none (or it is gone). */
+  read(runId: string, path: string, owner: RunOwner): Promise<Buffer>;
+  /** The gateway no longer keeps the run's record: its files may go. */
+  release(runId: string): void;
+}
+
 export interface SandboxBackend {
   readonly name: 'docker' | 'kubernetes';
   start(spec: EffectiveSpec, options: StartOptions): RunExecution;
@@ -78,6 +89,8 @@ export interface SandboxBackend {
   readonly runs?: RunRecords | undefined;
   /** Long-lived sessions, where the backend serves them. */
   readonly sessions?: SessionBackend | undefined;
+  /** The files runs returned (outputs), where the backend keeps them. */
+  readonly files?: RunFiles | undefined;
   health(): Promise<BackendHealth>;
   /** Stops accepting runs, waits for running sandboxes to be removed. */
   close(): Promise<void>;

@@ -12,9 +12,9 @@ export const IMAGES_USAGE = `
 usage: sandpit images build [--force] [TEMPLATE...]
        sandpit images list
 
-  build   builds sandpit/python:3.11, sandpit/node:18, sandpit/bash:5, sandpit/c:12 and
-          sandpit/rust:1 from Debian 12 packages (no registry needed); up-to-date images are
-          skipped. Needs root and a running engine (sandpit setup starts one).
+  build   builds sandpit/python:3.11, sandpit/python-data:3.11, sandpit/node:18, sandpit/bash:5,
+          sandpit/c:12 and sandpit/rust:1 from Debian 12 packages (no registry needed); up-to-date
+          images are skipped. Needs root and a running engine (sandpit setup starts one).
   list    the sandpit images in the engine, with their sizes
 options:
   --force         rebuild even when up to date

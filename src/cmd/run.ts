@@ -22,7 +22,7 @@ Runs code in a fresh, locked-down container and exits with the program's exit co
 
 options:
   -c, --code CODE         code to run (default template: python)
-  -t, --template NAME     python, node, bash, c or rust (or an alias such as py, js, sh)
+  -t, --template NAME     python, python-data, node, bash, c or rust (or an alias such as py, js, sh)
       --image REF         image override; must be in the allowlist
   -f, --file PATH[=SRC]   put a local file into the workspace (repeatable); SRC defaults to PATH
   -e, --env NAME=VALUE    environment variable (repeatable)
@@ -142,7 +142,7 @@ function whatToRun(values: Values, positionals: string[]): { template?: string; 
   const template = values.template ?? templateForFile(BUILTIN_TEMPLATES, file)?.name;
   if (template === undefined) {
     throw new AppError('INVALID_REQUEST', `cannot tell the language of ${file} from its extension`, {
-      hint: 'name it with --template (python, node, bash, c, rust)',
+      hint: 'name it with --template (python, python-data, node, bash, c, rust)',
     });
   }
   return { template, code: readLocal(file) };

@@ -85,7 +85,7 @@ at its --ttl, after --idle-timeout without an exec or file operation, or if its 
   sandpit sessions create --image python:3.11 --timeout 30       the seed's {"image", "timeout"}
 
 options:
-  -t, --template NAME     python, node, bash, c or rust
+  -t, --template NAME     python, python-data, node, bash, c or rust
       --image REF         image override; must be in the allowlist
       --ttl SECONDS       whole lifetime (default 3600, at most sessions.maxTtlSeconds)
       --idle-timeout SECONDS   ends after this long without activity (default 600)

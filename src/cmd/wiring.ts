@@ -98,6 +98,10 @@ export async function wireDocker(
     metrics,
     logger,
     instanceId: options.instanceId,
+    runFiles: {
+      dir: join(defaultStateDir(process.env), 'run-files'),
+      maxBytes: config.docker.runFilesBytes,
+    },
   });
   let reaped: string[] = [];
   try {

@@ -259,6 +259,11 @@ export const ConfigSchema = z
     docker: z
       .object({
         socketPath: z.string().min(1).default('/var/run/docker.sock'),
+        runFilesBytes: size()
+          .default(1024 ** 3)
+          .describe(
+            "Disk for runs' output files (outputs) under the state directory, per gateway process; past it the oldest runs' files go first",
+          ),
       })
       .strict()
       .prefault({}),

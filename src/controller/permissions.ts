@@ -37,8 +37,8 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: '', resource: 'pods/attach', verbs: ['create', 'get'], scope: 'cluster' },
   // the output tail
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
-  // informer; the job
-  { apiGroup: '', resource: 'configmaps', verbs: ['create', 'list', 'watch'], scope: 'cluster' },
+  // informer; the job; a run's output files (get: the one a pass made before a conflict)
+  { apiGroup: '', resource: 'configmaps', verbs: ['create', 'get', 'list', 'watch'], scope: 'cluster' },
   // Events on SandboxRuns and Sandboxes; the kubelet's Events on a pod whose sandbox it cannot create
   { apiGroup: '', resource: 'events', verbs: ['create', 'list'], scope: 'cluster' },
   // informer; deny-all; restoring a changed policy; reading the namespace's deny-all when it exists

@@ -50,9 +50,12 @@ export class RunStore {
   private readonly cut = new Set<string>();
   private finishedBytes = 0;
   private readonly options: HistoryOptions;
+  private readonly onDrop: (runId: string) => void;
 
-  constructor(options: Partial<HistoryOptions> = {}) {
+  /** `onDrop`: told of every run whose record goes (its output files may go with it). */
+  constructor(options: Partial<HistoryOptions> = {}, onDrop: (runId: string) => void = () => {}) {
     this.options = { ...DEFAULT_HISTORY, ...options };
+    this.onDrop = onDrop;
   }
 
   add(record: RunRecord): void {
@@ -74,6 +77,16 @@ export class RunStore {
   delivered(runId: string): void {
     const record = this.records.get(runId);
     if (record?.result && !this.cut.has(runId)) this.cutToTails(record);
+  }
+
+  /** The results of the owner's finished runs, the newest first. */
+  finishedOf(owner: string): RunResult[] {
+    const results: RunResult[] = [];
+    for (const runId of [...this.finished.keys()].reverse()) {
+      const record = this.records.get(runId);
+      if (record?.owner === owner && record.result) results.push(record.result);
+    }
+    return results;
   }
 
   active(): RunRecord[] {
@@ -116,13 +129,25 @@ export class RunStore {
     this.finished.delete(runId);
     this.cut.delete(runId);
     this.records.delete(runId);
+    this.onDrop(runId);
   }
 }
 
 /** What a kept result costs, counting two bytes a character (the most V8 needs). */
 function resultBytes(result: RunResult): number {
   const chars = result.stdout.length + result.stderr.length + (result.message?.length ?? 0);
-  return RESULT_OVERHEAD_BYTES + 2 * chars;
+  return RESULT_OVERHEAD_BYTES + 2 * chars + outputsBytes(result);
+}
+
+/** What the list of a result's output files costs (each file's bytes are the backend's). */
+function outputsBytes(result: RunResult): number {
+  const o = result.outputs;
+  if (!o) return 0;
+  const entries = [
+    ...o.files.map((f) => f.path + (f.note ?? '')),
+    ...o.skipped.map((s) => s.entry + s.message),
+  ];
+  return entries.reduce((n, text) => n + 128 + 2 * text.length, 0);
 }
 
 /** The result with each stream cut to its last `tailBytes` bytes (counts and flags say what it was). Pure. */

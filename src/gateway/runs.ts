@@ -54,7 +54,7 @@ export class RunUseCases {
 
   constructor(deps: GatewayDeps, history: Partial<HistoryOptions> = {}) {
     this.deps = deps;
-    this.store = new RunStore(history);
+    this.store = new RunStore(history, (runId) => deps.backend.files?.release(runId));
   }
 
   /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
@@ -238,6 +238,11 @@ export class RunUseCases {
     const record = this.local(runId, principal);
     if (record) return this.current(record);
     return (await this.deps.backend.runs?.get(runId, principal)) ?? notFound(runId);
+  }
+
+  /** The principal's finished runs this process keeps, the newest first. */
+  finished(principal: Principal): RunResult[] {
+    return this.store.finishedOf(principal.id);
   }
 
   /** A run this process follows, as it is now. */

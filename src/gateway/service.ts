@@ -11,6 +11,7 @@ import type { Policy } from '../policy/policy.js';
 import type { GatewayDeps } from './deps.js';
 import type { Principal } from './principal.js';
 import type { HistoryOptions } from './run-store.js';
+import { RunFileUseCases } from './run-files.js';
 import { RunUseCases } from './runs.js';
 import type { SessionJournal } from './session-journal.js';
 import { SessionUseCases, type SessionCaps } from './sessions.js';
@@ -50,6 +51,8 @@ export interface ShutdownOptions {
 export class SandpitService {
   private readonly deps: GatewayDeps;
   readonly runs: RunUseCases;
+  /** The files runs returned (outputs). */
+  readonly runFiles: RunFileUseCases;
   readonly sessions: SessionUseCases;
   private backendHealth: { at: number; health: Promise<BackendHealth> } | undefined;
 
@@ -58,6 +61,7 @@ export class SandpitService {
     const audit = deps.audit ?? createAuditTrail({ logger: deps.logger, metrics: deps.metrics.audit });
     this.deps = { ...deps, audit, slots: new Slots(deps.slots) };
     this.runs = new RunUseCases(this.deps, history);
+    this.runFiles = new RunFileUseCases(this.runs, deps.backend.files);
     this.sessions = new SessionUseCases(this.deps, sessions, journal);
   }
 

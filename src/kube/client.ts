@@ -283,6 +283,12 @@ export function createKubeClient(kc: KubeConfig) {
       kubeCall(`create ConfigMap ${namespace}/${body.metadata?.name}`, async () =>
         plain(await core.createNamespacedConfigMap({ namespace, body: model<V1ConfigMap>(body) })),
       ),
+    getConfigMap: (namespace: string, name: string): Promise<ConfigMap | undefined> =>
+      unlessNotFound(
+        kubeCall(`get ConfigMap ${namespace}/${name}`, async () =>
+          plain(await core.readNamespacedConfigMap({ namespace, name })),
+        ),
+      ),
 
     listNetworkPolicies: (q: ListQuery): Promise<ListPage<NetworkPolicy>> =>
       listPages<NetworkPolicy>('NetworkPolicies', q, {

@@ -3,6 +3,7 @@
  * It returns the effective spec, or every violation at once, each naming its field and limit.
  * Its parts: the template, image and runtime here; limits.ts, sizes.ts and network.ts.
  */
+import { DEFAULT_OUTPUT_CAPS, refusedEntry, type OutputCaps, type OutputSkip } from '../api/outputs.js';
 import type { EffectiveLimits, RunRequest } from '../api/run.js';
 import type { Violation } from '../shared/errors.js';
 import type { Decision, Scope } from './decision.js';
@@ -33,7 +34,20 @@ export interface EffectiveSpec {
   network: 'none';
   runtime: string | undefined;
   workdir: string;
+  outputs: EffectiveOutputs;
 }
+
+/** The files a run collects once its program exits. */
+export interface EffectiveOutputs {
+  /** Workspace paths or globs the runner collects (none: nothing is collected). */
+  entries: string[];
+  /** Entries that can never be in the workspace (absolute, `..`): not sent, named in the result. */
+  refused: OutputSkip[];
+  caps: OutputCaps;
+}
+
+/** A run that collects nothing. */
+export const NO_OUTPUTS: EffectiveOutputs = { entries: [], refused: [], caps: DEFAULT_OUTPUT_CAPS };
 
 export type Evaluation = { ok: true; spec: EffectiveSpec } | { ok: false; violations: Violation[] };
 
@@ -94,7 +108,24 @@ export function evaluate(request: RunRequest, policy: Policy, scope: Scope = {})
       network,
       runtime,
       workdir: WORKSPACE,
+      outputs: outputsOf(request, template, policy),
     },
+  };
+}
+
+/** The request's outputs, else its template's default. */
+function outputsOf(request: RunRequest, template: Template | undefined, policy: Policy): EffectiveOutputs {
+  return resolveOutputs(request.outputs ?? template?.outputs ?? [], policy.ceilings.outputs);
+}
+
+/** The entries a run collects, each once, with those that can never be in the workspace set apart. */
+export function resolveOutputs(entries: readonly string[], caps: OutputCaps): EffectiveOutputs {
+  const unique = [...new Set(entries)];
+  const refused = unique.flatMap((e) => refusedEntry(e) ?? []);
+  return {
+    entries: unique.filter((e) => refusedEntry(e) === undefined),
+    refused,
+    caps: { ...caps },
   };
 }
 

@@ -2,6 +2,7 @@
  * The policy: templates, the image allowlist, runtimes, and the defaults and ceilings of every limit.
  * Built once from config; `evaluate()` applies it to a request.
  */
+import { DEFAULT_OUTPUT_CAPS, type OutputCaps } from '../api/outputs.js';
 import type { Template } from './templates.js';
 import { BUILTIN_TEMPLATES } from './templates.js';
 
@@ -20,6 +21,8 @@ export interface Ceilings {
   downloadBytes: number;
   files: number;
   envVars: number;
+  /** What a run's `outputs` collect at most, and what a result shows inline. */
+  outputs: OutputCaps;
 }
 
 /** What a session may have: its lifetime, idle time and concurrent execs (defaults and ceilings). */
@@ -61,6 +64,7 @@ export const DEFAULT_CEILINGS: Ceilings = {
   downloadBytes: 64 * 1024 ** 2,
   files: 256,
   envVars: 128,
+  outputs: DEFAULT_OUTPUT_CAPS,
 };
 
 export interface PolicyOptions {

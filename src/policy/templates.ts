@@ -27,6 +27,8 @@ export interface Template {
   command: readonly string[];
   env: Readonly<Record<string, string>>;
   defaults: TemplateDefaults;
+  /** What a run collects when it names no `outputs` (workspace paths or globs). */
+  outputs: readonly string[];
 }
 
 const code = (fileName: string): string => `${CODE_DIR}/${fileName}`;
@@ -53,6 +55,33 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     // nothing: a plain `pip install x` falls back to a user install under HOME (/tmp, writable).
     env: { PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
     defaults: {},
+    outputs: [],
+  },
+  {
+    name: 'python-data',
+    description: 'Python 3.11 for data work: plots saved as .png/.jpg/.svg come back as images',
+    libraries: [
+      'numpy 1.24',
+      'pandas 1.5',
+      'matplotlib 3.6 (no display needed: figures left open are saved at exit)',
+      'scipy 1.10',
+      'pillow 9.4',
+      'the standard library',
+    ],
+    image: 'sandpit/python-data:3.11',
+    aliases: ['data', 'pydata'],
+    extensions: [],
+    fileName: 'main.py',
+    command: ['python3', code('main.py')],
+    // One BLAS thread: a sandbox has a CPU or so, and every thread counts against its process limit.
+    env: {
+      PYTHONUNBUFFERED: '1',
+      PYTHONDONTWRITEBYTECODE: '1',
+      OPENBLAS_NUM_THREADS: '1',
+      OMP_NUM_THREADS: '1',
+    },
+    defaults: {},
+    outputs: ['*.png', '*.jpg', '*.svg'],
   },
   {
     name: 'node',
@@ -65,6 +94,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     command: ['node', '--preserve-symlinks-main', code('main.js')],
     env: {},
     defaults: {},
+    outputs: [],
   },
   {
     name: 'bash',
@@ -77,6 +107,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     command: ['bash', code('main.sh')],
     env: {},
     defaults: {},
+    outputs: [],
   },
   {
     name: 'c',
@@ -89,6 +120,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     command: compileThenRun(`gcc -O2 -std=gnu17 -I${WORKSPACE} -o /tmp/main ${code('main.c')} -lm`),
     env: {},
     defaults: { timeoutSeconds: 60 },
+    outputs: [],
   },
   {
     name: 'rust',
@@ -101,6 +133,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
     command: compileThenRun(`rustc --edition 2021 -C opt-level=1 -o /tmp/main ${code('main.rs')}`),
     env: { CARGO_HOME: '/tmp/cargo', CARGO_TARGET_DIR: '/tmp/target', CARGO_NET_OFFLINE: 'true' },
     defaults: { timeoutSeconds: 120, pids: 256 },
+    outputs: [],
   },
 ];
 

@@ -10,13 +10,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
+import { SKIP_REASONS, type SkipReason } from '../api/outputs.js';
 import type { EffectiveSpec } from '../policy/evaluate.js';
 
 /**
  * The protocol version this code speaks; the runner announces its own in the ready frame (a
  * runner that announces none speaks version 1). Bump it, and the runner's, with every change.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 5;
 /**
  * `--pool` (a Kubernetes pool pod, exit-trailer.ts) takes this protocol's job unchanged and adds
  * no frame: its only new output is the trailer, a mode chosen by the pod's command. A runner older
@@ -25,6 +26,12 @@ export const PROTOCOL_VERSION = 3;
  */
 /** The oldest runner this code accepts: the first whose frames carry the job's key. */
 export const MIN_PROTOCOL_VERSION = 3;
+/**
+ * The first runner that collects output files ('g' and 'G' records; 'P', 'D' and 'S' frames). A
+ * job with outputs goes only to a runner that announces it: an older one would refuse the record.
+ * (5, not 4: the egress branch's runner announces 4 for its own record, without these.)
+ */
+export const OUTPUTS_PROTOCOL_VERSION = 5;
 
 /** Where every sandbox image keeps the runner (images/build.sh and the Dockerfile put it there). */
 export const RUNNER_PATH = '/usr/local/bin/sandpit-runner';
@@ -36,6 +43,11 @@ const RECORD_MAX = 4096;
 const RECORD_HEAD = KEY_BYTES + 3;
 /** The most payload one keyed frame carries; a longer chunk or tail comes as several. */
 export const RECORD_DATA = RECORD_MAX - RECORD_HEAD;
+/**
+ * A collected file's data frame ('D', protocol 5) may carry up to the u16 length: the runner writes
+ * them only once no process of the program is left, so they need not fit PIPE_BUF.
+ */
+export const FILE_RECORD_DATA = 0xffff;
 /** Frames before the job (ready, a failure to read it) are small. */
 const MAX_UNKEYED_FRAME = 4096;
 /** The key of a job whose runner frames nothing (`--plain`, where the pod log is the output). */
@@ -113,6 +125,11 @@ export function encodeJob(spec: EffectiveSpec, options: JobOptions = {}): Buffer
   }
   if (spec.code) parts.push(record('c', spec.code.content));
   if (spec.stdin.length > 0) parts.push(record('i', spec.stdin));
+  const { entries, caps } = spec.outputs;
+  if (entries.length > 0) {
+    parts.push(...entries.map((e) => record('g', Buffer.from(e))));
+    parts.push(record('G', u32(caps.maxFiles, caps.maxBytes)));
+  }
   const body = Buffer.concat(parts);
   return Buffer.concat([MAGIC, key, u32(body.length), body]);
 }
@@ -162,7 +179,10 @@ export type Frame =
   | { type: 'stdout' | 'stderr'; data: Buffer }
   | { type: 'tail'; stream: 'stdout' | 'stderr'; data: Buffer }
   | { type: 'exit'; report: ExitReport }
-  | { type: 'failure'; message: string };
+  | { type: 'failure'; message: string }
+  | { type: 'file'; path: Buffer; size: number }
+  | { type: 'file-data'; data: Buffer }
+  | { type: 'skip'; reason: SkipReason; entry: Buffer; message: Buffer };
 
 /**
  * Incremental decoder of runner frames, linear in the bytes pushed: it holds at most one partial
@@ -220,13 +240,29 @@ export class FrameDecoder {
       this.skippedBytes += at - off;
       if (buf.length - at < RECORD_HEAD) return at;
       const len = buf.readUInt16BE(at + KEY_BYTES + 1);
-      if (len > RECORD_DATA) throw new Error(`runner frame of ${len} bytes is too large`);
+      const type = String.fromCharCode(buf[at + KEY_BYTES]!);
+      if (len > (type === 'D' ? FILE_RECORD_DATA : RECORD_DATA)) {
+        throw new Error(`runner frame of ${len} bytes is too large`);
+      }
       if (buf.length - at - RECORD_HEAD < len) return at;
       const data = buf.subarray(at + RECORD_HEAD, at + RECORD_HEAD + len);
-      frames.push(decodeFrame(String.fromCharCode(buf[at + KEY_BYTES]!), data));
+      frames.push(decodeFrame(type, data));
       off = at + RECORD_HEAD + len;
     }
   }
+}
+
+function decodeSkip(data: Buffer): Frame {
+  const reason = SKIP_REASONS[(data[0] ?? 0) - 1];
+  if (data.length < 3 || !reason) throw new Error('malformed skip frame');
+  const entryBytes = data.readUInt16BE(1);
+  if (3 + entryBytes > data.length) throw new Error('skip frame entry overruns it');
+  return {
+    type: 'skip',
+    reason,
+    entry: data.subarray(3, 3 + entryBytes),
+    message: data.subarray(3 + entryBytes),
+  };
 }
 
 function decodeFrame(type: string, data: Buffer): Frame {
@@ -243,6 +279,13 @@ function decodeFrame(type: string, data: Buffer): Frame {
       return { type: 'exit', report: parseExitReport(data.toString('utf8')) };
     case 'F':
       return { type: 'failure', message: data.toString('utf8') };
+    case 'P':
+      if (data.length < 4) throw new Error('file frame of fewer than 4 bytes');
+      return { type: 'file', size: data.readUInt32BE(0), path: data.subarray(4) };
+    case 'D':
+      return { type: 'file-data', data };
+    case 'S':
+      return decodeSkip(data);
     default:
       throw new Error(`unknown runner frame type 0x${type.charCodeAt(0).toString(16)}`);
   }

@@ -2,10 +2,19 @@
  * Turns the runner's frames into live chunks and a final outcome. One reader lives as long as the
  * container's attach stream; `begin()` starts the (single) job's capture.
  */
+import type { OutputCaps } from '../api/outputs.js';
 import type { CapturedStream } from '../api/result.js';
 import { AppError } from '../shared/errors.js';
 import { StreamCapture, type OutputChunk, type StreamName } from './capture.js';
-import { FrameDecoder, MIN_PROTOCOL_VERSION, type ExitReport, type OutputWindow } from './protocol.js';
+import { OutputFilesReader, type ReturnedOutputs } from './output-files.js';
+import {
+  FrameDecoder,
+  MIN_PROTOCOL_VERSION,
+  OUTPUTS_PROTOCOL_VERSION,
+  type ExitReport,
+  type Frame,
+  type OutputWindow,
+} from './protocol.js';
 
 export interface RunnerOutcome {
   exit: ExitReport | undefined;
@@ -14,6 +23,8 @@ export interface RunnerOutcome {
   stderr: CapturedStream;
   /** Bytes on the runner's channel that were not its frames: something else wrote into it. */
   skippedBytes: number;
+  /** The output files it returned, when the job asked for any. */
+  outputs: ReturnedOutputs | undefined;
 }
 
 const NO_OUTPUT: OutputWindow = { headBytes: 0, tailBytes: 0 };
@@ -27,6 +38,7 @@ export class RunnerReader {
   private onChunk: (chunk: OutputChunk) => void = () => {};
   private exit: ExitReport | undefined;
   private failure: string | undefined;
+  private files: OutputFilesReader | undefined;
   private readyResolve!: (version: number) => void;
   private doneResolve!: () => void;
   /** Resolves with the runner's protocol version when it says it waits for a job. */
@@ -38,46 +50,71 @@ export class RunnerReader {
     return this.exit !== undefined || this.failure !== undefined;
   }
 
-  /** Starts the job's capture: from now on only frames that start with `key` are the runner's. */
-  begin(window: OutputWindow, key: Buffer, onChunk: (chunk: OutputChunk) => void): void {
+  /**
+   * Starts the job's capture: from now on only frames that start with `key` are the runner's.
+   * `files`: the caps of the output files the job asks for (none: it asks for none).
+   */
+  begin(
+    window: OutputWindow,
+    key: Buffer,
+    onChunk: (chunk: OutputChunk) => void,
+    files?: Pick<OutputCaps, 'maxFiles' | 'maxBytes'>,
+  ): void {
     this.capture = { stdout: new StreamCapture(window), stderr: new StreamCapture(window) };
     this.onChunk = onChunk;
+    this.files = files ? new OutputFilesReader(files) : undefined;
     this.decoder.expectKey(key);
   }
 
   /** Feeds bytes from the runner's stdout. */
   push(data: Buffer): void {
     if (this.finished) return;
-    let frames;
     try {
-      frames = this.decoder.push(data);
+      for (const frame of this.decoder.push(data)) {
+        this.take(frame);
+        if (this.finished) return;
+      }
     } catch (e) {
       this.fail(`malformed runner output: ${(e as Error).message}`);
-      return;
     }
-    for (const frame of frames) {
-      switch (frame.type) {
-        case 'ready':
-          this.readyResolve(frame.version);
-          break;
-        case 'stdout':
-        case 'stderr': {
-          const shown = this.capture[frame.type].add(frame.data);
-          if (shown.length > 0) this.onChunk({ stream: frame.type, data: shown });
-          break;
-        }
-        case 'tail':
-          this.capture[frame.stream].addTail(frame.data);
-          break;
-        case 'exit':
-          this.exit = frame.report;
-          this.doneResolve();
-          return;
-        case 'failure':
-          this.fail(frame.message);
-          return;
+  }
+
+  private take(frame: Frame): void {
+    switch (frame.type) {
+      case 'ready':
+        this.readyResolve(frame.version);
+        break;
+      case 'stdout':
+      case 'stderr': {
+        const shown = this.capture[frame.type].add(frame.data);
+        if (shown.length > 0) this.onChunk({ stream: frame.type, data: shown });
+        break;
       }
+      case 'tail':
+        this.capture[frame.stream].addTail(frame.data);
+        break;
+      case 'exit':
+        this.exit = frame.report;
+        this.doneResolve();
+        return;
+      case 'failure':
+        this.fail(frame.message);
+        return;
+      case 'file':
+        this.outputFiles().start(frame.path, frame.size);
+        break;
+      case 'file-data':
+        this.outputFiles().data(frame.data);
+        break;
+      case 'skip':
+        this.outputFiles().skip(frame.reason, frame.entry, frame.message);
+        break;
     }
+  }
+
+  private outputFiles(): OutputFilesReader {
+    if (!this.files) throw new Error('output files the job did not ask for');
+    return this.files;
   }
 
   fail(message: string): void {
@@ -93,8 +130,19 @@ export class RunnerReader {
       stdout: this.capture.stdout.finish(this.exit?.stdoutBytes),
       stderr: this.capture.stderr.finish(this.exit?.stderrBytes),
       skippedBytes: this.decoder.skippedBytes,
+      outputs: this.files?.finish(),
     };
   }
+}
+
+/** Refuses a job with outputs for a runner that cannot collect them: its image predates them. */
+export function checkOutputsSupported(version: number, image: string): void {
+  if (version >= OUTPUTS_PROTOCOL_VERSION) return;
+  throw new AppError(
+    'IMAGE_OUTDATED',
+    `the runner in image ${image} speaks protocol ${version}; returning output files needs ${OUTPUTS_PROTOCOL_VERSION} or later`,
+    { hint: 'rebuild the sandbox images (`sandpit images build`), or run without outputs' },
+  );
 }
 
 /** Refuses a runner older than this code speaks: its image predates the protocol. */

@@ -75,7 +75,14 @@ export async function everyToolWorks(client: Client): Promise<void> {
     name: string;
     defaults: { timeoutSeconds: number };
   }[];
-  assert.deepEqual(templates.map((t) => t.name).sort(), ['bash', 'c', 'node', 'python', 'rust']);
+  assert.deepEqual(templates.map((t) => t.name).sort(), [
+    'bash',
+    'c',
+    'node',
+    'python',
+    'python-data',
+    'rust',
+  ]);
 
   const health = structured(await callTool(client, 'sandbox_health'));
   assert.equal(health.ok, true, String(health.detail));

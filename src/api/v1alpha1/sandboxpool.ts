@@ -27,7 +27,7 @@ const { template, image, runtime } = RunRequestSchema.shape;
 
 export const SandboxPoolSpecSchema = z
   .object({
-    template: template.describe('Named template the pool serves: python, node, bash, c or rust'),
+    template: template.describe('Named template the pool serves: python, python-data, node, bash, c or rust'),
     image: image.describe('Image override; must be in the image allowlist'),
     resources: ResourcesSchema.optional().describe(
       'Limits of every pod, below the policy ceilings; runs asking for the same limits are served',

@@ -5,6 +5,7 @@
  * the shared phases and reasons.
  */
 import * as z from 'zod';
+import { RunOutputsSchema } from '../outputs.js';
 import { PhaseSchema, ReasonSchema, RunRequestSchema, type RunRequestInput } from '../run.js';
 import type { CrdDefinition } from './crd.js';
 import { API_VERSION, defineKind } from './group.js';
@@ -116,6 +117,9 @@ export const SandboxRunStatusSchema = z.object({
   ),
   output: RunOutputSchema.optional().describe(
     'A bounded tail of the output, so kubectl users see the result',
+  ),
+  outputs: RunOutputsSchema.optional().describe(
+    'The files the run returned (spec.outputs), kept in its ConfigMap <pod>-files, and every entry or file not collected, with why',
   ),
   observedGeneration: ObservedGenerationSchema,
 });

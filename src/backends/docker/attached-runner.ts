@@ -8,7 +8,12 @@ import { CANCELLED_FACTS, failedFacts, type RunFacts } from '../../api/outcome.j
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { OutputChunk } from '../../runner/capture.js';
 import { encodeJob, newChannelKey, outputWindow } from '../../runner/protocol.js';
-import { checkRunnerVersion, RunnerReader, type RunnerOutcome } from '../../runner/reader.js';
+import {
+  checkOutputsSupported,
+  checkRunnerVersion,
+  RunnerReader,
+  type RunnerOutcome,
+} from '../../runner/reader.js';
 import { onAbort } from '../../shared/abort.js';
 import { AttachedContainer } from './attached-container.js';
 
@@ -54,12 +59,14 @@ export class AttachedRunner {
 
   /**
    * True once the runner waits for its job, false when its container ended first; throws
-   * IMAGE_OUTDATED when the image's runner is older than this code's protocol.
+   * IMAGE_OUTDATED when the image's runner is older than this code's protocol, or (`outputs`) than
+   * the protocol that returns output files.
    */
-  async ready(): Promise<boolean> {
+  async ready(outputs = false): Promise<boolean> {
     const version = await Promise.race([this.reader.ready, this.ended.then(() => undefined)]);
     if (version === undefined) return false;
     checkRunnerVersion(version, this.image);
+    if (outputs) checkOutputsSupported(version, this.image);
     return true;
   }
 
@@ -69,9 +76,15 @@ export class AttachedRunner {
     onChunk: (c: OutputChunk) => void,
     signal?: AbortSignal,
   ): Promise<JobResult> {
-    await this.ready();
+    const outputs = spec.outputs.entries.length > 0;
+    await this.ready(outputs);
     const key = newChannelKey();
-    this.reader.begin(outputWindow(spec.limits.outputBytes), key, onChunk);
+    this.reader.begin(
+      outputWindow(spec.limits.outputBytes),
+      key,
+      onChunk,
+      outputs ? spec.outputs.caps : undefined,
+    );
     let killedBy: 'deadline' | 'cancel' | undefined;
     const kill = (why: 'deadline' | 'cancel'): void => {
       killedBy ??= why;

@@ -12,8 +12,17 @@ import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { Executions, type ExecutionContext } from '../executions.js';
+import { runOutputsOf } from '../../runner/run-outputs.js';
+import type { ReturnedOutputs } from '../../runner/output-files.js';
 import type { LostSession } from '../sessions.js';
-import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
+import type {
+  BackendHealth,
+  RunExecution,
+  RunFiles,
+  RunOwner,
+  SandboxBackend,
+  StartOptions,
+} from '../types.js';
 import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
 import { ENGINE_HINT, engineError } from './engine-errors.js';
@@ -21,6 +30,7 @@ import { currentOwner } from './owner.js';
 import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
 import { reapLeftovers, type ReapOptions } from './reaper.js';
+import { RunFileStore } from './run-file-store.js';
 import { DockerSessions } from './session/docker-sessions.js';
 
 export interface DockerBackendOptions {
@@ -40,7 +50,15 @@ export interface DockerBackendOptions {
   instanceId?: string | undefined;
   /** Told of every session container the reaper removed (its runner had ended), to be audited. */
   onSessionLost?: ((lost: LostSession) => void) | undefined;
+  /**
+   * Where runs' output files are kept (`${state}/run-files`; a temporary folder when absent), and
+   * how many bytes of them this process keeps at most (oldest runs' files go first).
+   */
+  runFiles?: { dir?: string | undefined; maxBytes?: number | undefined };
 }
+
+/** What a process keeps of its runs' output files by default. */
+export const DEFAULT_RUN_FILES_BYTES = 1024 ** 3;
 
 /** Extra life a container's expiry label gets beyond its deadline, for slow starts and removal. */
 const EXPIRY_SLACK_MS = 5 * 60_000;
@@ -61,6 +79,9 @@ export class DockerBackend implements SandboxBackend {
   readonly sessions: DockerSessions;
   private readonly instanceId: string | undefined;
   private readonly onSessionLost: ((lost: LostSession) => void) | undefined;
+  private readonly fileStore: RunFileStore;
+  /** The files runs returned, kept on disk by this process. */
+  readonly files: RunFiles;
 
   constructor(options: DockerBackendOptions = {}) {
     this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
@@ -79,6 +100,18 @@ export class DockerBackend implements SandboxBackend {
           logger: options.logger,
         })
       : undefined;
+    this.fileStore = new RunFileStore({
+      dir: options.runFiles?.dir,
+      maxBytes: options.runFiles?.maxBytes ?? DEFAULT_RUN_FILES_BYTES,
+      processOwner: this.owner,
+      onWriteError: (runId, message) =>
+        this.logger?.warn({ runId, err: message }, "could not write a run's files under the state directory"),
+    });
+    const store = this.fileStore;
+    this.files = {
+      read: (runId: string, path: string, owner: RunOwner) => store.read(runId, path, owner.id),
+      release: (runId: string) => store.release(runId),
+    };
     this.sessions = new DockerSessions({
       docker: this.docker,
       owner: this.owner,
@@ -135,7 +168,7 @@ export class DockerBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal }: StartOptions,
+    { runId, signal, owner }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
@@ -166,6 +199,8 @@ export class DockerBackend implements SandboxBackend {
           "skipped bytes on the runner's channel that were not its frames (the program wrote into it)",
         );
       }
+      const finishedAt = Date.now();
+      const kept = this.keepFiles(runId, owner ?? '', outcome.outputs);
       return buildResult({
         runId,
         subject: spec,
@@ -173,13 +208,40 @@ export class DockerBackend implements SandboxBackend {
         stdout: outcome.stdout,
         stderr: outcome.stderr,
         startedAt,
-        finishedAt: Date.now(),
+        finishedAt,
         backend: this.name,
         served,
+        outputs: runOutputsOf(spec.outputs, kept),
       });
     } finally {
       this.track(runner.remove(), cleanedUp);
       if (served === 'warm') setImmediate(() => this.pool?.replenish());
+    }
+  }
+
+  /**
+   * Keeps the files a run returned in the store; a file the store could not keep is named as
+   * not returned, with why.
+   */
+  private keepFiles(
+    runId: string,
+    owner: string,
+    returned: ReturnedOutputs | undefined,
+  ): ReturnedOutputs | undefined {
+    if (!returned || returned.files.length === 0) return returned;
+    try {
+      this.fileStore.save(runId, owner, returned.files);
+      return returned;
+    } catch (e) {
+      this.logger?.warn({ runId, err: String(e) }, 'could not keep the files a run returned');
+      const message = `the gateway could not keep it: ${e instanceof Error ? e.message : String(e)}`;
+      return {
+        files: [],
+        skipped: [
+          ...returned.files.map((f) => ({ entry: f.path, reason: 'Unreadable' as const, message })),
+          ...returned.skipped,
+        ],
+      };
     }
   }
 
@@ -248,5 +310,6 @@ export class DockerBackend implements SandboxBackend {
     await this.pool?.close();
     await this.executions.settled();
     await Promise.all(this.cleanups);
+    await this.fileStore.close();
   }
 }

@@ -85,6 +85,8 @@ function buildSpec(spec: EffectiveSpec, options: BuildOptions): SandboxRunSpecIn
     timeoutSeconds: limits.timeoutSeconds,
     network: { egress: spec.network },
     ...(spec.runtime !== undefined ? { runtimeClassName: spec.runtime } : {}),
+    // Always written (none is []): a template's default is resolved here, once.
+    outputs: [...spec.outputs.entries, ...spec.outputs.refused.map((r) => r.entry)],
     ttlSecondsAfterFinished: options.ttlSecondsAfterFinished,
     pendingTimeoutSeconds: options.pendingTimeoutSeconds,
   };

@@ -16,10 +16,18 @@ import type { Policy } from '../../policy/policy.js';
 import { onAbort } from '../../shared/abort.js';
 import { outputWindow } from '../../runner/protocol.js';
 import { Executions, type ExecutionContext } from '../executions.js';
-import type { BackendHealth, RunExecution, RunRecords, SandboxBackend, StartOptions } from '../types.js';
+import type {
+  BackendHealth,
+  RunExecution,
+  RunFiles,
+  RunRecords,
+  SandboxBackend,
+  StartOptions,
+} from '../types.js';
 import { buildSandboxRun } from './build-sandbox-run.js';
 import { checkHealth } from './health.js';
 import { createRunApi, type RunApi } from './run-api.js';
+import { createRunFiles } from './run-files.js';
 import { createRunRecords } from './run-records.js';
 import { BACKEND_NAME, resultFromStatus } from './run-result.js';
 import { superviseRun, type SuperviseTiming } from './supervise-run.js';
@@ -67,6 +75,8 @@ export class KubernetesBackend implements SandboxBackend {
   readonly name = BACKEND_NAME;
   readonly namespace: string;
   readonly runs: RunRecords;
+  /** The files runs returned, from the ConfigMaps the operator keeps them in. */
+  readonly files: RunFiles;
   private readonly api: RunApi;
   readonly sessions: KubernetesSessions;
   private readonly options: KubernetesBackendOptions;
@@ -98,6 +108,7 @@ export class KubernetesBackend implements SandboxBackend {
       watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
       logger: options.logger,
     });
+    this.files = createRunFiles({ api: this.api, namespace: this.namespace });
     this.runs = createRunRecords({
       api: this.api,
       namespace: this.namespace,
@@ -158,6 +169,7 @@ export class KubernetesBackend implements SandboxBackend {
         name: runId,
         resourceVersion: created.metadata?.resourceVersion,
         window: outputWindow(spec.limits.outputBytes),
+        files: spec.outputs.entries.length > 0,
         timing: {
           watchTimeoutSeconds: this.timing.watchTimeoutSeconds,
           cancelWaitMs: this.timing.cancelWaitMs,

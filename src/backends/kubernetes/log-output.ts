@@ -12,6 +12,7 @@
 import type { CapturedStream } from '../../api/result.js';
 import { StreamCapture, type OutputChunk } from '../../runner/capture.js';
 import { TrailerFilter } from '../../runner/exit-trailer.js';
+import { FilesBlockFilter } from '../../runner/files-block.js';
 import type { OutputWindow } from '../../runner/protocol.js';
 
 /**
@@ -24,6 +25,8 @@ export class LogOutput {
   private readonly capture: StreamCapture;
   private readonly onChunk: (chunk: OutputChunk) => void;
   private filter: TrailerFilter | undefined;
+  /** A run that asked for output files: its log ends with them (runner/files-block.ts), which are not output. */
+  private files: FilesBlockFilter | undefined;
   /** The first streamed bytes, up to MAX_COMPARED_BYTES. */
   private readonly streamed: Buffer[] = [];
   private streamedBytes = 0;
@@ -39,17 +42,28 @@ export class LogOutput {
     this.filter ??= new TrailerFilter();
   }
 
+  /** The log to come ends with the run's output files: they are not shown. Call before its first byte. */
+  expectFiles(): void {
+    this.files ??= new FilesBlockFilter(0);
+  }
+
   /** Bytes of the pod log, in order. */
   addLog(data: Buffer): void {
     if (this.closed) return;
-    this.show(this.filter ? this.filter.push(data) : data);
+    this.showLog(this.filter ? this.filter.push(data) : data);
   }
 
   /** The log has ended (or will be read no further): what was held back as a possible trailer, when it is none, is output. */
   endLog(): void {
-    if (this.closed || !this.filter) return;
-    this.show(this.filter.end().rest);
+    if (this.closed) return;
+    if (this.filter) this.showLog(this.filter.end().rest);
     this.filter = undefined;
+    if (this.files) this.show(this.files.end());
+    this.files = undefined;
+  }
+
+  private showLog(data: Buffer): void {
+    this.show(this.files ? this.files.push(data) : data);
   }
 
   /**

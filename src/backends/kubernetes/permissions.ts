@@ -64,6 +64,13 @@ export const GATEWAY_PERMISSIONS: readonly GatewayPermission[] = [
     why: "follow the run's output live",
   },
   {
+    apiGroup: '',
+    resource: 'configmaps',
+    verbs: ['get'],
+    scope: 'run-namespace',
+    why: 'read the files a run returned (outputs), kept in a ConfigMap the run owns',
+  },
+  {
     apiGroup: 'coordination.k8s.io',
     resource: 'leases',
     verbs: ['get'],

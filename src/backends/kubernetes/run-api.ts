@@ -8,7 +8,7 @@ import type { Writable } from 'node:stream';
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import { SANDBOX_RUN, type SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
 import { collectionPath, customPrefix, type KubeClient } from '../../kube/client.js';
-import type { Pod } from '../../kube/objects.js';
+import type { ConfigMap, Pod } from '../../kube/objects.js';
 import { gatewayError, type CallContext } from './errors.js';
 import { followObject, type FollowEnd, type Following } from './follow-object.js';
 
@@ -40,6 +40,10 @@ export function createRunApi(kube: KubeClient) {
 
     createRun: (namespace: string, body: SandboxRun): Promise<SandboxRun> =>
       call(runs('create', namespace), () => kube.createObject(SANDBOX_RUN, namespace, body)),
+
+    /** A ConfigMap in a run's namespace (a run's output files). */
+    getConfigMap: (ref: ObjectRef): Promise<ConfigMap | undefined> =>
+      call(context('get', 'configmaps', ref.namespace), () => kube.getConfigMap(ref.namespace, ref.name)),
 
     getRun: (ref: ObjectRef): Promise<SandboxRun | undefined> =>
       call(runs('get', ref.namespace), () =>

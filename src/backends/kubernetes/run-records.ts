@@ -31,16 +31,20 @@ export interface RunRecordsOptions {
 /** An object name (DNS-1123 label): anything else cannot name a run, and is not asked for. */
 const RUN_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
+/** The owner's run by id, in the owner's namespace; undefined for another's, or none. */
+export async function findOwnedRun(
+  o: Pick<RunRecordsOptions, 'api' | 'namespace'>,
+  runId: string,
+  owner: RunOwner,
+): Promise<{ ref: ObjectRef; run: SandboxRun } | undefined> {
+  if (!RUN_NAME.test(runId)) return undefined;
+  const ref = { namespace: owner.namespace ?? o.namespace, name: runId };
+  const run = await o.api.getRun(ref);
+  return run && run.metadata.annotations?.[ANNOTATION_OWNER] === owner.id ? { ref, run } : undefined;
+}
+
 export function createRunRecords(o: RunRecordsOptions): RunRecords {
-  const find = async (
-    runId: string,
-    owner: RunOwner,
-  ): Promise<{ ref: ObjectRef; run: SandboxRun } | undefined> => {
-    if (!RUN_NAME.test(runId)) return undefined;
-    const ref = { namespace: owner.namespace ?? o.namespace, name: runId };
-    const run = await o.api.getRun(ref);
-    return run && run.metadata.annotations?.[ANNOTATION_OWNER] === owner.id ? { ref, run } : undefined;
-  };
+  const find = (runId: string, owner: RunOwner) => findOwnedRun(o, runId, owner);
   const answer = (run: SandboxRun) => resultFromRecord(run, subjectOf(run, o.policy));
 
   return {

@@ -79,6 +79,7 @@ export function resultFromStatus(run: FinishedRun): RunResult {
     finishedAt: run.finishedAt,
     backend: BACKEND_NAME,
     served: status.served ?? 'cold',
+    outputs: status.outputs,
   });
 }
 

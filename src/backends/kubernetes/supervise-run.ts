@@ -50,6 +50,8 @@ export interface SuperviseInput {
   /** The created object's resourceVersion: the watch starts there. */
   resourceVersion: string | undefined;
   window: OutputWindow;
+  /** The run asked for output files: its log ends with them, which are not output. */
+  files?: boolean;
   timing: SuperviseTiming;
   onChunk(chunk: OutputChunk): void;
   /** Aborting cancels the run. */
@@ -90,6 +92,7 @@ class RunSupervisor {
   constructor(input: SuperviseInput) {
     this.i = input;
     this.output = new LogOutput(input.window, (c) => input.onChunk(c));
+    if (input.files) this.output.expectFiles();
   }
 
   private get key(): string {

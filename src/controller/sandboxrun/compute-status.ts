@@ -5,6 +5,7 @@
 import { classify, type RunFacts } from '../../api/outcome.js';
 import { isTerminal, type Phase, type Reason } from '../../api/run.js';
 import { ConditionType, setConditions, type ConditionInput } from '../../api/v1alpha1/conditions.js';
+import type { RunOutputs } from '../../api/outputs.js';
 import type { RunOutput, SandboxRunStatus } from '../../api/v1alpha1/sandboxrun.js';
 import { NETWORK_NOT_ISOLATED, notIsolatedMessage, refusedInterface } from '../pod/not-isolated.js';
 import { isPodFinished, type PodView } from '../pod/observe-pod.js';
@@ -26,6 +27,8 @@ export interface StatusInput {
   /** The pod was created once and is gone now. */
   podLost: boolean;
   output: RunOutput | undefined;
+  /** The files the run returned (kept in its ConfigMap), once its pod has finished. */
+  outputs?: RunOutputs | undefined;
   /** How the run is served, once it is: a pool pod (`warm`, with its pool) or a pod of its own. */
   served?: { served: 'warm'; pool: string | undefined } | undefined;
   now: string;
@@ -42,6 +45,7 @@ interface Outcome {
   startTime?: string | undefined;
   completionTime?: string | undefined;
   output?: RunOutput | undefined;
+  outputs?: RunOutputs | undefined;
   started: { status: 'True' | 'False'; reason: string; message: string };
 }
 
@@ -85,6 +89,7 @@ export function computeStatus(i: StatusInput): SandboxRunStatus {
     completionTime: o.completionTime,
     conditions,
     output: o.output,
+    outputs: o.outputs,
     observedGeneration,
   });
 }
@@ -168,6 +173,7 @@ function finished(i: StatusInput, pod: PodView): Outcome {
     startTime,
     completionTime: t?.finishedAt ?? i.now,
     output: i.output,
+    outputs: i.outputs,
     started: startTime
       ? { status: 'True' as const, reason: 'ContainerStarted', message: `pod ${i.podName} started` }
       : notStarted('PodFailed', pod.message ?? 'the pod ended before the program started'),

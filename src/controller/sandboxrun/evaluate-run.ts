@@ -17,6 +17,7 @@ import type { Policy } from '../../policy/policy.js';
 import { encodeJob } from '../../runner/protocol.js';
 import { formatSize } from '../../shared/quantity.js';
 import { denied, type Denial } from '../verdict.js';
+import { MAX_RUN_FILES_BYTES } from '../../api/v1alpha1/run-files.js';
 import { MAX_JOB_BYTES } from './build-config-map.js';
 
 export type RunVerdict =
@@ -35,9 +36,10 @@ export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFa
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluate(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
+  const effective = withRunFilesCap(evaluation.spec);
   // Egress none fails closed: unless the cluster is declared to enforce the run's deny-all
   // NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo.
-  const job = encodeJob(evaluation.spec, { requireNoNetwork: !cluster.networkPolicyEnforced });
+  const job = encodeJob(effective, { requireNoNetwork: !cluster.networkPolicyEnforced });
   if (job.length > MAX_JOB_BYTES) {
     return denied(spec, 'denied by policy', [
       {
@@ -47,5 +49,15 @@ export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFa
       },
     ]);
   }
-  return { allowed: true, spec, effective: evaluation.spec, job };
+  return { allowed: true, spec, effective, job };
+}
+
+/**
+ * The files a run returns are kept in a ConfigMap (api/v1alpha1/run-files.ts): the runner collects
+ * at most what one holds, and names every file past that with the cap.
+ */
+export function withRunFilesCap(spec: EffectiveSpec): EffectiveSpec {
+  const caps = spec.outputs.caps;
+  if (caps.maxBytes <= MAX_RUN_FILES_BYTES) return spec;
+  return { ...spec, outputs: { ...spec.outputs, caps: { ...caps, maxBytes: MAX_RUN_FILES_BYTES } } };
 }

@@ -1,7 +1,10 @@
 /**
  * The bounded output tail a status carries, read from the pod log once the pod has finished.
  * The log is read up to a byte limit; when the program wrote more than that, the tail is taken
- * from a second read of the last lines, and `bytes` says how much was counted.
+ * from a second read of the last lines, and `bytes` says how much was counted. A run that asked
+ * for output files has them at the end of its log (runner/files-block.ts): its log is read once,
+ * whole (the runner bounds it: the output window, then the files within their cap), and the
+ * output is what comes before them.
  */
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
@@ -9,6 +12,9 @@ import type { KubeClient } from '../../kube/client.js';
 import type { ExitReport } from '../../runner/protocol.js';
 import { isNotFound } from '../../kube/errors.js';
 import { TrailerFilter } from '../../runner/exit-trailer.js';
+import { FilesBlockFilter, maxFilesBlockBytes, parseFilesBlock } from '../../runner/files-block.js';
+import type { ReturnedOutputs } from '../../runner/output-files.js';
+import type { OutputCaps } from '../../api/outputs.js';
 
 export interface OutputLimits {
   /** Bytes of the tail kept in the status. */
@@ -63,6 +69,52 @@ export function withoutTrailer(log: string): string {
   const head = filter.push(Buffer.from(log, 'utf8'));
   const { rest } = filter.end();
   return Buffer.concat([head, rest]).toString('utf8');
+}
+
+/** What a run that asked for files needs to read them from its log. */
+export interface FilesRead {
+  caps: Pick<OutputCaps, 'maxFiles' | 'maxBytes'>;
+  /** The run's output limit: the runner writes at most this much of each stream to the log. */
+  outputBytes: number;
+}
+
+/** The output before a log's files block, and the files in it (undefined when it has none, or a bad one). */
+export function splitFiles(
+  log: Buffer,
+  files: FilesRead,
+): { output: Buffer; files: ReturnedOutputs | undefined } {
+  const filter = new FilesBlockFilter(maxFilesBlockBytes(files.caps.maxBytes));
+  const output = Buffer.concat([filter.push(log), filter.end()]);
+  const block = filter.blockBytesSeen();
+  if (!block || filter.overflowed) return { output, files: undefined };
+  try {
+    return { output, files: parseFilesBlock(block, files.caps) };
+  } catch {
+    return { output, files: undefined };
+  }
+}
+
+/** Reads a finished pod's whole log, its output and the files at its end; undefined when the pod is gone. */
+export async function readOutputAndFiles(
+  kube: KubeClient,
+  pod: { namespace: string; name: string; trailer?: boolean },
+  limits: OutputLimits,
+  files: FilesRead,
+): Promise<{ output: RunOutput; files: ReturnedOutputs | undefined } | undefined> {
+  const ref = { namespace: pod.namespace, name: pod.name };
+  const bound = 2 * files.outputBytes + 64 * 1024 + maxFilesBlockBytes(files.caps.maxBytes);
+  try {
+    const read = await kube.readPodLog(ref, { container: SANDBOX_CONTAINER, limitBytes: bound });
+    const log = pod.trailer === true ? withoutTrailer(read) : read;
+    const split = splitFiles(Buffer.from(log, 'utf8'), files);
+    const text = split.output.toString('utf8');
+    const head = split.output.subarray(0, limits.readBytes).toString('utf8');
+    const capped = split.output.length >= limits.readBytes;
+    return { output: toRunOutput(head, capped, text, limits), files: split.files };
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
 }
 
 /**

@@ -21,6 +21,8 @@ import {
 } from '../../api/v1alpha1/sandboxrun.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { Pod } from '../../kube/objects.js';
+import { keepRunFiles } from './keep-files.js';
+import type { EffectiveOutputs } from '../../policy/evaluate.js';
 import type { Store } from '../../kube/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Policy } from '../../policy/policy.js';
@@ -36,11 +38,13 @@ import { evaluateRun, type RunVerdict } from './evaluate-run.js';
 import { reportStart, reportTransition, type ReportDeps } from './report.js';
 import {
   ensureRunChildren,
+  filesReadOf,
   NOTHING_SEEN,
   observeRunPod,
   type Observed,
   type RunChildrenDeps,
 } from './run-children.js';
+import type { FilesRead } from './read-output.js';
 import { runRef } from './run-ref.js';
 import { serveWarm, type WarmServe } from './serve-warm.js';
 import { claimRunPod, followPoolPod, unrecordedClaim, warmEndView } from './warm-run.js';
@@ -185,7 +189,8 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   const pod = observed.pod;
   if (warm && neverRan(p, pod)) return serveAgain(deps, p, pod, pod.terminated?.failure ?? '');
   if (!warm) countCold(deps, run, pod, firstSeen);
-  const status = statusOf(p, observed, podName);
+  const outputs = await keepRunFiles(deps.kube, p.run.ref, askedOutputs(p), observed);
+  const status = statusOf(p, { ...observed, outputs }, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
   if (serve) tookResult(deps, p, serve, firstSeen);
   await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
@@ -202,6 +207,10 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
  */
 const neverRan = (p: Pass, pod: PodView | undefined): pod is PodView =>
   p.serve?.settled?.state !== 'done' && !p.cancel && noJobArrived(pod);
+
+/** The files an allowed run asked for. */
+const askedOutputs = (p: Pass): EffectiveOutputs | undefined =>
+  p.verdict.allowed ? p.verdict.effective.outputs : undefined;
 
 /** A cold run whose pod this pass made: its acquire time. */
 function countCold(deps: ReconcileDeps, run: RunView, pod: PodView | undefined, firstSeen: number): void {
@@ -239,7 +248,7 @@ function tookResult(deps: ReconcileDeps, p: Pass, serve: WarmServe, firstSeen: n
 /** The run's status from what this pass observed (computeStatus, whichever pod serves it). */
 function statusOf(
   p: Pass,
-  observed: Observed & Pick<StatusInput, 'served'>,
+  observed: Observed & Pick<StatusInput, 'served' | 'outputs'>,
   podName: string,
 ): SandboxRunStatus {
   const { run, verdict } = p;
@@ -309,6 +318,7 @@ async function startWarm(
     key: channelKey,
     outputBytes: verdict.effective.limits.outputBytes,
     limits: deps.output,
+    files: filesReadOf(verdict.effective),
     onSettled: () => deps.requeue(key),
     now: deps.now,
   });
@@ -464,14 +474,20 @@ function observeChildren(
       ...NOTHING_SEEN,
       pod,
       output: result.output,
+      files: result.files,
       served: { served: 'warm', pool: serve.pool },
     });
   }
   const { warm } = servingPod(run, serve);
+  const files = filesReadOf(verdict.effective);
   // A serve that lost its attach: its pool pod is followed, and its status says how it is served.
   const served = serve ? { served: { served: 'warm' as const, pool: serve.pool } } : {};
-  if (p.cancel) return observeForCancel(deps, run, podName, warm).then((o) => ({ ...o, ...served }));
-  if (warm) return followPoolPod(deps, run.ref, podName).then((o) => ({ ...o, ...served }));
+  if (p.cancel)
+    return observeForCancel(deps, run, { name: podName, files, poolPod: warm }).then((o) => ({
+      ...o,
+      ...served,
+    }));
+  if (warm) return followPoolPod(deps, run.ref, { name: podName, files }).then((o) => ({ ...o, ...served }));
   return ensureRunChildren(
     deps,
     { ...run.ref, podRecorded: run.status.podName !== undefined },
@@ -484,11 +500,11 @@ function observeChildren(
 async function observeForCancel(
   deps: ReconcileDeps,
   run: RunView,
-  podName: string,
-  poolPod: boolean,
+  serving: { name: string; files: FilesRead | undefined; poolPod: boolean },
 ): Promise<Observed> {
-  const pod = deps.pods.get(run.ref.namespace, podName);
-  if (pod && isPodFinished(observePod(pod))) return observeRunPod(deps, run.ref, pod, poolPod);
+  const pod = deps.pods.get(run.ref.namespace, serving.name);
+  if (pod && isPodFinished(observePod(pod)))
+    return observeRunPod(deps, run.ref, pod, { poolPod: serving.poolPod, files: serving.files });
   return NOTHING_SEEN;
 }
 

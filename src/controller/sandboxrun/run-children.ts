@@ -19,7 +19,14 @@ import {
 import { isPodFinished } from '../pod/observe-pod.js';
 import { buildConfigMap } from './build-config-map.js';
 import { buildRunPod } from './build-run-pod.js';
-import { readOutput, withReportedBytes, type OutputLimits } from './read-output.js';
+import type { ReturnedOutputs } from '../../runner/output-files.js';
+import {
+  readOutput,
+  readOutputAndFiles,
+  withReportedBytes,
+  type FilesRead,
+  type OutputLimits,
+} from './read-output.js';
 import { runChildMeta, runPodSelector } from './run-ref.js';
 
 export interface RunChildrenDeps extends ChildrenDeps {
@@ -29,21 +36,40 @@ export interface RunChildrenDeps extends ChildrenDeps {
 
 export interface Observed extends PodObservation {
   output: RunOutput | undefined;
+  /** The files at the end of a finished pod's log, when the run asked for some and they were there. */
+  files?: ReturnedOutputs | undefined;
+}
+
+/** What a run that asked for output files needs to read them (none: it asked for none). */
+export function filesReadOf(spec: EffectiveSpec): FilesRead | undefined {
+  if (spec.outputs.entries.length === 0) return undefined;
+  return { caps: spec.outputs.caps, outputBytes: spec.limits.outputBytes };
+}
+
+/** How a pod's log is read: a pool pod's ends with the runner's trailer; a run with outputs has its files. */
+export interface LogShape {
+  poolPod?: boolean;
+  files?: FilesRead | undefined;
 }
 
 export const NOTHING_SEEN: Observed = { ...NOTHING_OBSERVED, output: undefined };
 
-/** What was observed, with the output tail of a finished pod. */
+/** What was observed, with the output tail (and the files) of a finished pod. */
 async function withOutput(
   deps: RunChildrenDeps,
   run: ObjectRef,
   seen: PodObservation,
-  poolPod = false,
+  shape: LogShape = {},
 ): Promise<Observed> {
   if (!seen.pod || !isPodFinished(seen.pod)) return { ...seen, output: undefined };
-  const pod = { namespace: run.namespace, name: seen.pod.name, trailer: poolPod };
+  const pod = { namespace: run.namespace, name: seen.pod.name, trailer: shape.poolPod === true };
+  const report = seen.pod.terminated?.report;
+  if (shape.files) {
+    const read = await readOutputAndFiles(deps.kube, pod, deps.output, shape.files);
+    return { ...seen, output: read && withReportedBytes(read.output, report), files: read?.files };
+  }
   const read = await readOutput(deps.kube, pod, deps.output);
-  return { ...seen, output: read && withReportedBytes(read, seen.pod.terminated?.report) };
+  return { ...seen, output: read && withReportedBytes(read, report) };
 }
 
 export async function ensureRunChildren(
@@ -58,7 +84,7 @@ export async function ensureRunChildren(
     pod: buildRunPod(run, effective, deps.pod),
     runtimeClass: effective.runtime,
   });
-  return withOutput(deps, run, seen);
+  return withOutput(deps, run, seen, { files: filesReadOf(effective) });
 }
 
 /**
@@ -69,7 +95,7 @@ export async function observeRunPod(
   deps: RunChildrenDeps,
   run: ObjectRef,
   pod: Pod,
-  poolPod = false,
+  shape: LogShape = {},
 ): Promise<Observed> {
-  return withOutput(deps, run, await observeExisting(deps, run, pod), poolPod);
+  return withOutput(deps, run, await observeExisting(deps, run, pod), shape);
 }

@@ -11,13 +11,22 @@ import type { RunOutput } from '../../api/v1alpha1/sandboxrun.js';
 import type { AttachedPod } from '../../kube/attach.js';
 import { TrailerFilter, type TrailerEnd } from '../../runner/exit-trailer.js';
 import { outputWindow } from '../../runner/protocol.js';
-import { toRunOutput, withReportedBytes, type OutputLimits } from './read-output.js';
+import { FilesBlockFilter, maxFilesBlockBytes, parseFilesBlock } from '../../runner/files-block.js';
+import type { ReturnedOutputs } from '../../runner/output-files.js';
+import { toRunOutput, withReportedBytes, type FilesRead, type OutputLimits } from './read-output.js';
 
 /** After the trailer, how long the last of stderr may still take to arrive (its own stream). */
 const STDERR_GRACE_MS = 200;
 
 export type WarmResult =
-  | { state: 'done'; end: TrailerEnd; output: RunOutput; finishedAt: string }
+  | {
+      state: 'done';
+      end: TrailerEnd;
+      output: RunOutput;
+      finishedAt: string;
+      /** The files the runner wrote after the output, when the run asked for some. */
+      files?: ReturnedOutputs | undefined;
+    }
   /** The attach ended before the trailer: the run is followed through its pod. */
   | { state: 'lost'; why: string; jobWritten: boolean };
 
@@ -47,19 +56,42 @@ export interface WarmServe {
   abort(): void;
 }
 
-/** Both streams as they came, kept within the limits a cold run's log read has. */
+/**
+ * Both streams as they came, kept within the limits a cold run's log read has; a run's files
+ * block, which the runner writes after everything else, is set apart (runner/files-block.ts).
+ */
 class OutputCollector {
   private head: Buffer[] = [];
   private headBytes = 0;
   private tail: Buffer = Buffer.alloc(0);
   private total = 0;
   private readonly limits: OutputLimits;
+  private readonly files: { read: FilesRead; filter: FilesBlockFilter } | undefined;
 
-  constructor(limits: OutputLimits) {
+  constructor(limits: OutputLimits, files: FilesRead | undefined) {
     this.limits = limits;
+    this.files = files && {
+      read: files,
+      filter: new FilesBlockFilter(maxFilesBlockBytes(files.caps.maxBytes)),
+    };
   }
 
   push(data: Buffer): void {
+    this.keep(this.files ? this.files.filter.push(data) : data);
+  }
+
+  /** The files after the output, when the run asked for some (undefined: none came, or a bad block). */
+  returnedFiles(): ReturnedOutputs | undefined {
+    const block = this.files?.filter.blockBytesSeen();
+    if (!this.files || !block || this.files.filter.overflowed) return undefined;
+    try {
+      return parseFilesBlock(block, this.files.read.caps);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private keep(data: Buffer): void {
     this.total += data.length;
     const room = this.limits.readBytes - this.headBytes;
     if (room > 0) {
@@ -74,6 +106,7 @@ class OutputCollector {
   }
 
   output(): RunOutput {
+    if (this.files) this.keep(this.files.filter.end());
     const log = Buffer.concat(this.head).toString('utf8');
     const capped = this.total >= this.limits.readBytes;
     return toRunOutput(log, capped, capped ? this.tail.toString('utf8') : log, this.limits);
@@ -102,6 +135,8 @@ export interface ServeInput {
   /** The run's output limit (what the runner forwards of each stream). */
   outputBytes: number;
   limits: OutputLimits;
+  /** What a run that asked for output files needs to read them. */
+  files?: FilesRead | undefined;
   /** Called once the result is there (the run's key goes back on the queue). */
   onSettled: () => void;
   now: () => Date;
@@ -109,7 +144,7 @@ export interface ServeInput {
 
 export function serveWarm(i: ServeInput): WarmServe {
   const filter = new TrailerFilter(i.key);
-  const collector = new OutputCollector(i.limits);
+  const collector = new OutputCollector(i.limits, i.files);
   const timings: Partial<WarmTimings> = { attachedAhead: i.attachedAhead };
   let attached: AttachedPod | undefined;
   let aborted = false;
@@ -130,7 +165,13 @@ export function serveWarm(i: ServeInput): WarmServe {
   const finish = (): void => {
     if (!trailer || settled) return;
     clearTimeout(graceTimer);
-    settle({ state: 'done', end: trailer, output: output(trailer), finishedAt: i.now().toISOString() });
+    settle({
+      state: 'done',
+      end: trailer,
+      output: output(trailer),
+      finishedAt: i.now().toISOString(),
+      files: collector.returnedFiles(),
+    });
   };
   const output = (end: TrailerEnd): RunOutput => {
     const out = collector.output();

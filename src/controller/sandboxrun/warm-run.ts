@@ -31,6 +31,7 @@ import type { WarmResult } from './serve-warm.js';
 import type { HeldAttach, PoolAttachments } from './pool-attachments.js';
 import type { WarmServes } from './warm-serves.js';
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
+import type { FilesRead } from './read-output.js';
 
 export interface WarmDeps extends RunChildrenDeps {
   metrics: OperatorMetrics;
@@ -161,14 +162,15 @@ export function warmEndView(
 export async function followPoolPod(
   deps: WarmDeps & { warm: WarmServes },
   run: ObjectRef,
-  podName: string,
+  serving: { name: string; files: FilesRead | undefined },
 ): Promise<Observed> {
-  const pod = deps.pods.get(run.namespace, podName) ?? (await deps.kube.getPod(run.namespace, podName));
+  const pod =
+    deps.pods.get(run.namespace, serving.name) ?? (await deps.kube.getPod(run.namespace, serving.name));
   if (!pod || !isControlledBy(pod, run)) return { ...NOTHING_SEEN, podLost: true };
   if (
     deps.warm.firstFollow(`${run.namespace}/${run.name}`, pod.metadata?.uid ?? '') &&
     !isPodFinished(observePod(pod))
   )
-    void endWaitForJob(deps, run.namespace, podName);
-  return observeRunPod(deps, run, pod, true);
+    void endWaitForJob(deps, run.namespace, serving.name);
+  return observeRunPod(deps, run, pod, { poolPod: true, files: serving.files });
 }

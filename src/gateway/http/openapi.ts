@@ -128,6 +128,15 @@ export const REST_ROUTES: Record<string, Partial<Record<Method, Operation>>> = {
     },
     delete: { summary: 'Cancel a run', responses: { 200: RunResultSchema } },
   },
+  '/runs/:id/files/*path': {
+    get: {
+      summary: 'A file the run returned (its outputs), with its media type',
+      responses: { 200: 'binary' },
+    },
+  },
+  '/runs/:id/artifacts': {
+    get: { summary: 'Every file the run returned, as a tar stream', responses: { 200: 'tar' } },
+  },
 };
 
 const schemaOf = (schema: z.ZodType, io: 'input' | 'output'): object => {

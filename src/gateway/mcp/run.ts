@@ -1,9 +1,14 @@
 /** The shared path of every tool that runs code: start through the service, stream, wait for the result. */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RunRequestInput, RunResult } from '../../api/run.js';
 import { findTemplate } from '../../policy/templates.js';
 import { AppError } from '../../shared/errors.js';
 import { clientWants, principalOf, type ToolDeps, type ToolExtra } from './context.js';
 import { OutputRelay } from './relay.js';
+import { renderRun } from './render.js';
+import { toolResult } from './results.js';
+import { runFileContent } from './run-resources.js';
+import { RunResultOutput } from './schemas.js';
 
 export async function runStreamed(
   deps: ToolDeps,
@@ -20,6 +25,20 @@ export async function runStreamed(
   await relay.end();
   handle.delivered();
   return result;
+}
+
+/** A run's result as a tool result: structured, readable, and its files (images inline, others linked). */
+export async function runToolResult(
+  deps: ToolDeps,
+  result: RunResult,
+  extra: ToolExtra,
+): Promise<CallToolResult> {
+  const base = toolResult(RunResultOutput, result, renderRun(result));
+  const files = result.outputs?.files ?? [];
+  if (files.length === 0) return base;
+  const principal = principalOf(extra, deps);
+  const content = await Promise.all(files.map((f) => runFileContent(deps, result.runId, f, principal)));
+  return { ...base, content: [...base.content, ...content] };
 }
 
 /**

@@ -63,8 +63,9 @@ function commonListed(policy: Policy) {
       })
       .strict()
       .optional()
-      .describe('Below the ceilings (list_templates)'),
-    image: z.string().optional().describe('Allowlisted image instead of the template’s'),
+      .describe('Below the ceilings'),
+    image: z.string().optional().describe('An allowlisted image instead'),
+    outputs: z.array(z.string()).optional().describe('Files to return, e.g. out/*.csv'),
   };
 }
 
@@ -87,6 +88,7 @@ const commonParse = {
     .strict()
     .optional(),
   image: R.image,
+  outputs: R.outputs,
   runtime: R.runtime,
   language: z.string().optional(),
   template: z.string().optional(),

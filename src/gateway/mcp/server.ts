@@ -3,13 +3,15 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import { buildCatalog, registerCatalog, type CatalogOptions, type ToolCatalog } from './catalog.js';
 import type { ToolDeps } from './context.js';
+import { registerRunResources } from './run-resources.js';
 import { registerSessionResources } from './session-resources.js';
 import { allTools } from './tools/index.js';
 
 const INSTRUCTIONS =
   'Runs untrusted code in locked-down, network-less containers. Use run_code for a snippet in a language ' +
   '(list_templates shows them and their limits), run_command for an argv. Output streams as log notifications ' +
-  '(logger stdout/stderr) while a run executes; the final result carries exit code and capped output. ' +
+  '(logger stdout/stderr) while a run executes; the final result carries exit code and capped output, and ' +
+  'the files named in outputs (images inline, others as resource links). ' +
   'For work across calls, sandbox_create a session, then sandbox_exec and the file tools in it; sandbox_delete it when done.';
 
 /** The tools a gateway offers under its policy: built once, shared by every server it creates. */
@@ -31,5 +33,6 @@ export function createMcpServer(deps: ToolDeps, catalog: ToolCatalog = buildTool
   const withLevel = { ...deps, clientLogLevel: () => level };
   registerCatalog(server, catalog, withLevel);
   registerSessionResources(server, withLevel);
+  registerRunResources(server, withLevel);
   return server;
 }

@@ -7,16 +7,17 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../../shared/errors.js';
 import { principalOf, type ToolDeps, type ToolExtra } from './context.js';
-import { asText, collect, imageType, parseSessionFileUri, SESSION_FILE_TEMPLATE } from './session-files.js';
+import { collect, resourceContents } from './file-content.js';
+import { parseFileUri, SESSION_FILE_TEMPLATE } from './session-files.js';
 
 function fileOf(uri: string): { sessionId: string; path: string } {
-  const file = parseSessionFileUri(uri);
+  const file = parseFileUri('sessions', uri);
   if (!file) {
     throw new AppError('INVALID_REQUEST', `not a session file: ${uri.slice(0, 200)}`, {
       hint: `expected ${SESSION_FILE_TEMPLATE}`,
     });
   }
-  return file;
+  return { sessionId: file.id, path: file.path };
 }
 
 export function registerSessionResources(server: McpServer, deps: ToolDeps): void {
@@ -27,19 +28,7 @@ export function registerSessionResources(server: McpServer, deps: ToolDeps): voi
     async (uri, _vars, extra) => {
       const { sessionId, path } = fileOf(uri.href);
       const file = await deps.service.sessions.readFile(sessionId, principalOf(extra, deps), { path });
-      const data = await collect(file.data);
-      const text = imageType(data) ? undefined : asText(data);
-      return {
-        contents: [
-          text !== undefined
-            ? { uri: uri.href, mimeType: 'text/plain', text }
-            : {
-                uri: uri.href,
-                mimeType: imageType(data) ?? 'application/octet-stream',
-                blob: data.toString('base64'),
-              },
-        ],
-      };
+      return { contents: [resourceContents(uri.href, file.entry.path, await collect(file.data))] };
     },
   );
   server.server.registerCapabilities({ resources: { subscribe: true } });

@@ -17,6 +17,14 @@ after(() => backend.close());
 
 const VERSION: Record<string, { argv: string[]; expect: RegExp }> = {
   python: { argv: ['python3', '--version'], expect: /^Python 3\.11\./ },
+  'python-data': {
+    argv: [
+      'python3',
+      '-c',
+      'import sys, numpy, pandas, matplotlib, scipy, PIL; print("Python", sys.version.split()[0], numpy.__version__, pandas.__version__, matplotlib.__version__, scipy.__version__, PIL.__version__)',
+    ],
+    expect: /^Python 3\.11\.\d+ 1\.24\.\d+ 1\.5\.\d+ 3\.6\.\d+ 1\.10\.\d+ 9\.4\.\d+$/,
+  },
   node: { argv: ['node', '--version'], expect: /^v18\./ },
   bash: { argv: ['bash', '--version'], expect: /^GNU bash, version 5\./ },
   c: { argv: ['gcc', '--version'], expect: /^gcc .* 12\./ },

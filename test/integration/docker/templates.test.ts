@@ -12,6 +12,10 @@ after(() => backend.close());
 
 const HELLO: Record<string, { code: string; version: RegExp }> = {
   python: { code: 'import sys\nprint("hello from python", sys.version.split()[0])', version: /3\.11\./ },
+  'python-data': {
+    code: 'import sys, numpy\nprint("hello from python-data", sys.version.split()[0], numpy.arange(3).sum())',
+    version: /3\.11\.\d+ 3$/m,
+  },
   node: { code: 'console.log("hello from node", process.version)', version: /v18\./ },
   bash: { code: 'echo "hello from bash $BASH_VERSION"', version: /5\.\d/ },
   c: {

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { classify, type RunFacts } from '../../../src/api/outcome.js';
 import { buildResult, networkHint, NO_NETWORK_HINT } from '../../../src/api/result.js';
 import { RunResultSchema } from '../../../src/api/run.js';
-import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
+import { NO_OUTPUTS, type EffectiveSpec } from '../../../src/policy/evaluate.js';
 
 const base: RunFacts = { exitCode: 0, timedOut: false, oomKilled: false, cancelled: false };
 const outcome = (facts: Partial<RunFacts>) => classify({ ...base, ...facts });
@@ -30,6 +30,7 @@ const spec: EffectiveSpec = {
   network: 'none',
   runtime: 'runsc',
   workdir: '/workspace',
+  outputs: NO_OUTPUTS,
 };
 
 describe('buildResult', () => {
@@ -162,6 +163,7 @@ describe('a failed name lookup or connection says the sandbox has no network', (
     network: 'none',
     runtime: undefined,
     workdir: '/workspace',
+    outputs: NO_OUTPUTS,
   } satisfies EffectiveSpec;
   const stream = (text: string) => ({ text, bytes: text.length, truncated: false, binary: false });
   const result = (stderr: string) =>

@@ -37,6 +37,7 @@ test('policyFromConfig maps every sandbox ceiling', () => {
     // not configurable: the policy defaults
     files: DEFAULT_CEILINGS.files,
     envVars: DEFAULT_CEILINGS.envVars,
+    outputs: DEFAULT_CEILINGS.outputs,
   });
 });
 

@@ -176,7 +176,7 @@ describe('run_code and run_command inputs', () => {
       string,
       { enum?: string[] }
     >;
-    assert.deepEqual(props.language?.enum, ['python', 'node']);
+    assert.deepEqual(props.language?.enum, ['python', 'python-data']);
     await client.close();
   });
 

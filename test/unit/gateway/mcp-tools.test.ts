@@ -165,7 +165,7 @@ test('list_templates gives every template with its limits', async () => {
   }[];
   assert.deepEqual(
     templates.map((t) => t.name),
-    ['python', 'node', 'bash', 'c', 'rust'],
+    ['python', 'python-data', 'node', 'bash', 'c', 'rust'],
   );
   assert.equal(templates[0]!.defaults.timeoutSeconds, 30);
   assert.match(text(r), /^python \(sandpit\/python:3\.11\): /);
@@ -175,7 +175,13 @@ test('list_templates gives every template with its limits', async () => {
     'python names pip and venv',
   );
   assert.ok(
-    templates[1]!.libraries.some((l) => /no npm/.test(l)),
+    ['numpy', 'pandas', 'matplotlib', 'scipy', 'pillow'].every((lib) =>
+      templates[1]!.libraries.some((l) => l.startsWith(lib)),
+    ),
+    'python-data names numpy, pandas, matplotlib, scipy and pillow',
+  );
+  assert.ok(
+    templates[2]!.libraries.some((l) => /no npm/.test(l)),
     'node says it has no npm',
   );
   assert.ok(templates.every((t) => t.libraries.length > 0));

@@ -637,7 +637,11 @@ describe('unknown template', () => {
   test('denied, naming every known template', () => {
     const v = denied({ template: 'cobol', code: 'x' });
     assert.deepEqual(v, [
-      { field: 'template', message: 'unknown template "cobol"', limit: 'python, node, bash, c, rust' },
+      {
+        field: 'template',
+        message: 'unknown template "cobol"',
+        limit: 'python, python-data, node, bash, c, rust',
+      },
     ]);
   });
 
@@ -727,5 +731,6 @@ test('DEFAULT_CEILINGS are what the documentation says', () => {
     downloadBytes: 64 * MiB,
     files: 256,
     envVars: 128,
+    outputs: { maxFiles: 32, maxBytes: 16 * MiB, inlineImageBytes: MiB, inlineImages: 4 },
   });
 });

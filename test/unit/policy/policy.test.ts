@@ -8,6 +8,7 @@ test('createPolicy() defaults: built-in templates, their images + python:3.11, d
   assert.equal(p.templates, BUILTIN_TEMPLATES);
   assert.deepEqual(p.imageAllowlist, [
     'sandpit/python:3.11',
+    'sandpit/python-data:3.11',
     'sandpit/node:18',
     'sandpit/bash:5',
     'sandpit/c:12',

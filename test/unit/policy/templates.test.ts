@@ -72,11 +72,19 @@ describe('the built-in templates', () => {
       BUILTIN_TEMPLATES.map((t) => [t.name, t.image, t.fileName]),
       [
         ['python', 'sandpit/python:3.11', 'main.py'],
+        ['python-data', 'sandpit/python-data:3.11', 'main.py'],
         ['node', 'sandpit/node:18', 'main.js'],
         ['bash', 'sandpit/bash:5', 'main.sh'],
         ['c', 'sandpit/c:12', 'main.c'],
         ['rust', 'sandpit/rust:1', 'main.rs'],
       ],
+    );
+  });
+
+  test('python-data alone collects by default: the top-level images', () => {
+    assert.deepEqual(
+      BUILTIN_TEMPLATES.filter((t) => t.outputs.length > 0).map((t) => [t.name, t.outputs]),
+      [['python-data', ['*.png', '*.jpg', '*.svg']]],
     );
   });
 

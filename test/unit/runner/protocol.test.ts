@@ -10,7 +10,7 @@ import {
   RECORD_DATA,
   type Frame,
 } from '../../../src/runner/protocol.js';
-import type { EffectiveSpec } from '../../../src/policy/evaluate.js';
+import { NO_OUTPUTS, type EffectiveSpec } from '../../../src/policy/evaluate.js';
 import { frame, keyedFrame } from '../../support/runner-frames.js';
 
 function spec(
@@ -40,6 +40,7 @@ function spec(
     network: 'none',
     runtime: undefined,
     workdir: '/w',
+    outputs: NO_OUTPUTS,
     ...overrides,
   };
 }
@@ -114,6 +115,19 @@ describe('encodeJob', () => {
       'f', [0, 0, 0, 3 + path.length], [0], [0, path.length], [...path],
     );
     assert.deepEqual(job, bytes('SPJ3', NO_KEY, [0, 0, 0, body.length], body));
+  });
+
+  test('outputs: one g record per entry, then G with the caps; none when no entry is asked', () => {
+    const outputs = { ...NO_OUTPUTS, entries: ['*.png', 'out/a.csv'] };
+    const job = encodeJob(spec({ argv: ['true'], outputs }, { outputBytes: 0 }), { requireNoNetwork: false });
+    // prettier-ignore
+    const tail = bytes(
+      'g', [0, 0, 0, 5], '*.png',
+      'g', [0, 0, 0, 9], 'out/a.csv',
+      'G', [0, 0, 0, 8], [0, 0, 0, 32], [0x01, 0, 0, 0], // 32 files, 16 MiB
+    );
+    assert.deepEqual(job.subarray(job.length - tail.length), tail);
+    assert.equal(encodeJob(spec()).includes(Buffer.from('G\0\0\0\x08')), false);
   });
 
   test('the channel key follows the magic; a key of any other length is refused', () => {

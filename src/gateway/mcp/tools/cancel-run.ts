@@ -1,8 +1,7 @@
 /** cancel_run: stops a live run and removes its sandbox; the record stays readable with phase Cancelled. */
 import type { ToolSpec } from '../catalog.js';
 import { principalOf } from '../context.js';
-import { renderRun } from '../render.js';
-import { toolResult } from '../results.js';
+import { runToolResult } from '../run.js';
 import { RunResultOutput, type ToolSchemas } from '../schemas.js';
 import { END_ANNOTATIONS } from './run-code.js';
 
@@ -16,7 +15,7 @@ export function cancelRunTool(schemas: ToolSchemas): ToolSpec {
     annotations: END_ANNOTATIONS,
     handler: (deps) => async (args: { runId: string }, extra) => {
       const result = await deps.service.runs.cancel(args.runId, principalOf(extra, deps));
-      return toolResult(RunResultOutput, result, renderRun(result));
+      return runToolResult(deps, result, extra);
     },
   };
 }

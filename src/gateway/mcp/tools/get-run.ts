@@ -1,8 +1,7 @@
 /** get_run: a run's state; live output while it runs, the final result after (also after a cancel). */
 import type { ToolSpec } from '../catalog.js';
 import { principalOf } from '../context.js';
-import { renderRun } from '../render.js';
-import { toolResult } from '../results.js';
+import { runToolResult } from '../run.js';
 import { RunResultOutput, type ToolSchemas } from '../schemas.js';
 
 export const READ_ANNOTATIONS = {
@@ -22,7 +21,7 @@ export function getRunTool(schemas: ToolSchemas): ToolSpec {
     annotations: READ_ANNOTATIONS,
     handler: (deps) => async (args: { runId: string }, extra) => {
       const result = await deps.service.runs.get(args.runId, principalOf(extra, deps));
-      return toolResult(RunResultOutput, result, renderRun(result));
+      return runToolResult(deps, result, extra);
     },
   };
 }

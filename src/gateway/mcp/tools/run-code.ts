@@ -1,8 +1,6 @@
 /** run_code: code in a language, in one fresh sandbox; output streamed while it runs. */
 import type { ToolSpec } from '../catalog.js';
-import { renderRun } from '../render.js';
-import { toolResult } from '../results.js';
-import { runStreamed, templateOf } from '../run.js';
+import { runStreamed, runToolResult, templateOf } from '../run.js';
 import { RunResultOutput, type RunToolArgs, type ToolSchemas } from '../schemas.js';
 
 export const RUN_ANNOTATIONS = {
@@ -32,7 +30,7 @@ export function runCodeTool(schemas: ToolSchemas): ToolSpec {
       const { language: _l, template: _t, ...rest } = args;
       const template = templateOf(deps, args, 'python');
       const result = await runStreamed(deps, { ...rest, template }, extra);
-      return toolResult(RunResultOutput, result, renderRun(result));
+      return runToolResult(deps, result, extra);
     },
   };
 }

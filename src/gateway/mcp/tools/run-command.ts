@@ -1,8 +1,6 @@
 /** run_command: an explicit argv in one fresh sandbox; output streamed while it runs. */
 import type { ToolSpec } from '../catalog.js';
-import { renderRun } from '../render.js';
-import { toolResult } from '../results.js';
-import { runStreamed, templateOf } from '../run.js';
+import { runStreamed, runToolResult, templateOf } from '../run.js';
 import { RunResultOutput, type RunToolArgs, type ToolSchemas } from '../schemas.js';
 import { RUN_ANNOTATIONS } from './run-code.js';
 
@@ -19,7 +17,7 @@ export function runCommandTool(schemas: ToolSchemas): ToolSpec {
       // An image of the caller's choosing needs no template.
       const template = templateOf(deps, args, args.image === undefined ? 'bash' : undefined);
       const result = await runStreamed(deps, { ...rest, ...(template ? { template } : {}) }, extra);
-      return toolResult(RunResultOutput, result, renderRun(result));
+      return runToolResult(deps, result, extra);
     },
   };
 }

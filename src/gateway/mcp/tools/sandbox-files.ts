@@ -4,7 +4,8 @@ import { AppError } from '../../../shared/errors.js';
 import type { ToolSpec } from '../catalog.js';
 import { principalOf } from '../context.js';
 import { toolResult } from '../results.js';
-import { asText, collect, imageType, INLINE_BYTES, sessionFileUri } from '../session-files.js';
+import { asText, collect, imageContent } from '../file-content.js';
+import { INLINE_BYTES, sessionFileUri } from '../session-files.js';
 import { FileEntryOutput, FileListOutput, FileReadOutput, type SessionSchemas } from '../session-schemas.js';
 import { READ_ANNOTATIONS } from './get-run.js';
 import { CHANGE_ANNOTATIONS } from './run-code.js';
@@ -79,11 +80,11 @@ export function sandboxReadFileTool(schemas: SessionSchemas): ToolSpec {
         return linked(facts);
       }
       const data = await collect(file.data);
-      const image = imageType(data);
+      const image = imageContent(file.entry.path, data);
       if (image) {
         return {
-          content: [{ type: 'image', data: data.toString('base64'), mimeType: image }],
-          structuredContent: FileReadOutput.parse({ ...facts, encoding: 'none', mimeType: image }),
+          content: [image],
+          structuredContent: FileReadOutput.parse({ ...facts, encoding: 'none', mimeType: image.mimeType }),
         };
       }
       const text = asText(data);

@@ -8,7 +8,7 @@ import {
   principalLabelValue,
   type BuildOptions,
 } from '../../../../src/backends/kubernetes/build-sandbox-run.js';
-import { evaluateRun } from '../../../../src/controller/sandboxrun/evaluate-run.js';
+import { evaluateRun, withRunFilesCap } from '../../../../src/controller/sandboxrun/evaluate-run.js';
 import { evaluate, type EffectiveSpec } from '../../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
 
@@ -48,6 +48,7 @@ const FULL: RunRequestInput = {
   resources: { cpu: '500m', memory: '256m', pids: 64, ephemeralStorage: '32Mi' },
   timeoutSeconds: 20,
   runtime: 'kata',
+  outputs: ['*.png', '/etc/passwd', 'out/*.csv'],
 };
 
 describe('buildSandboxRun', () => {
@@ -99,6 +100,7 @@ describe('buildSandboxRun', () => {
       timeoutSeconds: 20,
       network: { egress: 'none' },
       runtimeClassName: 'kata',
+      outputs: ['*.png', 'out/*.csv', '/etc/passwd'],
       ttlSecondsAfterFinished: 600,
       pendingTimeoutSeconds: 120,
     });
@@ -126,6 +128,7 @@ describe('buildSandboxRun', () => {
     ['a bare argv run', { image: 'sandpit/bash:5', command: ['sh', '-c', 'echo hi'] }],
     ['a c run (its argv is a compile-then-run script)', { template: 'c', code: 'int main(){return 0;}' }],
     ['limits at their defaults', { template: 'node', code: 'console.log(1)' }],
+    ["a template's default outputs", { template: 'python-data', code: 'print(1)' }],
   ];
   for (const [name, request] of roundTrips) {
     test(`the operator's admission reaches the same effective spec: ${name}`, () => {
@@ -134,7 +137,8 @@ describe('buildSandboxRun', () => {
         networkPolicyEnforced: false,
       });
       assert.ok(admitted.allowed, !admitted.allowed ? admitted.message : '');
-      assert.deepEqual(admitted.effective, spec);
+      // The same, but for the bytes of files a run returns, which its ConfigMap caps.
+      assert.deepEqual(admitted.effective, withRunFilesCap(spec));
     });
   }
 
@@ -142,4 +146,11 @@ describe('buildSandboxRun', () => {
     const spec = effective(FULL);
     assert.deepEqual(buildSandboxRun(spec, OPTIONS), buildSandboxRun(spec, OPTIONS));
   });
+});
+
+test("outputs are always written: a template's default resolved, none as []", () => {
+  const data = buildSandboxRun(effective({ template: 'python-data', code: 'print(1)' }), OPTIONS);
+  assert.deepEqual(data.spec.outputs, ['*.png', '*.jpg', '*.svg']);
+  const none = buildSandboxRun(effective({ template: 'python-data', code: '', outputs: [] }), OPTIONS);
+  assert.deepEqual(none.spec.outputs, []);
 });

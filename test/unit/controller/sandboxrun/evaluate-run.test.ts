@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { evaluateRun } from '../../../../src/controller/sandboxrun/evaluate-run.js';
+import { evaluateRun, withRunFilesCap } from '../../../../src/controller/sandboxrun/evaluate-run.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
 import { evaluate } from '../../../../src/policy/evaluate.js';
 import { RunRequestSchema } from '../../../../src/api/run.js';
@@ -22,7 +22,7 @@ describe('evaluateRun: the shared policy decides', () => {
       policy,
     );
     assert.ok(direct.ok);
-    assert.deepEqual(r.effective, direct.spec);
+    assert.deepEqual(r.effective, withRunFilesCap(direct.spec), 'but for the files cap of a ConfigMap');
     assert.ok(r.job.subarray(0, 4).equals(Buffer.from('SPJ3')));
   });
 
