@@ -3,6 +3,7 @@
  * It returns the effective spec, or every violation at once, each naming its field and limit.
  * Its parts: the template, image and runtime here; limits.ts, sizes.ts and network.ts.
  */
+import type { EffectiveNetwork } from '../api/egress.js';
 import type { EffectiveLimits, RunRequest } from '../api/run.js';
 import type { Violation } from '../shared/errors.js';
 import type { Decision, Scope } from './decision.js';
@@ -30,7 +31,7 @@ export interface EffectiveSpec {
   stdin: Buffer;
   env: { name: string; value: string }[];
   limits: EffectiveLimits;
-  network: 'none';
+  network: EffectiveNetwork;
   runtime: string | undefined;
   workdir: string;
 }
@@ -48,7 +49,7 @@ export interface SandboxDecision {
   image: string | undefined;
   limits: EffectiveLimits;
   runtime: string | undefined;
-  network: 'none';
+  network: EffectiveNetwork;
 }
 
 /** The sandbox a request gets: template, image, limits, runtime and network, each against the policy. */

@@ -2,6 +2,7 @@
  * The policy: templates, the image allowlist, runtimes, and the defaults and ceilings of every limit.
  * Built once from config; `evaluate()` applies it to a request.
  */
+import { NO_EGRESS_POLICY, type EgressPolicy } from './network.js';
 import type { Template } from './templates.js';
 import { BUILTIN_TEMPLATES } from './templates.js';
 
@@ -47,6 +48,8 @@ export interface Policy {
   /** The runtime used when a request names none; undefined means the engine's default. */
   defaultRuntime: string | undefined;
   allowedRuntimes: readonly string[];
+  /** Egress: off (DISABLE_NETWORK), or the ceiling of every allowlist. */
+  egress: EgressPolicy;
 }
 
 export const DEFAULT_CEILINGS: Ceilings = {
@@ -70,6 +73,7 @@ export interface PolicyOptions {
   sessions?: Partial<SessionCeilings>;
   defaultRuntime?: string;
   allowedRuntimes?: readonly string[];
+  egress?: EgressPolicy;
 }
 
 export function createPolicy(options: PolicyOptions = {}): Policy {
@@ -82,6 +86,7 @@ export function createPolicy(options: PolicyOptions = {}): Policy {
     sessions: { ...DEFAULT_SESSION_CEILINGS, ...options.sessions },
     defaultRuntime,
     allowedRuntimes: options.allowedRuntimes ?? (defaultRuntime ? [defaultRuntime] : ['runc', 'runsc']),
+    egress: options.egress ?? NO_EGRESS_POLICY,
   };
 }
 

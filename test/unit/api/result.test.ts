@@ -27,7 +27,7 @@ const spec: EffectiveSpec = {
     fileSizeBytes: 2048,
     openFiles: 1024,
   },
-  network: 'none',
+  network: { egress: 'none' },
   runtime: 'runsc',
   workdir: '/workspace',
 };
@@ -159,7 +159,7 @@ describe('a failed name lookup or connection says the sandbox has no network', (
       fileSizeBytes: 1024,
       openFiles: 64,
     },
-    network: 'none',
+    network: { egress: 'none' },
     runtime: undefined,
     workdir: '/workspace',
   } satisfies EffectiveSpec;

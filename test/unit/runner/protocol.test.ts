@@ -37,7 +37,7 @@ function spec(
       openFiles: 1,
       ...limits,
     },
-    network: 'none',
+    network: { egress: 'none' },
     runtime: undefined,
     workdir: '/w',
     ...overrides,
