@@ -34,6 +34,7 @@ export interface CidrEntry {
 export type EgressEntry = HostEntry | CidrEntry;
 
 export const isHostEntry = (e: EgressEntry): e is HostEntry => 'host' in e;
+export const isCidrEntry = (e: EgressEntry): e is CidrEntry => 'cidr' in e;
 
 type Parsed = { ok: true; entry: EgressEntry } | { ok: false; message: string };
 
@@ -42,7 +43,9 @@ export function hostProblem(host: string): string | undefined {
   if (host.length > 253 || !HOST.test(host))
     return `"${host}" is not a host name (letters, digits, - and dots; IDNs in punycode; "*." only in front)`;
   const last = host.slice(host.lastIndexOf('.') + 1);
-  if (/^\d+$/.test(last)) return `"${host}" looks like an IP address: give it as a cidr entry`;
+  // No top-level domain starts with a digit; a name whose last label does is read as a number by
+  // resolvers (`127.1`, `0x7f000001`): it is an address, to be given as one.
+  if (!/^[a-z]/.test(last)) return `"${host}" looks like an IP address: give it as a cidr entry`;
   if (host.startsWith('*.') && !host.slice(2).includes('.'))
     return `"${host}" would match a whole top-level domain: name a domain below it`;
   return undefined;
