@@ -35,6 +35,10 @@
  *       no ulimits of their own)
  *   'n' no network: refuse the job if any interface but lo exists (egress none must fail closed,
  *       e.g. on a cluster that does not enforce NetworkPolicy)
+ *   'p' egress proxy socket (protocol 4): the absolute path of the Unix socket of sandpit's egress
+ *       proxy inside the sandbox (Docker: the gateway's, mounted in). The runner forwards
+ *       127.0.0.1:3128 to it and sets HTTP_PROXY, HTTPS_PROXY and NO_PROXY for the program, where
+ *       the job sets none of its own (egress.h)
  *   Protocol 2's job, "SPJ1" u32be:len records..., is still taken; its frames then carry no key.
  * Frames (stdout) after the job: key[16] u8:type u16be:len bytes, RECORD_MAX bytes at most
  *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + the next piece of the last bytes kept
@@ -67,6 +71,7 @@
  * without it refuses `--pool` with its usage (exit 2), which the pod's status shows.
  */
 #define _GNU_SOURCE
+#include "egress.h"
 #include "program.h"
 
 #include <errno.h>
@@ -93,7 +98,7 @@
 #define MAX_ENV 512
 #define CODE_FD 3
 /* Bump with every change to the job or frame format, together with src/runner/protocol.ts. */
-#define PROTOCOL_VERSION 3u
+#define PROTOCOL_VERSION 4u
 #define KEY_LEN 16
 /* PIPE_BUF: a pipe takes a write of at most this size in one piece, never mixed with another's. */
 #define RECORD_MAX 4096
@@ -120,6 +125,7 @@ static int have_stdin;
 static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail, open_files;
 static unsigned long long file_size; /* 0: leave RLIMIT_FSIZE as it is */
 static int no_network;
+static const char *egress_socket; /* 'p': the egress proxy's socket, when the job has egress */
 static int plain;
 /* --pool: plain, plus the exit trailer; job_read once the whole job is in (a failure then gets a trailer). */
 static int pool, job_read;
@@ -416,6 +422,9 @@ static void parse_job(char *buf, size_t len, int write_files)
 		case 'n':
 			no_network = 1;
 			break;
+		case 'p':
+			egress_socket = dupstr(p, n);
+			break;
 		default:
 			die_frame("unknown job record type 0x%02x", (unsigned char)type);
 		}
@@ -623,21 +632,34 @@ static struct spawned spawn(int fds[4])
 	return (struct spawned){child, -1};
 }
 
+/* Adds NAME=VALUE unless the job set NAME itself: job variables come first in the array. */
+static void default_env(const char *var)
+{
+	size_t k = (size_t)(strchr(var, '=') - var) + 1;
+	for (int j = 0; j < n_env; j++)
+		if (strncmp(job_env[j], var, k) == 0)
+			return;
+	job_env[n_env++] = (char *)var;
+}
+
 static void set_base_env(void)
 {
 	static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
 				     "USER=sandbox"};
-	/* Job variables come first in the array; add base ones only where the job set none. */
-	for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
-		size_t k = (size_t)(strchr(base[i], '=') - base[i]) + 1;
-		int found = 0;
-		for (int j = 0; j < n_env; j++)
-			found |= strncmp(job_env[j], base[i], k) == 0;
-		if (!found)
-			job_env[n_env++] = (char *)base[i];
-	}
+	for (size_t i = 0; i < sizeof base / sizeof *base; i++)
+		default_env(base[i]);
+	for (size_t i = 0; egress_socket && EGRESS_ENV[i]; i++)
+		default_env(EGRESS_ENV[i]);
 	job_env[n_env] = NULL;
 	job_args[n_args] = NULL;
+}
+
+/* A job with egress: the forwarder to the proxy's socket runs before the program does. */
+static void start_egress(void)
+{
+	char why[256];
+	if (egress_socket && egress_start(egress_socket, why, sizeof why) < 0)
+		die_frame("%s", why);
 }
 
 /* What the supervision loop keeps track of. */
@@ -842,6 +864,7 @@ int main(int argc, char **argv)
 	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
 	if (no_network)
 		refuse_open_network();
+	start_egress();
 	if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
 		die_frame("pipe: %s", strerror(errno));
 	int fds[4] = {out_pipe[1], err_pipe[1], code_fd, in_fd};
@@ -861,5 +884,6 @@ int main(int argc, char **argv)
 	r.watch_stdin = !plain && job_fd == 0;
 	r.deadline = deadline_ms ? r.started + deadline_ms : 0;
 	supervise(&r, sfd);
+	egress_stop();
 	return report(&r, oom_before);
 }

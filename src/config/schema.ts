@@ -326,6 +326,14 @@ export const ConfigSchema = z
             idleTimeoutSeconds: int(1, 86_400)
               .default(60)
               .describe('A proxied connection with no bytes either way this long is closed'),
+            socketDir: z
+              .string()
+              .min(1)
+              .max(80)
+              .optional()
+              .describe(
+                "Docker: where the proxy's per-sandbox sockets are made, a path the engine sees the same way (default: $XDG_RUNTIME_DIR/sandpit/egress, else the state directory's egress/)",
+              ),
           })
           .strict()
           .prefault({}),

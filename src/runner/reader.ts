@@ -97,12 +97,19 @@ export class RunnerReader {
   }
 }
 
-/** Refuses a runner older than this code speaks: its image predates the protocol. */
-export function checkRunnerVersion(version: number, image: string): void {
-  if (version >= MIN_PROTOCOL_VERSION) return;
+/**
+ * Refuses a runner older than this code speaks (its image predates the protocol), or older than
+ * what a job needs (`needed`, e.g. egress) with `what` saying which feature.
+ */
+export function checkRunnerVersion(
+  version: number,
+  image: string,
+  need: { version: number; what: string } = { version: MIN_PROTOCOL_VERSION, what: 'this sandpit' },
+): void {
+  if (version >= need.version) return;
   throw new AppError(
     'IMAGE_OUTDATED',
-    `the runner in image ${image} speaks protocol ${version}; this sandpit needs ${MIN_PROTOCOL_VERSION} or later`,
+    `the runner in image ${image} speaks protocol ${version}; ${need.what} needs ${need.version} or later`,
     { hint: 'rebuild the sandbox images: `sandpit images build`' },
   );
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  EGRESS_SOCKET_PATH,
   encodeJob,
   FrameDecoder,
   KEY_BYTES,
@@ -114,6 +115,19 @@ describe('encodeJob', () => {
       'f', [0, 0, 0, 3 + path.length], [0], [0, path.length], [...path],
     );
     assert.deepEqual(job, bytes('SPJ3', NO_KEY, [0, 0, 0, body.length], body));
+  });
+
+  test("egress: the proxy socket's path as a 'p' record after the 'n' record; none without it", () => {
+    const plain = encodeJob(spec({ argv: ['true'] }), { requireNoNetwork: true });
+    const withEgress = encodeJob(spec({ argv: ['true'] }), {
+      requireNoNetwork: true,
+      egressSocket: EGRESS_SOCKET_PATH,
+    });
+    const record = bytes('p', [0, 0, 0, EGRESS_SOCKET_PATH.length], EGRESS_SOCKET_PATH);
+    assert.equal(EGRESS_SOCKET_PATH, '/run/sandpit-egress/proxy.sock');
+    assert.equal(withEgress.length, plain.length + record.length);
+    assert.deepEqual(withEgress.subarray(withEgress.length - record.length), record);
+    assert.equal(plain.includes(record), false);
   });
 
   test('the channel key follows the magic; a key of any other length is refused', () => {
