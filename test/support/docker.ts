@@ -9,7 +9,7 @@ import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
 import { sessionShape } from '../../src/backends/docker/session/docker-sessions.js';
-import { BUILTIN_TEMPLATES } from '../../src/policy/templates.js';
+import { BUILTIN_TEMPLATES, type Template } from '../../src/policy/templates.js';
 import { sessionSpec } from './sessions.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { createPolicy, type Policy, type PolicyOptions } from '../../src/policy/policy.js';
@@ -36,6 +36,18 @@ export function requireDocker(): Promise<Docker> {
     return docker;
   })();
   return checked;
+}
+
+/**
+ * The templates a test runs: the built-in ones, or, with SANDPIT_TEST_IMAGE_REPO=<repo>, the same
+ * templates on `<repo>/<name>:<tag>` images, so that a worktree whose runner differs tests its own
+ * build (tagged apart with `docker tag`) while another worktree on the machine rebuilds sandpit/*.
+ */
+export function testTemplates(): Template[] {
+  const repo = process.env.SANDPIT_TEST_IMAGE_REPO;
+  return BUILTIN_TEMPLATES.map((t) =>
+    repo ? { ...t, image: t.image.replace(/^sandpit\//, `${repo}/`) } : t,
+  );
 }
 
 export function spec(request: RunRequestInput, options: PolicyOptions = {}): EffectiveSpec {
