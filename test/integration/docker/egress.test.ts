@@ -592,3 +592,57 @@ c.connect(); c.sock.sendall(b'wired'); print(c.sock.recv(5).decode())
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('a restarted gateway', () => {
+  test('adopts an egress session: it listens at its socket again, bound to the session', async () => {
+    const instance = `egress-${process.pid}-${Date.now().toString(36)}`;
+    const first = new DockerBackend({ docker, gates, instanceId: instance });
+    const spec = sessionSpec(
+      { template: 'python', network: allow(`echo.sandpit.test:${echo.port}`, '127.0.0.1/32') },
+      policy,
+    );
+    const id = sessionId('egress-adopt');
+    await first.sessions.createSession(spec, { sessionId: id, principal: 'tester' });
+    // The first gateway goes; its session stays, and its socket's directory with it.
+    first.sessions.detachAll();
+    const secondAudit: EgressAuditRecord[] = [];
+    const secondGates = createSocketGates({
+      root,
+      proxy: createEgressProxy({
+        floor: buildFloor({ ownAddresses: ownAddresses() }),
+        limits: DEFAULT_EGRESS_LIMITS,
+        backend: 'docker',
+        audit: (r) => secondAudit.push(r),
+        resolve: testResolver({ 'echo.sandpit.test': ['127.0.0.1'] }),
+        dial: loopbackDialer(dialed),
+      }),
+    });
+    const second = new DockerBackend({ docker, gates: secondGates, instanceId: instance });
+    const adoption = await second.sessions.adoptSessions();
+    const adopted = adoption.adopted.find((a) => a.sessionId === id);
+    assert.ok(adopted, JSON.stringify(adoption.lost));
+    try {
+      const exec = await runExec(
+        adopted.sandbox,
+        adopted.spec,
+        {
+          command: [
+            'python3',
+            '-c',
+            `import http.client; c = http.client.HTTPConnection('127.0.0.1', 3128, timeout=10); c.set_tunnel('echo.sandpit.test', ${echo.port}); c.connect(); c.sock.sendall(b'again'); print(c.sock.recv(5).decode())`,
+          ],
+        },
+        { policy },
+      );
+      assert.equal(exec.stdout.text, 'again\n', exec.stderr.text);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(
+        secondAudit.map((r) => [r.sessionId, r.decision]),
+        [[id, 'allowed']],
+      );
+    } finally {
+      await adopted.sandbox.close('Deleted');
+      await secondGates.close();
+    }
+  });
+});
