@@ -19,7 +19,7 @@ import { parseAuthority, targetText, type DenyReason, type Target } from './deci
 import type { Floor } from './floor.js';
 import { parseAbsolute, relay, sameAuthority, type AbsoluteRequest } from './http-forward.js';
 import { refuseResponse, refuseSocket, type Refusal } from './refusal.js';
-import { splice, type Direction, type SpliceEnd } from './splice.js';
+import { createInbound, splice, type Direction, type Inbound, type SpliceEnd } from './splice.js';
 import { limitReached, type EgressLimits, type EgressTenant } from './tenant.js';
 import {
   openUpstream,
@@ -154,11 +154,11 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
     return { tenant, target };
   }
 
-  async function open(tenant: EgressTenant, target: Target): Promise<Upstream> {
+  async function open(tenant: EgressTenant, target: Target, inbound?: Inbound): Promise<Upstream> {
     const began = performance.now();
     tenant.usage.open++;
     deps.metrics?.open.inc();
-    const up = await openUpstream(tenant.network, target, upstreamDeps);
+    const up = await openUpstream(tenant.network, target, upstreamDeps, inbound?.reader);
     if (up.kind === 'open') deps.metrics?.connectDuration.observe((performance.now() - began) / 1000);
     else release(tenant);
     return up;
@@ -191,7 +191,8 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
       return finish(admitted.tenant, asked, started, { decision: 'denied', ...admitted.refusal });
     }
     const { tenant } = admitted;
-    const up = await open(tenant, admitted.target);
+    const inbound = createInbound();
+    const up = await open(tenant, admitted.target, inbound);
     if (up.kind !== 'open') {
       refuseSocket(client, refusalOf(up));
       return finish(tenant, asked, started, outcomeOf(up));
@@ -199,10 +200,14 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
     try {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length) up.socket.write(head);
-      const result = await splice(client, up.socket, {
-        idleTimeoutMs: deps.limits.idleTimeoutMs,
-        count: count(tenant),
-      });
+      const result = await splice(
+        client,
+        { socket: up.socket, inbound },
+        {
+          idleTimeoutMs: deps.limits.idleTimeoutMs,
+          count: count(tenant),
+        },
+      );
       finish(tenant, asked, started, {
         ...allowed(up),
         bytesOut: result.bytesOut + head.length,

@@ -62,7 +62,8 @@ export function createSocketGates(options: { root: string; proxy: EgressProxy })
     const path = join(dir, SOCKET_NAME);
     await rm(path, { force: true });
     let tenant: EgressTenant | undefined;
-    const server: Server = createServer((socket) =>
+    // Half-open allowed: a program that shuts its side after a request still reads the answer.
+    const server: Server = createServer({ allowHalfOpen: true }, (socket) =>
       options.proxy.accept(socket, () => (tenant ? { tenant } : UNCLAIMED)),
     );
     server.listen(path);

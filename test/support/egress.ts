@@ -17,7 +17,7 @@ export const isLoopback = (ip: IpAddress): boolean => LOOPBACK.some((c) => cidrC
 
 /** The one dialer tests give the proxy: loopback only; anything else fails the test before a packet exists. */
 export function loopbackDialer(dialed: string[] = []): Dialer {
-  return (address, port) => {
+  return (address, port, reader) => {
     const text = `${formatIp(address)}:${port}`;
     if (!isLoopback(address)) {
       const failure = new assert.AssertionError({ message: `the proxy tried to dial ${text}, off loopback` });
@@ -27,7 +27,7 @@ export function loopbackDialer(dialed: string[] = []): Dialer {
       throw failure;
     }
     dialed.push(text);
-    return systemDialer(address, port);
+    return systemDialer(address, port, reader);
   };
 }
 

@@ -83,7 +83,9 @@ async function harness(
     dial: options.dial ?? loopbackDialer(dialed),
     metrics,
   });
-  const listener: Server = createServer((s) => proxy.accept(s, options.tenantOf ?? (() => ({ tenant }))));
+  const listener: Server = createServer({ allowHalfOpen: true }, (s) =>
+    proxy.accept(s, options.tenantOf ?? (() => ({ tenant }))),
+  );
   listener.listen(0, '127.0.0.1');
   await once(listener, 'listening');
   return {
@@ -153,6 +155,19 @@ describe('CONNECT', () => {
       );
       assert.equal(h.tenant.usage.open, 0);
       assert.equal(h.tenant.usage.bytes, 46);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a client that shuts its side after sending still reads the whole answer (half-close passed on)', async () => {
+    const h = await harness(loopbackAllow());
+    try {
+      const reply = await connectThrough({ port: h.port }, `pypi.sandpit.test:${upstream.port}`);
+      reply.socket.end('sent, then shut');
+      let got = '';
+      for await (const chunk of reply.socket) got += (chunk as Buffer).toString();
+      assert.equal(got, 'sent, then shut');
     } finally {
       await h.close();
     }
