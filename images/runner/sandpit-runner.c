@@ -39,6 +39,9 @@
  *       proxy inside the sandbox (Docker: the gateway's, mounted in). The runner forwards
  *       127.0.0.1:3128 to it and sets HTTP_PROXY, HTTPS_PROXY and NO_PROXY for the program, where
  *       the job sets none of its own (egress.h)
+ *   'v' NAME (protocol 4, repeatable): pass the runner's own NAME=value on to the program, unless the
+ *       job sets NAME itself (Kubernetes: the proxy variables a pod gets from its run's Secret, whose
+ *       credential no ConfigMap holds)
  *   Protocol 2's job, "SPJ1" u32be:len records..., is still taken; its frames then carry no key.
  * Frames (stdout) after the job: key[16] u8:type u16be:len bytes, RECORD_MAX bytes at most
  *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + the next piece of the last bytes kept
@@ -117,7 +120,7 @@ struct stream {
 
 static char *job_args[MAX_ARGS + 1];
 static int n_args;
-static char *job_env[MAX_ENV + 16];
+static char *job_env[MAX_ENV + 32]; /* the job's, then the base, egress and inherited ones */
 static int n_env;
 static const char *code_data, *stdin_data, *workdir = "/workspace";
 static size_t code_len, stdin_len;
@@ -126,6 +129,10 @@ static uint32_t deadline_ms, out_head = UINT32_MAX, out_tail, open_files;
 static unsigned long long file_size; /* 0: leave RLIMIT_FSIZE as it is */
 static int no_network;
 static const char *egress_socket; /* 'p': the egress proxy's socket, when the job has egress */
+/* 'v': the runner's own variables the program gets too, added after the job's (which win). */
+#define MAX_INHERITED 16
+static char *inherited[MAX_INHERITED];
+static int n_inherited;
 static int plain;
 /* --pool: plain, plus the exit trailer; job_read once the whole job is in (a failure then gets a trailer). */
 static int pool, job_read;
@@ -425,6 +432,22 @@ static void parse_job(char *buf, size_t len, int write_files)
 		case 'p':
 			egress_socket = dupstr(p, n);
 			break;
+		case 'v': {
+			char *name = dupstr(p, n);
+			const char *value = getenv(name);
+			if (n_inherited >= MAX_INHERITED || strchr(name, '='))
+				die_frame("bad or too many inherited variables");
+			if (value) {
+				size_t len = n + 1 + strlen(value) + 1;
+				char *var = malloc(len);
+				if (!var)
+					die_frame("out of memory");
+				snprintf(var, len, "%s=%s", name, value);
+				inherited[n_inherited++] = var;
+			}
+			free(name);
+			break;
+		}
 		default:
 			die_frame("unknown job record type 0x%02x", (unsigned char)type);
 		}
@@ -650,6 +673,8 @@ static void set_base_env(void)
 		default_env(base[i]);
 	for (size_t i = 0; egress_socket && EGRESS_ENV[i]; i++)
 		default_env(EGRESS_ENV[i]);
+	for (int i = 0; i < n_inherited; i++)
+		default_env(inherited[i]);
 	job_env[n_env] = NULL;
 	job_args[n_args] = NULL;
 }

@@ -2,6 +2,7 @@
  * Composition of egress: the proxy the config describes (limits, the SSRF floor with this host's
  * own addresses and the configured internal ranges), and on Docker its per-sandbox sockets.
  */
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { egressSummary } from '../config/load.js';
@@ -16,6 +17,9 @@ import type { AuditTrail } from '../observability/audit-trail.js';
 import type { Logger } from '../observability/logger.js';
 import type { EgressMetrics } from '../observability/metrics.js';
 import { cidr, parseIp, unmapIp, type IpAddress } from '../shared/ip.js';
+import { AppError } from '../shared/errors.js';
+import type { ClusterEgress } from '../controller/pod/egress.js';
+import type { KubeClient } from '../kube/client.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -93,4 +97,63 @@ export function dockerEgress(
     root: socketRoot(config, env),
     proxy: createProxy(config, { ...parts, backend: 'docker' }),
   });
+}
+
+/** The proxy's namespace: configured, else the operator's own. */
+export function proxyNamespace(config: Config, ownNamespace: string): string {
+  return config.kubernetes.egress.namespace ?? ownNamespace;
+}
+
+/** The key of the sandboxes' proxy credentials (the operator's and the proxy's, from one Secret). */
+export function egressKey(config: Config): Buffer {
+  const file = config.kubernetes.egress.keyFile;
+  if (!file) throw new AppError('CONFIG_INVALID', 'kubernetes.egress.keyFile is not set');
+  const key = readFileSync(file);
+  if (key.length < 16)
+    throw new AppError(
+      'CONFIG_INVALID',
+      `the egress key in ${file} has ${key.length} bytes; it needs 16 or more`,
+    );
+  return key;
+}
+
+const SERVICE_TRIES = 30;
+
+/**
+ * How sandboxes reach the egress proxy on this cluster, when it runs one: its Service's cluster IP
+ * and port (pods resolve no names), looked up once it exists (the chart makes it with the
+ * operator), its pods for the NetworkPolicy, and the credentials' key.
+ */
+export async function clusterEgress(
+  config: Config,
+  deps: { kube: Pick<KubeClient, 'getService'>; logger: Logger; ownNamespace: string },
+): Promise<ClusterEgress | undefined> {
+  const e = config.kubernetes.egress;
+  if (!e.enabled) return undefined;
+  const namespace = proxyNamespace(config, deps.ownNamespace);
+  for (let attempt = 1; ; attempt++) {
+    const service = await deps.kube.getService(namespace, e.service).catch(() => undefined);
+    const ip = service?.spec?.clusterIP;
+    const port = service?.spec?.ports?.[0]?.port;
+    if (ip && ip !== 'None' && port) {
+      deps.logger.info({ service: `${namespace}/${e.service}`, ip, port }, 'Found the egress proxy');
+      return {
+        service: { ip, port },
+        peer: {
+          namespaceLabels: e.namespaceLabels ?? { 'kubernetes.io/metadata.name': namespace },
+          podLabels: e.podLabels,
+          port: e.port,
+        },
+        key: egressKey(config),
+      };
+    }
+    if (attempt >= SERVICE_TRIES) {
+      deps.logger.error(
+        { service: `${namespace}/${e.service}` },
+        'The egress proxy Service has no cluster IP: runs with an allowlist are refused',
+      );
+      return undefined;
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+  }
 }

@@ -459,6 +459,46 @@ export const ConfigSchema = z
             { error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds' },
           )
           .prefault({}),
+        // The egress proxy (`sandpit egress-proxy`) and how the operator points sandboxes at it.
+        egress: z
+          .object({
+            enabled: bool()
+              .default(false)
+              .describe(
+                'The cluster runs sandpit egress-proxy: runs with an allowlist are admitted (where NetworkPolicy is enforced)',
+              ),
+            service: z
+              .string()
+              .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+              .default('sandpit-egress-proxy')
+              .describe("The proxy's Service; its cluster IP and port go into sandboxes' proxy variables"),
+            namespace: NAMESPACE.optional().describe("The proxy's namespace (default: the operator's own)"),
+            port: int(1, 65535).default(3128).describe('The port the proxy listens on in its pods'),
+            podLabels: json(z.record(z.string(), z.string()))
+              .default({ 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' })
+              .describe("The proxy pods' labels, which sandboxes' NetworkPolicies allow egress to"),
+            namespaceLabels: json(z.record(z.string(), z.string()))
+              .optional()
+              .describe(
+                "Labels of the proxy's namespace for the same (default: kubernetes.io/metadata.name, set by Kubernetes 1.21+)",
+              ),
+            keyFile: z
+              .string()
+              .min(1)
+              .optional()
+              .describe(
+                "The key of the sandboxes' proxy credentials, shared by the operator and the proxy (the chart mounts it from a Secret)",
+              ),
+            listenHost: z.string().min(1).default('0.0.0.0').describe('Where sandpit egress-proxy listens'),
+            probePort: int(0, 65535)
+              .default(8082)
+              .describe("sandpit egress-proxy's /metrics, /healthz and /readyz"),
+          })
+          .strict()
+          .refine((e) => !e.enabled || e.keyFile !== undefined, {
+            error: 'kubernetes.egress.enabled needs kubernetes.egress.keyFile',
+          })
+          .prefault({}),
         // The gateway (`sandpit mcp` / `sandpit serve` with sandbox.backend: kubernetes)
         gateway: z
           .object({

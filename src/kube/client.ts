@@ -21,6 +21,7 @@ import {
   type V1Lease,
   type V1NetworkPolicy,
   type V1Pod,
+  type V1Secret,
 } from '@kubernetes/client-node';
 import type { CustomKind } from '../api/v1alpha1/group.js';
 import { attachPod, type AttachedPod } from './attach.js';
@@ -42,6 +43,8 @@ import {
   type Plain,
   type Pod,
   type RuntimeClass,
+  type Secret,
+  type Service,
 } from './objects.js';
 
 export interface ListPage<T> {
@@ -279,6 +282,23 @@ export function createKubeClient(kc: KubeConfig) {
     createConfigMap: (namespace: string, body: ConfigMap): Promise<ConfigMap> =>
       kubeCall(`create ConfigMap ${namespace}/${body.metadata?.name}`, async () =>
         plain(await core.createNamespacedConfigMap({ namespace, body: model<V1ConfigMap>(body) })),
+      ),
+
+    createSecret: (namespace: string, body: Secret): Promise<Secret> =>
+      kubeCall(`create Secret ${namespace}/${body.metadata?.name}`, async () =>
+        plain(await core.createNamespacedSecret({ namespace, body: model<V1Secret>(body) })),
+      ),
+    getSecret: (namespace: string, name: string): Promise<Secret | undefined> =>
+      unlessNotFound(
+        kubeCall(`get Secret ${namespace}/${name}`, async () =>
+          plain(await core.readNamespacedSecret({ namespace, name })),
+        ),
+      ),
+    getService: (namespace: string, name: string): Promise<Service | undefined> =>
+      unlessNotFound(
+        kubeCall(`get Service ${namespace}/${name}`, async () =>
+          plain(await core.readNamespacedService({ namespace, name })),
+        ),
       ),
 
     listNetworkPolicies: (q: ListQuery): Promise<ListPage<NetworkPolicy>> =>

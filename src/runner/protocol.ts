@@ -97,6 +97,11 @@ export interface JobOptions {
    * forwards 127.0.0.1:EGRESS_LOCAL_PORT to it and sets the proxy variables.
    */
   egressSocket?: string | undefined;
+  /**
+   * Variables of the runner's own environment the program gets too, unless the job sets them
+   * (Kubernetes: the proxy variables a pod gets from its run's Secret; protocol 4).
+   */
+  inheritEnv?: readonly string[] | undefined;
 }
 
 /** Encodes the job for one run. The deadline is counted by the runner from the moment it reads the job. */
@@ -120,6 +125,7 @@ export function encodeJob(spec: EffectiveSpec, options: JobOptions = {}): Buffer
     ),
     ...(options.requireNoNetwork === false ? [] : [record('n', Buffer.alloc(0))]),
     ...(options.egressSocket ? [record('p', Buffer.from(options.egressSocket))] : []),
+    ...(options.inheritEnv ?? []).map((name) => record('v', Buffer.from(name))),
   ];
   for (const f of spec.files) {
     const path = Buffer.from(f.path);

@@ -1,11 +1,20 @@
 /**
- * buildNetworkPolicy(): deny all ingress and all egress for exactly the pods `podSelector` picks
- * (one sandbox's, by its owner's UID label). Egress rules do not exist yet, so there is no
- * allowlist to render. Pure.
+ * buildNetworkPolicy(): for exactly the pods `podSelector` picks (one sandbox's, by its owner's UID
+ * label), no ingress at all and no egress but `egress`: none for a sandbox without egress (deny-all),
+ * the egress proxy and the allowlist's CIDR entries for one with an allowlist (pod/egress.ts). Pure.
  */
-import type { NetworkPolicy, NetworkPolicySpec, ObjectMeta } from '../../kube/objects.js';
+import type {
+  NetworkPolicy,
+  NetworkPolicyEgressRule,
+  NetworkPolicySpec,
+  ObjectMeta,
+} from '../../kube/objects.js';
 
-export function buildNetworkPolicy(meta: ObjectMeta, podSelector: Record<string, string>): NetworkPolicy {
+export function buildNetworkPolicy(
+  meta: ObjectMeta,
+  podSelector: Record<string, string>,
+  egress: NetworkPolicyEgressRule[] = [],
+): NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -14,7 +23,7 @@ export function buildNetworkPolicy(meta: ObjectMeta, podSelector: Record<string,
       podSelector: { matchLabels: podSelector },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
-      egress: [],
+      egress,
     },
   };
 }

@@ -17,6 +17,7 @@ import type { Policy } from '../../policy/policy.js';
 import { encodeJob } from '../../runner/protocol.js';
 import { formatSize } from '../../shared/quantity.js';
 import { denied, type Denial } from '../verdict.js';
+import { EGRESS_ENV_NAMES, egressRefusal, type ClusterEgress } from '../pod/egress.js';
 import { MAX_JOB_BYTES } from './build-config-map.js';
 
 export type RunVerdict =
@@ -25,6 +26,8 @@ export type RunVerdict =
 export interface ClusterFacts {
   /** Declared in the config: the cluster enforces the run's deny-all NetworkPolicy. */
   networkPolicyEnforced: boolean;
+  /** The egress proxy, when the cluster runs one: a run with an allowlist needs it. */
+  egress?: ClusterEgress | undefined;
 }
 
 export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): RunVerdict {
@@ -35,9 +38,16 @@ export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFa
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluate(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
+  const egress = evaluation.spec.network.egress === 'allowlist';
+  const refusal = egress ? egressRefusal(cluster) : undefined;
+  if (refusal) return denied(spec, 'denied by policy', [refusal]);
   // Egress none fails closed: unless the cluster is declared to enforce the run's deny-all
-  // NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo.
-  const job = encodeJob(evaluation.spec, { requireNoNetwork: !cluster.networkPolicyEnforced });
+  // NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo. With egress,
+  // the runner passes on the proxy variables the pod has from the run's Secret.
+  const job = encodeJob(evaluation.spec, {
+    requireNoNetwork: !cluster.networkPolicyEnforced,
+    ...(egress ? { inheritEnv: EGRESS_ENV_NAMES } : {}),
+  });
   if (job.length > MAX_JOB_BYTES) {
     return denied(spec, 'denied by policy', [
       {

@@ -26,7 +26,7 @@ import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecycle.js';
 import { isPodFinished, observePod, type PodView } from '../pod/observe-pod.js';
-import { encodeJob, newChannelKey } from '../../runner/protocol.js';
+import { newChannelKey } from '../../runner/protocol.js';
 import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { computeStatus, requeueAfterMs, type StatusInput } from './compute-status.js';
@@ -41,7 +41,7 @@ import {
 } from './run-children.js';
 import { runRef } from './run-ref.js';
 import { serveWarm, type WarmServe } from './serve-warm.js';
-import { claimRunPod, deleteUnstartedClaims, followPoolPod, warmEndView } from './warm-run.js';
+import { claimRunPod, deleteUnstartedClaims, followPoolPod, warmEndView, warmJob } from './warm-run.js';
 import type { WarmServes } from './warm-serves.js';
 
 export interface RunSettings {
@@ -120,6 +120,7 @@ interface Pass {
 async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
   const verdict = evaluateRun(run.raw.spec, deps.policy, {
     networkPolicyEnforced: deps.networkPolicyEnforced,
+    egress: deps.egress,
   });
   const pass: Pass = {
     key,
@@ -284,7 +285,10 @@ async function startWarm(
     kube: deps.kube,
     namespace,
     pod,
-    job: encodeJob(verdict.effective, { key: channelKey, requireNoNetwork: !deps.networkPolicyEnforced }),
+    job: warmJob({ egress: deps.egress, networkPolicyEnforced: deps.networkPolicyEnforced }, run.ref, {
+      effective: verdict.effective,
+      key: channelKey,
+    }),
     key: channelKey,
     outputBytes: verdict.effective.limits.outputBytes,
     limits: deps.output,

@@ -10,7 +10,6 @@ import type { Pod } from '../../kube/objects.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
-import { buildNetworkPolicy } from '../pod/build-network-policy.js';
 import { ensureNetworkPolicy } from '../pod/ensure-children.js';
 import type { PodView } from '../pod/observe-pod.js';
 import type { OperatorMetrics } from '../metrics.js';
@@ -24,9 +23,18 @@ import {
 } from '../pod/claim-pool-pod.js';
 import { poolShapeLabel } from '../sandboxpool/evaluate-pool.js';
 import { RUNNER_FAILED_EXIT } from './compute-status.js';
-import { NOTHING_SEEN, observeRunPod, type Observed, type RunChildrenDeps } from './run-children.js';
-import { runChildMeta, runPodLabels, runPodSelector } from './run-ref.js';
+import {
+  NOTHING_SEEN,
+  observeRunPod,
+  runNetworkPolicy,
+  type Observed,
+  type RunChildrenDeps,
+} from './run-children.js';
+import { runPodLabels } from './run-ref.js';
 import type { WarmResult } from './serve-warm.js';
+import type { ClusterFacts } from './evaluate-run.js';
+import { egressEnv } from '../pod/egress.js';
+import { encodeJob } from '../../runner/protocol.js';
 
 export interface WarmDeps extends RunChildrenDeps {
   metrics: OperatorMetrics;
@@ -71,8 +79,7 @@ export async function claimRunPod(
     return undefined;
   }
   // The claimed pod's labels make the run's own policy select it: that policy exists first.
-  const meta = runChildMeta(run);
-  const problem = await ensureNetworkPolicy(deps, run, buildNetworkPolicy(meta, runPodSelector(run)));
+  const problem = await ensureNetworkPolicy(deps, run, runNetworkPolicy(deps, run, effective));
   if (problem) return undefined; // the cold path meets the same problem and reports it
   try {
     const claim = await claimPoolPod(deps, {
@@ -131,4 +138,20 @@ export async function followPoolPod(deps: WarmDeps, run: ObjectRef, podName: str
   const pod = deps.pods.get(run.namespace, podName) ?? (await deps.kube.getPod(run.namespace, podName));
   if (!pod || !isControlledBy(pod, run)) return { ...NOTHING_SEEN, podLost: true };
   return observeRunPod(deps, run, pod, true);
+}
+
+/**
+ * A warm run's job, written to the pool pod's stdin (never stored): with an allowlist, the proxy
+ * variables travel in it, credential included, since the pool pod was made before the run.
+ */
+export function warmJob(
+  cluster: ClusterFacts,
+  run: ObjectRef,
+  { effective, key }: { effective: EffectiveSpec; key: Buffer },
+): Buffer {
+  const egress = effective.network.egress === 'allowlist' ? cluster.egress : undefined;
+  const spec = egress
+    ? { ...effective, env: [...effective.env, ...egressEnv(egress, { kind: 'run', uid: run.uid })] }
+    : effective;
+  return encodeJob(spec, { key, requireNoNetwork: !cluster.networkPolicyEnforced });
 }
