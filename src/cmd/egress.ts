@@ -145,6 +145,7 @@ export async function clusterEgress(
           port: e.port,
         },
         key: egressKey(config),
+        networkPolicyEnforced: e.networkPolicyEnforced,
       };
     }
     if (attempt >= SERVICE_TRIES) {

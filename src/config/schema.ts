@@ -467,6 +467,11 @@ export const ConfigSchema = z
               .describe(
                 'The cluster runs sandpit egress-proxy: runs with an allowlist are admitted (where NetworkPolicy is enforced)',
               ),
+            networkPolicyEnforced: bool()
+              .default(false)
+              .describe(
+                "The cluster's network plugin enforces NetworkPolicy: without it an allowlisted pod would have the node's whole network, so runs with an allowlist are refused (PolicyDenied)",
+              ),
             service: z
               .string()
               .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)

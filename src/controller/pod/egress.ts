@@ -19,6 +19,11 @@ export interface ClusterEgress {
   peer: { namespaceLabels: Record<string, string>; podLabels: Record<string, string>; port: number };
   /** The key of the sandboxes' proxy credentials, shared with the proxy. */
   key: Buffer;
+  /**
+   * Declared in the config (`egress.networkPolicyEnforced` in the chart): the cluster enforces the
+   * sandboxes' NetworkPolicies. An allowlist is admitted only then.
+   */
+  networkPolicyEnforced: boolean;
 }
 
 /** The variables that point a program at the proxy; the pod's env and the job name them. */
@@ -62,30 +67,24 @@ export function egressRules(network: EffectiveNetwork, egress: ClusterEgress): N
 }
 
 /**
- * Why this cluster cannot give a sandbox an allowlist, if it cannot: without NetworkPolicy
- * enforcement the pod would have the node's whole network; without the proxy, no way out.
+ * Why this cluster cannot give a sandbox an allowlist, if it cannot: without the proxy there is no
+ * way out; without NetworkPolicy enforcement the pod would have the node's whole network.
  */
-export function egressRefusal(cluster: {
-  networkPolicyEnforced: boolean;
-  egress?: ClusterEgress | undefined;
-}): Violation | undefined {
-  if (!cluster.networkPolicyEnforced) {
-    return {
-      field: 'network.egress',
-      message:
-        "an egress allowlist needs a cluster that enforces NetworkPolicy, and this one is not declared to (networkPolicy.enforced in the chart's values, kubernetes.operator.networkPolicyEnforced): an allowlisted pod would have the node's whole network",
-      limit: 'none',
-      requested: 'allowlist',
-    };
-  }
-  if (!cluster.egress) {
-    return {
-      field: 'network.egress',
-      message: "this cluster runs no egress proxy (egress.enabled in the chart's values, kubernetes.egress)",
-      limit: 'none',
-      requested: 'allowlist',
-    };
-  }
+export function egressRefusal(egress: ClusterEgress | undefined): Violation | undefined {
+  const refusal = (message: string): Violation => ({
+    field: 'network.egress',
+    message,
+    limit: 'none',
+    requested: 'allowlist',
+  });
+  if (!egress)
+    return refusal(
+      "this cluster runs no egress proxy (egress.enabled in the chart's values, kubernetes.egress.enabled)",
+    );
+  if (!egress.networkPolicyEnforced)
+    return refusal(
+      "an egress allowlist needs a cluster that enforces NetworkPolicy, and this one is not declared to (egress.networkPolicyEnforced in the chart's values, kubernetes.egress.networkPolicyEnforced): an allowlisted pod would have the node's whole network",
+    );
   return undefined;
 }
 

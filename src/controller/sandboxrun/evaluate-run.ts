@@ -14,7 +14,7 @@ import {
 } from '../../api/v1alpha1/sandboxrun.js';
 import { evaluate, type EffectiveSpec } from '../../policy/evaluate.js';
 import type { Policy } from '../../policy/policy.js';
-import { encodeJob } from '../../runner/protocol.js';
+import { encodeJob, type JobOptions } from '../../runner/protocol.js';
 import { formatSize } from '../../shared/quantity.js';
 import { denied, type Denial } from '../verdict.js';
 import { EGRESS_ENV_NAMES, egressRefusal, type ClusterEgress } from '../pod/egress.js';
@@ -30,7 +30,14 @@ export interface ClusterFacts {
   egress?: ClusterEgress | undefined;
 }
 
-export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): RunVerdict {
+/**
+ * The policy's evaluation of a run's spec alone, whatever the cluster: what the egress proxy reads
+ * a run's allowlist from, so that it holds the run to exactly what the operator admitted.
+ */
+export function evaluateRunSpec(
+  rawSpec: unknown,
+  policy: Policy,
+): Denial<SandboxRunSpec> | { allowed: true; spec: SandboxRunSpec; effective: EffectiveSpec } {
   const parsed = SandboxRunSpecSchema.safeParse(rawSpec ?? {});
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;
@@ -38,16 +45,17 @@ export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFa
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluate(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
-  const egress = evaluation.spec.network.egress === 'allowlist';
-  const refusal = egress ? egressRefusal(cluster) : undefined;
+  return { allowed: true, spec, effective: evaluation.spec };
+}
+
+export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): RunVerdict {
+  const evaluated = evaluateRunSpec(rawSpec, policy);
+  if (!evaluated.allowed) return evaluated;
+  const { spec, effective } = evaluated;
+  const egress = effective.network.egress === 'allowlist';
+  const refusal = egress ? egressRefusal(cluster.egress) : undefined;
   if (refusal) return denied(spec, 'denied by policy', [refusal]);
-  // Egress none fails closed: unless the cluster is declared to enforce the run's deny-all
-  // NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo. With egress,
-  // the runner passes on the proxy variables the pod has from the run's Secret.
-  const job = encodeJob(evaluation.spec, {
-    requireNoNetwork: !cluster.networkPolicyEnforced,
-    ...(egress ? { inheritEnv: EGRESS_ENV_NAMES } : {}),
-  });
+  const job = encodeJob(effective, runJobOptions(cluster, egress));
   if (job.length > MAX_JOB_BYTES) {
     return denied(spec, 'denied by policy', [
       {
@@ -57,5 +65,17 @@ export function evaluateRun(rawSpec: unknown, policy: Policy, cluster: ClusterFa
       },
     ]);
   }
-  return { allowed: true, spec, effective: evaluation.spec, job };
+  return { allowed: true, spec, effective, job };
+}
+
+/**
+ * Egress none fails closed: unless the cluster is declared to enforce the run's deny-all
+ * NetworkPolicy, the runner refuses the job in a sandbox with any interface but lo. An allowlisted
+ * run (admitted only where NetworkPolicy is enforced) has the pod's network, cut down by its
+ * policy to the proxy, and the runner passes on the proxy variables the pod has from its Secret.
+ */
+export function runJobOptions(cluster: ClusterFacts, egress: boolean): JobOptions {
+  return egress
+    ? { requireNoNetwork: false, inheritEnv: EGRESS_ENV_NAMES }
+    : { requireNoNetwork: !cluster.networkPolicyEnforced };
 }

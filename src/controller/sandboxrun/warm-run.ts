@@ -153,5 +153,5 @@ export function warmJob(
   const spec = egress
     ? { ...effective, env: [...effective.env, ...egressEnv(egress, { kind: 'run', uid: run.uid })] }
     : effective;
-  return encodeJob(spec, { key, requireNoNetwork: !cluster.networkPolicyEnforced });
+  return encodeJob(spec, { key, requireNoNetwork: !egress && !cluster.networkPolicyEnforced });
 }
