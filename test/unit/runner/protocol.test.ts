@@ -130,6 +130,17 @@ describe('encodeJob', () => {
     assert.equal(plain.includes(record), false);
   });
 
+  test("inherited variables: one 'v' record per name, in order, after the others (Kubernetes egress)", () => {
+    const plain = encodeJob(spec({ argv: ['true'] }), { requireNoNetwork: false });
+    const inheriting = encodeJob(spec({ argv: ['true'] }), {
+      requireNoNetwork: false,
+      inheritEnv: ['HTTPS_PROXY', 'NO_PROXY'],
+    });
+    const records = bytes('v', [0, 0, 0, 11], 'HTTPS_PROXY', 'v', [0, 0, 0, 8], 'NO_PROXY');
+    assert.equal(inheriting.length, plain.length + records.length);
+    assert.deepEqual(inheriting.subarray(inheriting.length - records.length), records);
+  });
+
   test('the channel key follows the magic; a key of any other length is refused', () => {
     const key = newChannelKey();
     assert.equal(key.length, KEY_BYTES);
