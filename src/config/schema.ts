@@ -500,9 +500,6 @@ export const ConfigSchema = z
               .describe("sandpit egress-proxy's /metrics, /healthz and /readyz"),
           })
           .strict()
-          .refine((e) => !e.enabled || e.keyFile !== undefined, {
-            error: 'kubernetes.egress.enabled needs kubernetes.egress.keyFile',
-          })
           .prefault({}),
         // The gateway (`sandpit mcp` / `sandpit serve` with sandbox.backend: kubernetes)
         gateway: z
