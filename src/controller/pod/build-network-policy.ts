@@ -29,9 +29,18 @@ export function buildNetworkPolicy(
 }
 
 /** Same rules as `want`? (The apiserver drops empty lists, so missing and [] compare equal.) */
+/** JSON with every object's keys sorted: the API server writes a rule's fields in its own order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
 export function sameNetworkPolicySpec(have: NetworkPolicySpec | undefined, want: NetworkPolicySpec): boolean {
   const norm = (s: NetworkPolicySpec | undefined) =>
-    JSON.stringify({
+    canonical({
       podSelector: s?.podSelector ?? {},
       policyTypes: [...(s?.policyTypes ?? [])].sort(),
       ingress: s?.ingress ?? [],

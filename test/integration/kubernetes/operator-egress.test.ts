@@ -189,6 +189,18 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
     );
     assert.ok(!JSON.stringify(pod.spec).includes(url.password), 'no credential in the pod spec');
     assert.equal(pod.spec?.dnsPolicy, 'None');
+    // The stored policy reads as the one the operator wants: it was never 'restored'.
+    assert.equal(
+      s.operator.find(
+        (l) => typeof l.msg === 'string' && /NetworkPolicyRestored|restored its rules/.test(l.msg),
+      ),
+      undefined,
+    );
+    const events = await s.cluster.core.listNamespacedEvent({ namespace: s.ns });
+    assert.deepEqual(
+      events.items.filter((e) => e.reason === 'NetworkPolicyRestored').map((e) => e.message),
+      [],
+    );
     assert.deepEqual(pod.spec?.dnsConfig?.nameservers, ['127.0.0.1']);
   });
 });

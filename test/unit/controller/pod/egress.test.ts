@@ -14,7 +14,9 @@ import {
   PROXY_URL_KEY,
   type ClusterEgress,
 } from '../../../../src/controller/pod/egress.js';
+import { sameNetworkPolicySpec } from '../../../../src/controller/pod/build-network-policy.js';
 import { buildRunPod } from '../../../../src/controller/sandboxrun/build-run-pod.js';
+import type { NetworkPolicySpec } from '../../../../src/kube/objects.js';
 import { evaluateRun } from '../../../../src/controller/sandboxrun/evaluate-run.js';
 import { runChildMeta } from '../../../../src/controller/sandboxrun/run-ref.js';
 import { runNetworkPolicy } from '../../../../src/controller/sandboxrun/run-children.js';
@@ -92,6 +94,27 @@ describe('the NetworkPolicy of a run with an allowlist', () => {
       assert.ok(rule.to && rule.to.length > 0, 'every rule names its peers');
       for (const peer of rule.to) assert.ok(peer.ipBlock || peer.podSelector);
     }
+  });
+
+  test('as the API server stores it (its own field order) it is the same policy; a changed rule is not', () => {
+    const stored = JSON.parse(
+      JSON.stringify({
+        podSelector: np.spec?.podSelector,
+        policyTypes: ['Egress', 'Ingress'],
+        egress: np.spec?.egress?.map((r) => ({
+          ports: r.ports?.map((p) => ({ port: p.port, protocol: p.protocol })),
+          to: r.to?.map((peer) => ({
+            ipBlock: peer.ipBlock,
+            podSelector: peer.podSelector,
+            namespaceSelector: peer.namespaceSelector,
+          })),
+        })),
+      }),
+    ) as NetworkPolicySpec;
+    assert.equal(sameNetworkPolicySpec(stored, np.spec!), true);
+    const widened = structuredClone(stored);
+    widened.egress![1]!.to![0]!.ipBlock!.cidr = '0.0.0.0/0';
+    assert.equal(sameNetworkPolicySpec(widened, np.spec!), false);
   });
 
   test('egress none, or no proxy: deny-all', () => {
