@@ -30,10 +30,18 @@ export interface ClusterEgress {
 export const EGRESS_PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'] as const;
 export const NO_PROXY_VALUE = 'localhost,127.0.0.1,::1';
 
+/** The proxy's address, `ip:port` (`[ip]:port` for IPv6): what a pool pod carries before any run. */
+export function proxyAddress(egress: ClusterEgress): string {
+  const host = egress.service.ip.includes(':') ? `[${egress.service.ip}]` : egress.service.ip;
+  return `${host}:${egress.service.port}`;
+}
+
+/** The variable with the proxy's address in a pool pod of an egress shape (no credential: no run yet). */
+export const EGRESS_PROXY_ADDRESS_VAR = 'SANDPIT_EGRESS_PROXY';
+
 /** The proxy URL of one sandbox, its credential in it. */
 export function proxyUrl(egress: ClusterEgress, id: ProxyIdentity): string {
-  const host = egress.service.ip.includes(':') ? `[${egress.service.ip}]` : egress.service.ip;
-  return `http://${proxyUser(id)}:${egressCredential(egress.key, id)}@${host}:${egress.service.port}`;
+  return `http://${proxyUser(id)}:${egressCredential(egress.key, id)}@${proxyAddress(egress)}`;
 }
 
 /** HTTP(S)_PROXY (both spellings) and NO_PROXY for a sandbox. */

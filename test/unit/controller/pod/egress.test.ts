@@ -26,6 +26,8 @@ import { evaluate, type EffectiveSpec } from '../../../../src/policy/evaluate.js
 import { createPolicy } from '../../../../src/policy/policy.js';
 import { encodeJob } from '../../../../src/runner/protocol.js';
 import { RUN, SETTINGS } from '../fixtures.js';
+import { buildPoolPod } from '../../../../src/controller/sandboxpool/build-pool-pod.js';
+import { evaluatePool, poolShapeLabel } from '../../../../src/controller/sandboxpool/evaluate-pool.js';
 
 const KEY = Buffer.from('0123456789abcdef0123456789abcdef');
 const EGRESS: ClusterEgress = {
@@ -220,5 +222,42 @@ describe('the credential', () => {
     );
     assert.equal(verifyProxyAuthorization(KEY, undefined), undefined);
     assert.equal(verifyProxyAuthorization(KEY, 'Bearer abc'), undefined);
+  });
+});
+
+describe('warm: a SandboxPool of egress allowlist', () => {
+  const POOL = {
+    ...RUN,
+    kind: 'SandboxPool',
+    name: 'py-egress',
+    uid: '0b5a4c3e-1111-2222-3333-777777777777',
+  };
+
+  test("its shape is an allowlisted run's (whatever that run's allowlist), not a plain run's", () => {
+    const pool = evaluatePool({ template: 'python', egress: 'allowlist' }, policy);
+    assert.ok(pool.allowed);
+    assert.equal(pool.shapeLabel, poolShapeLabel(spec, 'run'));
+    const narrower = effectiveOf({ ...ALLOWLIST, network: { egress: 'allowlist', allow: ['pypi.org'] } });
+    assert.equal(pool.shapeLabel, poolShapeLabel(narrower, 'run'));
+    assert.notEqual(pool.shapeLabel, poolShapeLabel(none, 'run'));
+    const plain = evaluatePool({ template: 'python' }, policy);
+    assert.ok(plain.allowed);
+    assert.equal(plain.shapeLabel, poolShapeLabel(none, 'run'));
+  });
+
+  test("its pods carry the proxy's address and no credential; sessions are refused", () => {
+    const pool = evaluatePool({ template: 'python', egress: 'allowlist' }, policy);
+    assert.ok(pool.allowed);
+    const pod = buildPoolPod(
+      POOL,
+      { mode: 'run', maxIdleSeconds: 600, effective: pool.effective, shapeLabel: pool.shapeLabel },
+      { settings: SETTINGS, ceilings: policy, requireNoNetwork: false, egress: EGRESS },
+    );
+    assert.deepEqual(pod.spec?.containers[0]?.env, [
+      { name: 'SANDPIT_EGRESS_PROXY', value: '10.0.0.42:3128' },
+    ]);
+    const session = evaluatePool({ template: 'python', egress: 'allowlist', mode: 'session' }, policy);
+    assert.equal(session.allowed, false);
+    assert.match(session.allowed ? '' : session.message, /egress: sessions with an egress allowlist/);
   });
 });
