@@ -29,6 +29,7 @@ import {
   type OperatorConfig,
   type Suite,
 } from './operator-harness.js';
+import { createPool, waitPoolReady } from './pool-harness.js';
 
 const KEY = Buffer.from('sandpit-egress-test-key-0123456789abcdef');
 const PROXY_LABELS = { 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' };
@@ -202,5 +203,50 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
       [],
     );
     assert.deepEqual(pod.spec?.dnsConfig?.nameservers, ['127.0.0.1']);
+  });
+
+  test('warm: a pool of egress allowlist serves it; the pool pod carried only the proxy address, the job brought the credential', async () => {
+    const s = suite!;
+    await createPool(s.cluster, s.ns, 'py-egress', {
+      template: 'python',
+      image: IMAGE,
+      egress: 'allowlist',
+      mode: 'run',
+      replicas: 1,
+      maxIdleSeconds: 600,
+    });
+    await waitPoolReady(s.cluster, s.ns, 'py-egress', 1, 120_000);
+    const [idle] = (
+      await s.cluster.core.listNamespacedPod({ namespace: s.ns, labelSelector: 'sandpit.dev/pool=py-egress' })
+    ).items;
+    assert.ok(idle, 'the pool pod');
+    const idleEnv = JSON.parse(JSON.stringify(idle.spec?.containers[0]?.env ?? [])) as unknown;
+    assert.deepEqual(idleEnv, [{ name: 'SANDPIT_EGRESS_PROXY', value: `${service?.spec?.clusterIP}:3128` }]);
+
+    const run = await createRun(
+      s.cluster,
+      s.ns,
+      sandboxRun('warm', {
+        template: 'python',
+        image: IMAGE,
+        code: PROBE,
+        network: { egress: 'allowlist', allow: ALLOW },
+      }),
+    );
+    const uid = run.metadata?.uid ?? '';
+    const done = await waitForFinished(s.cluster, s.ns, 'warm', 120_000);
+    assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+    assert.equal(done.status?.served, 'warm', JSON.stringify(done.status));
+    assert.equal(done.status?.podName, idle.metadata?.name);
+    assert.equal(
+      done.status?.output?.tail,
+      `${service?.spec?.clusterIP} 3128 run-${uid} True localhost,127.0.0.1,::1\n`,
+    );
+    // The claimed pod is selected by the run's policy: egress to the proxy and the CIDR entry.
+    const np = (
+      await s.cluster.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace: s.ns })
+    ).items.find((p: V1NetworkPolicy) => p.metadata?.ownerReferences?.[0]?.uid === uid);
+    assert.deepEqual(np?.spec?.podSelector?.matchLabels, { 'sandpit.dev/run-uid': uid });
+    assert.equal(np?.spec?.egress?.length, 2);
   });
 });
