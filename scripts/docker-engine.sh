@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start (or reuse) a local Docker engine for sandpit, without systemd.
 #
-#   scripts/docker-engine.sh up       engine answering on /var/run/docker.sock, runsc registered
+#   scripts/docker-engine.sh up       engine answering on /var/run/docker.sock, runsc (and runsc-egress) registered
 #   scripts/docker-engine.sh status   what is running, and who started it
 #   scripts/docker-engine.sh down     stop the dockerd that `up` started (never any other)
 #
@@ -20,6 +20,15 @@ RUNSC_PATH=/usr/bin/runsc
 # ptrace platform (no nested KVM) and without its own network stack; --oci-seccomp makes it
 # apply the container's seccomp profile (sandpit's) inside the sandbox, which it otherwise ignores.
 RUNSC_ENTRY='{"path":"/usr/bin/runsc","runtimeArgs":["--platform=ptrace","--network=none","--oci-seccomp"]}'
+# The same runtime for sandboxes with an egress allowlist, plus --host-uds=open: their one way out
+# is sandpit's egress proxy, reached through a Unix socket the gateway binds on the host and
+# bind-mounts into the sandbox (read-only), and gVisor connects to a host socket only with it.
+# `open` lets the sandbox connect to host sockets that are mounted into it, nothing more: it cannot
+# create (bind) one on the host (that is `create`), and sandpit mounts only the proxy's directory,
+# and only into egress sandboxes. Every other sandbox keeps runsc and its default, none: a second
+# runtime rather than the flag on runsc, so that a sandbox without egress cannot reach any host
+# socket even if one were ever mounted into it.
+RUNSC_EGRESS_ENTRY='{"path":"/usr/bin/runsc","runtimeArgs":["--platform=ptrace","--network=none","--oci-seccomp","--host-uds=open"]}'
 
 usage() {
   cat <<EOF
@@ -28,9 +37,11 @@ usage: ${0##*/} up | status | down | --help
   up      Use the engine answering on $SOCK if there is one (start nothing).
           Otherwise install Debian's docker.io when it is missing, start dockerd in the
           background (no systemd) and wait until it answers. Either way: install runsc when
-          missing and register it as runtime "runsc" in $DAEMON_JSON (merged into the
-          existing JSON; other keys are kept), sending SIGHUP to a running dockerd only when
-          the file changed. Idempotent; a no-op when everything is in place.
+          missing and register it as runtimes "runsc" and "runsc-egress" (runsc with
+          --host-uds=open, for sandboxes whose way out is sandpit's egress proxy socket) in
+          $DAEMON_JSON (merged into the existing JSON; other keys are kept), sending SIGHUP to
+          a running dockerd only when the file changed. Idempotent; a no-op when everything
+          is in place.
   status  Print whether the engine answers, its version and runtimes, and whether this
           script started it. Exit 0 when it answers, 3 when it does not.
   down    Stop the dockerd that 'up' started (recorded PID); leave any other dockerd alone.
@@ -115,16 +126,16 @@ apt_install() {
   fi
 }
 
-# Merge runtimes.runsc into daemon.json, keeping every other key. Prints "changed" or
+# Merge runtimes.runsc and runtimes.runsc-egress into daemon.json, keeping every other key. Prints "changed" or
 # "unchanged" on stdout. Refuses to touch a file that is not valid JSON.
 merge_daemon_json() {
   command -v node >/dev/null 2>&1 || die "node is needed to edit $DAEMON_JSON"
   mkdir -p "$(dirname "$DAEMON_JSON")"
   # shellcheck disable=SC2016 # JavaScript, not shell
-  DAEMON_JSON=$DAEMON_JSON RUNSC_ENTRY=$RUNSC_ENTRY node -e '
+  DAEMON_JSON=$DAEMON_JSON RUNSC_ENTRY=$RUNSC_ENTRY RUNSC_EGRESS_ENTRY=$RUNSC_EGRESS_ENTRY node -e '
     const fs = require("fs");
     const file = process.env.DAEMON_JSON;
-    const want = JSON.parse(process.env.RUNSC_ENTRY);
+    const want = { runsc: JSON.parse(process.env.RUNSC_ENTRY), "runsc-egress": JSON.parse(process.env.RUNSC_EGRESS_ENTRY) };
     let text = null;
     try { text = fs.readFileSync(file, "utf8"); } catch (e) { if (e.code !== "ENOENT") throw e; }
     let cfg = {};
@@ -139,8 +150,9 @@ merge_daemon_json() {
       }
     }
     const runtimes = cfg.runtimes && typeof cfg.runtimes === "object" ? cfg.runtimes : {};
-    if (JSON.stringify(runtimes.runsc) === JSON.stringify(want)) { console.log("unchanged"); process.exit(0); }
-    cfg.runtimes = { ...runtimes, runsc: want };
+    const same = Object.keys(want).every((k) => JSON.stringify(runtimes[k]) === JSON.stringify(want[k]));
+    if (same) { console.log("unchanged"); process.exit(0); }
+    cfg.runtimes = { ...runtimes, ...want };
     const tmp = `${file}.sandpit-tmp-${process.pid}`;
     fs.writeFileSync(tmp, JSON.stringify(cfg, null, 2) + "\n", { mode: 0o644 });
     fs.renameSync(tmp, file);
@@ -155,7 +167,7 @@ ensure_runsc() {
   local result
   result=$(merge_daemon_json) || die "could not update $DAEMON_JSON"
   if [[ $result == changed ]]; then
-    log "registered runtime runsc in $DAEMON_JSON"
+    log "registered runtimes runsc and runsc-egress in $DAEMON_JSON"
     local pid
     if pid=$(running_dockerd_pid); then
       log "reloading dockerd (pid $pid) with SIGHUP"
@@ -164,14 +176,15 @@ ensure_runsc() {
   fi
 }
 
-# Wait (briefly) for a reloaded dockerd to list runsc among its runtimes.
+# Wait (briefly) for a reloaded dockerd to list runsc and runsc-egress among its runtimes.
 check_runsc_registered() {
-  local i
+  local i have
   for i in 1 2 3 4 5 6 7 8 9 10; do
-    [[ " $(server_runtimes) " == *" runsc "* ]] && return 0
+    have=" $(server_runtimes) "
+    [[ $have == *" runsc "* && $have == *" runsc-egress "* ]] && return 0
     [[ $i -eq 10 ]] || sleep 0.3
   done
-  log "warning: the engine does not list runtime runsc (is $DAEMON_JSON the file it reads?)"
+  log "warning: the engine does not list runtimes runsc and runsc-egress (is $DAEMON_JSON the file it reads?)"
 }
 
 # dockerd outlives this script: it must not keep a caller's locks or pipes open (a held flock

@@ -37,6 +37,13 @@
  *       e.g. on a cluster that does not enforce NetworkPolicy)
  *   'g' an outputs entry, a workspace path or glob (repeatable; protocol 5, outputs.c)
  *   'G' u32be most files, u32be most bytes: the caps of what the outputs entries collect
+ *   'p' egress proxy socket (protocol 4): the absolute path of the Unix socket of sandpit's egress
+ *       proxy inside the sandbox (Docker: the gateway's, mounted in). The runner forwards
+ *       127.0.0.1:3128 to it and sets HTTP_PROXY, HTTPS_PROXY and NO_PROXY for the program, where
+ *       the job sets none of its own (egress.h)
+ *   'v' NAME (protocol 4, repeatable): pass the runner's own NAME=value on to the program, unless the
+ *       job sets NAME itself (Kubernetes: the proxy variables a pod gets from its run's Secret, whose
+ *       credential no ConfigMap holds)
  *   Protocol 2's job, "SPJ1" u32be:len records..., is still taken; its frames then carry no key.
  * Frames (stdout) after the job: key[16] u8:type u16be:len bytes, RECORD_MAX bytes at most
  *   'O'/'E' stdout/stderr chunk   'T' u8 stream(1|2) + the next piece of the last bytes kept
@@ -73,6 +80,7 @@
  * without it refuses `--pool` with its usage (exit 2), which the pod's status shows.
  */
 #define _GNU_SOURCE
+#include "egress.h"
 #include "outputs.h"
 #include "program.h"
 
@@ -125,7 +133,7 @@ struct stream {
 
 static char *job_args[MAX_ARGS + 1];
 static int n_args;
-static char *job_env[MAX_ENV + 16];
+static char *job_env[MAX_ENV + 32]; /* the job's, then the base, egress and inherited ones */
 static int n_env;
 static const char *code_data, *stdin_data, *workdir = "/workspace";
 static size_t code_len, stdin_len;
@@ -137,6 +145,11 @@ static int no_network;
 static char *outputs[MAX_OUTPUTS];
 static int n_outputs;
 static struct output_caps output_caps = {32, 16u << 20};
+static const char *egress_socket; /* 'p': the egress proxy's socket, when the job has egress */
+/* 'v': the runner's own variables the program gets too, added after the job's (which win). */
+#define MAX_INHERITED 16
+static char *inherited[MAX_INHERITED];
+static int n_inherited;
 static int plain;
 /* --pool: plain, plus the exit trailer; job_read once the whole job is in (a failure then gets a trailer). */
 static int pool, job_read;
@@ -444,6 +457,25 @@ static void parse_job(char *buf, size_t len, int write_files)
 			output_caps.max_files = be32((unsigned char *)p);
 			output_caps.max_bytes = be32((unsigned char *)p + 4);
 			break;
+		case 'p':
+			egress_socket = dupstr(p, n);
+			break;
+		case 'v': {
+			char *name = dupstr(p, n);
+			const char *value = getenv(name);
+			if (n_inherited >= MAX_INHERITED || strchr(name, '='))
+				die_frame("bad or too many inherited variables");
+			if (value) {
+				size_t len = n + 1 + strlen(value) + 1;
+				char *var = malloc(len);
+				if (!var)
+					die_frame("out of memory");
+				snprintf(var, len, "%s=%s", name, value);
+				inherited[n_inherited++] = var;
+			}
+			free(name);
+			break;
+		}
 		default:
 			die_frame("unknown job record type 0x%02x", (unsigned char)type);
 		}
@@ -651,21 +683,36 @@ static struct spawned spawn(int fds[4])
 	return (struct spawned){child, -1};
 }
 
+/* Adds NAME=VALUE unless the job set NAME itself: job variables come first in the array. */
+static void default_env(const char *var)
+{
+	size_t k = (size_t)(strchr(var, '=') - var) + 1;
+	for (int j = 0; j < n_env; j++)
+		if (strncmp(job_env[j], var, k) == 0)
+			return;
+	job_env[n_env++] = (char *)var;
+}
+
 static void set_base_env(void)
 {
 	static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
 				     "USER=sandbox"};
-	/* Job variables come first in the array; add base ones only where the job set none. */
-	for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
-		size_t k = (size_t)(strchr(base[i], '=') - base[i]) + 1;
-		int found = 0;
-		for (int j = 0; j < n_env; j++)
-			found |= strncmp(job_env[j], base[i], k) == 0;
-		if (!found)
-			job_env[n_env++] = (char *)base[i];
-	}
+	for (size_t i = 0; i < sizeof base / sizeof *base; i++)
+		default_env(base[i]);
+	for (size_t i = 0; egress_socket && EGRESS_ENV[i]; i++)
+		default_env(EGRESS_ENV[i]);
+	for (int i = 0; i < n_inherited; i++)
+		default_env(inherited[i]);
 	job_env[n_env] = NULL;
 	job_args[n_args] = NULL;
+}
+
+/* A job with egress: the forwarder to the proxy's socket runs before the program does. */
+static void start_egress(void)
+{
+	char why[256];
+	if (egress_socket && egress_start(egress_socket, why, sizeof why) < 0)
+		die_frame("%s", why);
 }
 
 /* What the supervision loop keeps track of. */
@@ -1027,6 +1074,7 @@ int main(int argc, char **argv)
 	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
 	if (no_network)
 		refuse_open_network();
+	start_egress();
 	if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
 		die_frame("pipe: %s", strerror(errno));
 	int fds[4] = {out_pipe[1], err_pipe[1], code_fd, in_fd};
@@ -1047,6 +1095,7 @@ int main(int argc, char **argv)
 	r.deadline = deadline_ms ? r.started + deadline_ms : 0;
 	supervise(&r, sfd);
 	r.ended = now_ms();
+	egress_stop();
 	if (n_outputs && !plain)
 		collect();
 	return report(&r, oom_before);

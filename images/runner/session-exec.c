@@ -7,6 +7,7 @@
  * fork) live on until the session ends.
  */
 #include "session.h"
+#include "egress.h"
 #include "program.h"
 
 #include <dirent.h>
@@ -1131,7 +1132,7 @@ void processes_reply(uint32_t id)
 	while ((de = readdir(d)) && n < 1024) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == self)
+		if (*end || pid <= 0 || pid == self || pid == egress_pid())
 			continue;
 		char path[64], stat[1024], cmd[257];
 		snprintf(path, sizeof path, "/proc/%ld/stat", pid);

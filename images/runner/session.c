@@ -24,6 +24,10 @@
  *                 e NAME=VALUE (each exec's environment)  w workspace directory (absolute)
  *                 m metadata (opaque, at most 256 KiB; resync hands it back)
  *                 l u64 largest file u32 open files: each exec's RLIMIT_FSIZE and RLIMIT_NOFILE
+ *                 p egress proxy socket (protocol 6): the path of the Unix socket of sandpit's egress
+ *                   proxy inside the sandbox; the runner forwards 127.0.0.1:3128 to it and gives
+ *                   every exec HTTP_PROXY, HTTPS_PROXY and NO_PROXY unless the session sets its own
+ *                   (egress.h). The forwarder is not one of the session's processes ('P')
  *   'X' exec      a argv element (repeatable)  e NAME=VALUE  c cwd (workspace-relative)
  *                 t u32 deadline ms  o u32 head u32 tail: output bytes per stream
  *                 i stdin bytes | s (stdin streamed with 'D'/'Z')  y u16 cols u16 rows (a tty)
@@ -88,6 +92,7 @@
  * exits (3 TTL, 4 idle): the container stops with no gateway at all. It exits 0 on 'Q', 5 when
  * stdin ends, 6 when never opened, 7 on SIGTERM (docker stop), 1 on an internal error.
  */
+#include "egress.h"
 #include "program.h"
 #include "session.h"
 
@@ -467,6 +472,27 @@ static int add_env(const char *p, uint32_t n)
 	return 0;
 }
 
+/* The forwarder to the egress proxy, and the variables that point every exec at it. */
+static int start_egress(uint32_t id, const char *socket_path)
+{
+	char why[256];
+	if (egress_start(socket_path, why, sizeof why) < 0) {
+		send_error(id, "INTERNAL", "network", "%s", why);
+		return -1;
+	}
+	for (size_t i = 0; EGRESS_ENV[i]; i++) {
+		size_t k = (size_t)(strchr(EGRESS_ENV[i], '=') - EGRESS_ENV[i]) + 1;
+		int set = 0;
+		for (int j = 0; j < n_session_env; j++)
+			set |= strncmp(session_env[j], EGRESS_ENV[i], k) == 0;
+		if (!set && add_env(EGRESS_ENV[i], (uint32_t)strlen(EGRESS_ENV[i])) != 0) {
+			send_error(id, "INTERNAL", "env", "too many environment variables");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static void do_open(uint32_t id, const char *body, size_t len)
 {
 	size_t off = 0;
@@ -486,6 +512,7 @@ static void do_open(uint32_t id, const char *body, size_t len)
 	if (!session_env)
 		fatal("out of memory");
 	long long ttl = 3600000, idle = 600000;
+	char egress_socket[108] = "";
 	off = 0;
 	while (next_rec(body, len, &off, &r) > 0) {
 		switch (r.tag) {
@@ -526,6 +553,12 @@ static void do_open(uint32_t id, const char *body, size_t len)
 			session_file_size = be64((const unsigned char *)r.p);
 			session_open_files = be32((const unsigned char *)r.p + 8);
 			break;
+		case 'p':
+			if (r.len == 0 || r.len >= sizeof egress_socket || r.p[0] != '/' || memchr(r.p, 0, r.len))
+				return send_error(id, "INVALID_REQUEST", "network", "bad egress proxy socket path");
+			memcpy(egress_socket, r.p, r.len);
+			egress_socket[r.len] = 0;
+			break;
 		case 'k':
 			break;
 		default:
@@ -537,6 +570,8 @@ static void do_open(uint32_t id, const char *body, size_t len)
 	ws_fd = open(ws_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ws_fd < 0)
 		return send_error(id, "INTERNAL", "workdir", "cannot open the workspace %s: %s", ws_path, strerror(errno));
+	if (egress_socket[0] && start_egress(id, egress_socket) != 0)
+		return;
 	ttl_ms = ttl;
 	idle_ms = idle;
 	opened = 1;

@@ -19,7 +19,7 @@ export const SESSION_EVENTS = [
   'session.deleted',
   'session.failed',
 ] as const;
-export const AUDIT_EVENTS = ['run', 'exec', ...SESSION_EVENTS] as const;
+export const AUDIT_EVENTS = ['run', 'exec', ...SESSION_EVENTS, 'egress'] as const;
 export const AuditEventSchema = z.enum(AUDIT_EVENTS).describe('What the record is about');
 export type AuditEvent = z.infer<typeof AuditEventSchema>;
 
@@ -97,10 +97,40 @@ export const SessionAuditRecordSchema = AuditBaseSchema.extend({
   outcome: SessionOutcomeSchema,
 });
 
+/**
+ * One connection through the egress proxy (or one plain-HTTP request, each its own connection
+ * upstream): whose, what it asked for, the address the proxy dialed, the decision and the rule
+ * that made it, and the bytes each way. The sandbox is `In`'s receiver and `Out`'s sender.
+ */
+export const EgressAuditRecordSchema = z.object({
+  time: z.iso.datetime({ offset: true }).describe('When the connection ended (ISO 8601, UTC)'),
+  event: z.literal('egress'),
+  principal: z.string().min(1).describe("Who owns the sandbox: the token's name, never the token"),
+  backend: z.string().min(1),
+  runId: z.string().min(1).optional(),
+  sessionId: z.string().min(1).optional(),
+  method: z.string().min(1).max(32).describe('CONNECT, or the method of a plain-HTTP request'),
+  host: z
+    .string()
+    .min(1)
+    .max(300)
+    .describe('The host the program asked for, as it asked (a name or an address)'),
+  port: z.number().int().min(0).max(65535),
+  address: z.string().optional().describe('The address the proxy dialed (absent when it dialed none)'),
+  decision: z.enum(['allowed', 'denied']),
+  rule: z.string().describe('What decided: the allowlist entry, or why it was refused'),
+  error: z.string().optional().describe('What went wrong after an allowed decision (connect, limits)'),
+  bytesOut: z.number().int().min(0).describe('Bytes the sandbox sent upstream'),
+  bytesIn: z.number().int().min(0).describe('Bytes the sandbox received'),
+  durationMs: z.number().min(0),
+});
+export type EgressAuditRecord = z.infer<typeof EgressAuditRecordSchema>;
+
 export const AuditRecordSchema = z.discriminatedUnion('event', [
   RunAuditRecordSchema,
   ExecAuditRecordSchema,
   SessionAuditRecordSchema,
+  EgressAuditRecordSchema,
 ]);
 export type AuditRecord = z.infer<typeof AuditRecordSchema>;
 export type RunAuditRecord = z.infer<typeof RunAuditRecordSchema>;

@@ -25,8 +25,14 @@ const NO_NETWORK =
   /Temporary failure in name resolution|Name or service not known|getaddrinfo ENOTFOUND|EAI_AGAIN|Could not resolve host|Network is unreachable/;
 export const NO_NETWORK_HINT = 'this sandbox has no network (egress: none)';
 
-/** The hint for a run whose error output shows it tried to reach the network. */
+/** What a program prints when sandpit's egress proxy refused it (the proxy's reason phrase and body). */
+const PROXY_REFUSAL = /sandpit egress/;
+export const PROXY_REFUSAL_HINT =
+  "sandpit's egress proxy refused a destination: the error output says which rule; only what the allowlist names is reachable, never a private or loopback address";
+
+/** The hint for a run whose error output shows it tried to reach the network (or was refused on its way). */
 export function networkHint(errorOutput: string): string | undefined {
+  if (PROXY_REFUSAL.test(errorOutput)) return PROXY_REFUSAL_HINT;
   return NO_NETWORK.test(errorOutput) ? NO_NETWORK_HINT : undefined;
 }
 

@@ -5,6 +5,7 @@
 import * as z from 'zod';
 import { CPU_FORM, parseCpu, parseSize, SIZE_FORM } from '../shared/quantity.js';
 import { OutputsRequestSchema, RunOutputsSchema } from './outputs.js';
+import { NetworkSchema } from './egress.js';
 
 export const PHASES = [
   'Pending',
@@ -102,12 +103,6 @@ export const ResourcesSchema = z
   .strict();
 export type Resources = z.infer<typeof ResourcesSchema>;
 
-export const NetworkSchema = z
-  .object({
-    egress: z.string().default('none').describe("Outbound network access; only 'none' is available"),
-  })
-  .strict();
-
 export const RunRequestSchema = z
   .object({
     template: z
@@ -128,7 +123,9 @@ export const RunRequestSchema = z
     env: z.array(EnvVarSchema).default([]).describe('Environment variables for the program'),
     resources: ResourcesSchema.optional().describe('Limits below the policy ceilings'),
     timeoutSeconds: z.number().int().positive().optional().describe('Hard wall-clock deadline in seconds'),
-    network: NetworkSchema.optional().describe('Network access; none by default'),
+    network: NetworkSchema.optional().describe(
+      'Network access: none by default; or an allowlist of hosts and ranges within the operator’s ceiling',
+    ),
     runtime: z
       .string()
       .regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { message: 'expected a runtime name like runsc' })

@@ -7,12 +7,12 @@
 import * as z from 'zod';
 import {
   EnvVarSchema,
-  NetworkSchema,
   ResourcesSchema,
   RunRequestSchema,
   RunResultSchema,
   EffectiveLimitsSchema,
 } from './run.js';
+import { EGRESS_MODES, EgressEntryObjectSchema } from './egress.js';
 
 export const SESSION_STATES = ['Creating', 'Ready', 'Expired', 'Deleted', 'Failed'] as const;
 export const SessionStateSchema = z.enum(SESSION_STATES).describe('Lifecycle state of the session');
@@ -53,7 +53,7 @@ export const SessionRequestSchema = z
     template: R.template,
     image: R.image,
     resources: ResourcesSchema.optional().describe('Limits below the policy ceilings'),
-    network: NetworkSchema.optional().describe('Network access; none by default'),
+    network: R.network,
     runtime: R.runtime,
     ttlSeconds: seconds('Whole lifetime of the session in seconds; at most the ceiling', 31_536_000),
     idleTimeoutSeconds: seconds(
@@ -247,7 +247,11 @@ export const SessionSchema = z.object({
   runtime: z.string().optional().describe('Container runtime, when not the engine default'),
   backend: z.string().describe('Which backend runs it: docker or kubernetes'),
   limits: SessionLimitsSchema.describe('Limits after policy; timeoutSeconds is the default per exec'),
-  network: z.string().describe("Network access: 'none'"),
+  network: z.enum(EGRESS_MODES).describe('Egress: none, or allowlist'),
+  allow: z
+    .array(EgressEntryObjectSchema)
+    .optional()
+    .describe('What an allowlist session may reach (the proxy allows nothing else)'),
   env: z
     .array(z.string())
     .describe('Names of the session’s variables (secret ones included; never their values)'),

@@ -1,5 +1,5 @@
 /** `sandpit audit`: the audit trail (the file and its rotated files), filtered, as a table or JSON Lines. */
-import type { AuditRecord } from '../api/audit.js';
+import type { AuditRecord, EgressAuditRecord } from '../api/audit.js';
 import { auditFilePath } from '../config/audit.js';
 import {
   auditFiles,
@@ -14,8 +14,8 @@ import { loadContext } from './wiring.js';
 export const AUDIT_USAGE = `
 usage: sandpit audit [options]
 
-Prints the audit trail: one record per run (and, with sessions, per exec and session event), oldest
-first, from the audit file and its rotated files (audit.jsonl.N … audit.jsonl.1, audit.jsonl).
+Prints the audit trail: one record per run (and, with sessions, per exec and session event; with
+egress, per connection through the proxy), oldest first, from the audit file and its rotated files (audit.jsonl.N … audit.jsonl.1, audit.jsonl).
 
   sandpit audit --since 1h                          the last hour, as a table
   sandpit audit --principal ci --outcome failed     one token's failed runs
@@ -28,8 +28,10 @@ options:
       --run ID            the record of this run
       --session ID        records of this session (its events and execs)
       --exec ID           the record of this exec
-      --outcome WORD      a phase or reason, any case: succeeded, failed, timedout, oomkilled, …
-      --event EVENT       run, exec, session (all session events) or session.created|expired|deleted|failed
+      --outcome WORD      a phase or reason, any case: succeeded, failed, timedout, oomkilled, …;
+                          allowed or denied for egress connections
+      --event EVENT       run, exec, session (all session events), session.created|expired|deleted|failed,
+                          or egress
       --json              the matching records as JSON Lines, exactly as stored
       --file PATH         the audit file to read (default: audit.file, else
                           \${XDG_STATE_HOME:-~/.local/state}/sandpit/audit.jsonl)
@@ -134,7 +136,25 @@ function size(bytes: number | undefined): string {
   return `${n < 10 ? n.toFixed(1) : Math.round(n)}${unit}`;
 }
 
+/** An egress record in the same columns: the sandbox, the host asked for, the decision and its rule. */
+function egressCells(r: EgressAuditRecord): string[] {
+  return [
+    r.time.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+    r.event,
+    r.principal,
+    r.runId ?? r.sessionId ?? '-',
+    `${r.host}:${r.port}`,
+    r.error ? `${r.decision}/${r.error}` : r.decision,
+    '-',
+    duration(r.durationMs),
+    size(r.bytesIn),
+    size(r.bytesOut),
+    `${r.method} ${r.rule}${r.address ? ` (dialed ${r.address})` : ''}`,
+  ];
+}
+
 function cells(r: AuditRecord): string[] {
+  if (r.event === 'egress') return egressCells(r);
   const id = r.event === 'run' ? r.runId : r.event === 'exec' ? `${r.sessionId}/${r.execId}` : r.sessionId;
   const command = 'command' in r ? (r.command.preview ?? r.command.digest.slice(0, 19)) : '';
   return [

@@ -13,6 +13,7 @@ commands:
   serve     MCP (Streamable HTTP) and REST gateway                  sandpit serve --port 8080
   sessions  sandboxes that last across commands (exec, cp, shell)   sandpit sessions ls
   operator  Kubernetes operator for SandboxRuns and Sandboxes       sandpit operator
+  egress-proxy  Kubernetes: the egress proxy of allowlisted runs     sandpit egress-proxy
   audit     the audit trail: who ran what, and how it ended          sandpit audit --since 1h
   doctor    check the engine, images and runtime; name the fixes    sandpit doctor
   setup     install/start the Docker engine and build the images    sandpit setup   (root)
@@ -41,6 +42,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve.js')).serveCommand,
   sessions: async () => (await import('./sessions.js')).sessionsCommand,
   operator: async () => (await import('./operator.js')).operatorCommand,
+  'egress-proxy': async () => (await import('./egress-proxy.js')).egressProxyCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

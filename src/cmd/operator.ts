@@ -18,6 +18,8 @@ import { createAuditMetrics } from '../observability/metrics.js';
 import { parse, printHelp } from './args.js';
 import { kubeconfigSource, shutdownSignal, toPort } from './process.js';
 import { loadContext, openAudit } from './wiring.js';
+import { clusterEgress } from './egress.js';
+import { egressSummary } from '../config/load.js';
 
 export const OPERATOR_USAGE = `
 usage: sandpit operator [options]
@@ -54,11 +56,14 @@ export const NETWORK_WARNING =
 const HEALTHY_FAILING_MS = 5 * 60_000;
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-function leaseNamespace(config: Config, fromKubeconfig: string | undefined, inCluster: boolean): string {
-  const { leaseNamespace } = config.kubernetes.operator;
-  if (leaseNamespace) return leaseNamespace;
+/** The operator's own namespace: its pod's, else the kubeconfig context's, else default. */
+function ownNamespace(fromKubeconfig: string | undefined, inCluster: boolean): string {
   if (inCluster && existsSync(SA_NAMESPACE_FILE)) return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim();
   return fromKubeconfig ?? 'default';
+}
+
+function leaseNamespace(config: Config, fromKubeconfig: string | undefined, inCluster: boolean): string {
+  return config.kubernetes.operator.leaseNamespace ?? ownNamespace(fromKubeconfig, inCluster);
 }
 
 export async function operatorCommand(argv: string[]): Promise<number> {
@@ -85,6 +90,12 @@ export async function operatorCommand(argv: string[]): Promise<number> {
       : k.namespaces;
   const identity = values.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const metrics = createOperatorMetrics({ defaultMetrics: true });
+  logger.info(egressSummary(config));
+  const egress = await clusterEgress(config, {
+    kube,
+    logger,
+    ownNamespace: ownNamespace(currentNamespace(kc), source.inCluster),
+  });
   const audit = await openAudit(ctx, 'operator', createAuditMetrics(metrics.registry));
   const options: OperatorOptions = {
     kube,
@@ -104,6 +115,7 @@ export async function operatorCommand(argv: string[]): Promise<number> {
       seccomp: { profile: k.seccompProfile, gvisorRuntimeClasses: k.gvisorRuntimeClasses },
     },
     networkPolicyEnforced: k.networkPolicyEnforced === true,
+    egress,
     output: { tailBytes: k.outputTailBytes, readBytes: k.outputReadBytes },
     runSettings: {
       defaultPendingTimeoutSeconds: config.kubernetes.pendingTimeoutSeconds,

@@ -11,7 +11,8 @@ usage: sandpit setup [--force-images]
 
 Prepares a Debian/Ubuntu machine for the Docker backend, idempotently:
   1. installs Debian's docker.io (and runsc for gVisor) if no engine answers, starts dockerd,
-     and registers the runsc runtime;
+     and registers the runsc runtime (and runsc-egress, runsc with --host-uds=open, for
+     sandboxes whose one way out is sandpit's egress proxy socket);
   2. builds the sandbox images from Debian packages (skips the ones that are up to date).
 Needs root. Safe to run again: what is already there is reused.
 options:

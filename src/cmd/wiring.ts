@@ -26,6 +26,7 @@ import type { SandboxShape } from '../policy/shape.js';
 import type { Policy } from '../policy/policy.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { kubeconfigSource } from './process.js';
+import { dockerEgress, type EgressParts } from './egress.js';
 
 export interface Context {
   config: Config;
@@ -76,6 +77,8 @@ export async function wireDocker(
     tolerateEngineDown?: boolean;
     pools?: boolean;
     instanceId?: string;
+    /** Tests: the egress proxy's resolver and dialer (test names, loopback only). */
+    egress?: Pick<EgressParts, 'resolve' | 'dial'>;
   } = {},
 ): Promise<Wiring> {
   const { config, logger } = ctx;
@@ -88,6 +91,14 @@ export async function wireDocker(
   const metrics = createMetrics(options);
   const policy = policyFromConfig(config);
   const { prewarm, prewarmSessions, ...pool } = config.pool;
+  // Opened first: the egress proxy writes a record per connection into it.
+  const audit = await openAudit(ctx, 'gateway', metrics.audit);
+  const gates = dockerEgress(config, process.env, {
+    audit,
+    metrics: metrics.egress,
+    logger,
+    ...options.egress,
+  });
   const backend = new DockerBackend({
     socketPath: config.docker.socketPath,
     pool: {
@@ -102,6 +113,7 @@ export async function wireDocker(
       dir: join(defaultStateDir(process.env), 'run-files'),
       maxBytes: config.docker.runFilesBytes,
     },
+    gates,
   });
   let reaped: string[] = [];
   try {
@@ -121,7 +133,7 @@ export async function wireDocker(
     prewarmSessions.map((template) => defaultSessionShape(template, policy)),
   );
   const journal = options.instanceId ? sessionJournalFor(ctx, options.instanceId) : undefined;
-  const service = await createService(ctx, { backend, policy, metrics, journal });
+  const service = await createService(ctx, { backend, policy, metrics, journal, audit });
   return { service, backend, metrics };
 }
 
@@ -200,10 +212,17 @@ export function tenantNamespaces(config: Config): string[] {
 /** The service over a backend, with the config's slots and an opened audit trail. */
 async function createService(
   ctx: Context,
-  parts: { backend: SandboxBackend; policy: Policy; metrics: Metrics; journal?: SessionJournal | undefined },
+  parts: {
+    backend: SandboxBackend;
+    policy: Policy;
+    metrics: Metrics;
+    journal?: SessionJournal | undefined;
+    /** The audit trail, when it is open already. */
+    audit?: AuditTrail;
+  },
 ): Promise<SandpitService> {
   const { config, logger } = ctx;
-  const audit = await openAudit(ctx, 'gateway', parts.metrics.audit);
+  const audit = parts.audit ?? (await openAudit(ctx, 'gateway', parts.metrics.audit));
   if (audit.file) logger.info({ file: audit.file }, 'Writing the audit trail');
   return new SandpitService({
     ...parts,

@@ -323,11 +323,23 @@ function setPath(obj: Record<string, unknown>, field: string, value: unknown): v
 /** Settings that are accepted but do less than their name suggests; logged at start-up. */
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
-  if (!config.sandbox.disableNetwork) {
+  if (!config.sandbox.disableNetwork && config.sandbox.egress.allow.length === 0) {
     warnings.push(
-      'DISABLE_NETWORK=false (sandbox.disableNetwork: false) is accepted but grants nothing: egress rules do not ' +
-        'exist yet, so every sandbox still runs with no network',
+      'DISABLE_NETWORK=false (sandbox.disableNetwork: false) but sandbox.egress.allow is empty: an egress ' +
+        'allowlist can name no destination, so every sandbox still runs with no network',
     );
   }
   return warnings;
+}
+
+/** How egress stands, for the start-up log: off, or the ceiling an allowlist may use. */
+export function egressSummary(config: Config): string {
+  const { disableNetwork, egress } = config.sandbox;
+  if (disableNetwork)
+    return 'Egress is off: DISABLE_NETWORK is true (sandbox.disableNetwork), every sandbox has no network';
+  return (
+    `Egress by allowlist: DISABLE_NETWORK is false, so a run or session that asks for network {egress: allowlist} ` +
+    `gets the destinations it names within ${egress.allow.length} ceiling entries (sandbox.egress.allow); ` +
+    'one that names no network still has none'
+  );
 }

@@ -1,3 +1,4 @@
+import { toEntry } from '../api/egress.js';
 import { createPolicy, type Policy } from '../policy/policy.js';
 import type { Config } from './schema.js';
 
@@ -8,6 +9,7 @@ export function policyFromConfig(config: Config): Policy {
     ...(s.imageAllowlist ? { imageAllowlist: s.imageAllowlist } : {}),
     ...(s.runtime ? { defaultRuntime: s.runtime } : {}),
     ...(s.allowedRuntimes ? { allowedRuntimes: s.allowedRuntimes } : {}),
+    egress: { disabled: s.disableNetwork, ceiling: s.egress.allow.map(toEntry) },
     ceilings: {
       cpuMilli: s.maxCpu,
       memoryBytes: s.maxMemory,

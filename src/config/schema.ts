@@ -5,7 +5,16 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
+import {
+  EgressEntryInputSchema,
+  MAX_EGRESS_ENTRIES,
+  parseEntry,
+  type EgressEntry,
+  type EgressEntryInput,
+} from '../api/egress.js';
 import { RESERVED_PRINCIPAL_NAMES } from '../api/principals.js';
+import { refusalOf } from '../policy/egress-rules.js';
+import { parseCidr } from '../shared/ip.js';
 import { CPU_FORM, parseCpu, parseSize, SIZE_FORM } from '../shared/quantity.js';
 
 const int = (min: number, max: number) =>
@@ -66,6 +75,40 @@ const json = <T extends z.ZodType>(schema: T) =>
     }
   }, schema);
 
+/** Egress entries: a YAML list (text or objects), JSON, or comma-separated text. */
+const egressList = () =>
+  z.preprocess(
+    (v) => {
+      if (typeof v !== 'string') return v;
+      if (v.trim().startsWith('[')) {
+        try {
+          return JSON.parse(v) as unknown;
+        } catch {
+          return v;
+        }
+      }
+      return v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+    },
+    z
+      .array(EgressEntryInputSchema, {
+        error: 'expected a list of host[:port] / cidr[:port] (YAML list, JSON, or comma-separated text)',
+      })
+      .max(MAX_EGRESS_ENTRIES),
+  );
+
+const cidrList = () =>
+  list().pipe(
+    z.array(
+      z.string().superRefine((c, ctx) => {
+        const parsed = parseCidr(c);
+        if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.message });
+      }),
+    ),
+  );
+
 /** A namespace name: a DNS-1123 label. */
 const NAMESPACE = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
   error:
@@ -95,6 +138,11 @@ export const TokenSchema = z
     namespace: NAMESPACE.optional().describe(
       "Kubernetes: the namespace this token's runs and sessions are made in, and the only one it sees (kubernetes.gateway.namespace when absent). Docker: no effect",
     ),
+    egress: egressList()
+      .optional()
+      .describe(
+        "The most this token's sandboxes may reach, each entry within sandbox.egress.allow (all of it when absent)",
+      ),
   })
   .strict()
   .refine((t) => (t.token === undefined) !== (t.tokenSha256 === undefined), {
@@ -143,6 +191,37 @@ function checkTokens(
         message: `the same token as ${other}: list each token once`,
       });
     }
+  });
+}
+
+/** A token narrows the ceiling, never widens it: each of its entries must lie within sandbox.egress.allow. */
+function checkTokenEgress(
+  config: {
+    auth: { tokens: TokenConfig[] };
+    sandbox: { egress: { allow: z.input<typeof EgressEntryInputSchema>[] } };
+  },
+  ctx: z.RefinementCtx,
+): void {
+  // Malformed entries are reported where they are; only valid ones are compared.
+  const valid = (input: EgressEntryInput): EgressEntry | undefined => {
+    const parsed = parseEntry(input);
+    return parsed.ok ? parsed.entry : undefined;
+  };
+  const list = <T>(v: T[] | undefined): T[] => (Array.isArray(v) ? v : []);
+  const ceiling = list(config.sandbox.egress.allow)
+    .map(valid)
+    .filter((e) => e !== undefined);
+  list(config.auth.tokens).forEach((t, i) => {
+    list(t.egress).forEach((input, j) => {
+      const entry = valid(input);
+      const why = entry && refusalOf(ceiling, entry);
+      if (!why) return;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth', 'tokens', i, 'egress', j],
+        message: `not within sandbox.egress.allow (a token narrows the ceiling, never widens it): ${why}`,
+      });
+    });
   });
 }
 
@@ -220,7 +299,44 @@ export const ConfigSchema = z
           .describe(
             'Largest file a session download returns (a sparse file may be far larger than the disk)',
           ),
-        disableNetwork: bool().default(true),
+        disableNetwork: bool()
+          .default(true)
+          .describe(
+            'DISABLE_NETWORK: true, every sandbox has no network and an allowlist is refused; false, a sandbox that asks for an allowlist gets it within egress.allow (one that names no network still has none)',
+          ),
+        egress: z
+          .object({
+            allow: egressList()
+              .default([])
+              .describe(
+                'The ceiling of every allowlist: host[:port] (a host alone: 443 and 80; *. for every name below a domain) or cidr[:port] (alone: every port)',
+              ),
+            internalCidrs: cidrList()
+              .default([])
+              .describe(
+                "More ranges the proxy never dials (with loopback, private, link-local, metadata and the host's own addresses), e.g. the cluster's pod and service CIDRs",
+              ),
+            maxConnections: int(1, 10_000)
+              .default(32)
+              .describe('Connections one run or session may have open at once through the proxy'),
+            maxBytes: size()
+              .default(1024 ** 3)
+              .describe('Bytes one run or session may move through the proxy, both ways together'),
+            connectTimeoutSeconds: int(1, 600).default(10).describe('Longest the proxy waits to connect'),
+            idleTimeoutSeconds: int(1, 86_400)
+              .default(60)
+              .describe('A proxied connection with no bytes either way this long is closed'),
+            socketDir: z
+              .string()
+              .min(1)
+              .max(80)
+              .optional()
+              .describe(
+                "Docker: where the proxy's per-sandbox sockets are made, a path the engine sees the same way (default: $XDG_RUNTIME_DIR/sandpit/egress, else the state directory's egress/)",
+              ),
+          })
+          .strict()
+          .prefault({}),
         runtime: RUNTIME.optional(),
         allowedRuntimes: list().optional(),
         maxConcurrentRuns: int(1, 10_000).default(8),
@@ -352,6 +468,48 @@ export const ConfigSchema = z
             { error: 'expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds' },
           )
           .prefault({}),
+        // The egress proxy (`sandpit egress-proxy`) and how the operator points sandboxes at it.
+        egress: z
+          .object({
+            enabled: bool()
+              .default(false)
+              .describe(
+                'The cluster runs sandpit egress-proxy: runs with an allowlist are admitted (where NetworkPolicy is enforced)',
+              ),
+            networkPolicyEnforced: bool()
+              .default(false)
+              .describe(
+                "The cluster's network plugin enforces NetworkPolicy: without it an allowlisted pod would have the node's whole network, so runs with an allowlist are refused (PolicyDenied)",
+              ),
+            service: z
+              .string()
+              .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+              .default('sandpit-egress-proxy')
+              .describe("The proxy's Service; its cluster IP and port go into sandboxes' proxy variables"),
+            namespace: NAMESPACE.optional().describe("The proxy's namespace (default: the operator's own)"),
+            port: int(1, 65535).default(3128).describe('The port the proxy listens on in its pods'),
+            podLabels: json(z.record(z.string(), z.string()))
+              .default({ 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' })
+              .describe("The proxy pods' labels, which sandboxes' NetworkPolicies allow egress to"),
+            namespaceLabels: json(z.record(z.string(), z.string()))
+              .optional()
+              .describe(
+                "Labels of the proxy's namespace for the same (default: kubernetes.io/metadata.name, set by Kubernetes 1.21+)",
+              ),
+            keyFile: z
+              .string()
+              .min(1)
+              .optional()
+              .describe(
+                "The key of the sandboxes' proxy credentials, shared by the operator and the proxy (the chart mounts it from a Secret)",
+              ),
+            listenHost: z.string().min(1).default('0.0.0.0').describe('Where sandpit egress-proxy listens'),
+            probePort: int(0, 65535)
+              .default(8082)
+              .describe("sandpit egress-proxy's /metrics, /healthz and /readyz"),
+          })
+          .strict()
+          .prefault({}),
         // The gateway (`sandpit mcp` / `sandpit serve` with sandbox.backend: kubernetes)
         gateway: z
           .object({
@@ -411,7 +569,8 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
   })
-  .strict();
+  .strict()
+  .superRefine(checkTokenEgress);
 
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

@@ -53,6 +53,7 @@ export function createOperator(options: OperatorOptions): Operator {
         policy: options.policy,
         pod: options.pod,
         networkPolicyEnforced: options.networkPolicyEnforced,
+        egress: options.egress,
       }),
     ]);
     starting = manager

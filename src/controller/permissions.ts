@@ -7,7 +7,10 @@ export interface Permission {
   apiGroup: string;
   resource: string;
   verbs: readonly string[];
-  /** Lease permissions are namespaced (a Role in the lease's namespace); the rest cluster-wide. */
+  /**
+   * Lease permissions (and the egress proxy's Service) are namespaced: a Role in the lease's
+   * namespace, the release namespace; the rest cluster-wide.
+   */
   scope: 'cluster' | 'lease-namespace';
 }
 
@@ -39,6 +42,10 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job; a run's output files (get: the one a pass made before a conflict)
   { apiGroup: '', resource: 'configmaps', verbs: ['create', 'get', 'list', 'watch'], scope: 'cluster' },
+  // a run with an egress allowlist: its own Secret (its proxy URL, credential in it); a live read of
+  // one that exists already, to check that the run controls it (creating pods in a namespace lets
+  // one read its Secrets anyway)
+  { apiGroup: '', resource: 'secrets', verbs: ['create', 'get'], scope: 'cluster' },
   // Events on SandboxRuns and Sandboxes; the kubelet's Events on a pod whose sandbox it cannot create
   { apiGroup: '', resource: 'events', verbs: ['create', 'list'], scope: 'cluster' },
   // informer; deny-all; restoring a changed policy; reading the namespace's deny-all when it exists
@@ -53,6 +60,9 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: 'node.k8s.io', resource: 'runtimeclasses', verbs: ['list', 'watch'], scope: 'cluster' },
   // informer on session Leases (the gateway writes them; their renewTime is the last activity)
   { apiGroup: 'coordination.k8s.io', resource: 'leases', verbs: ['list', 'watch'], scope: 'cluster' },
+  // the egress proxy's Service in the release namespace (its cluster IP goes into sandboxes' proxy
+  // variables, since sandbox pods resolve no names)
+  { apiGroup: '', resource: 'services', verbs: ['get'], scope: 'lease-namespace' },
   // leader election
   {
     apiGroup: 'coordination.k8s.io',

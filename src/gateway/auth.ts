@@ -4,6 +4,7 @@
  * compared against every digest in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { toEntry, type EgressEntryInput } from '../api/egress.js';
 import { DEFAULT_TOKEN_PRINCIPAL } from '../api/principals.js';
 import { AppError } from '../shared/errors.js';
 import type { Principal } from './principal.js';
@@ -19,6 +20,8 @@ export interface TokenSpec {
   maxSessions?: number | undefined;
   /** Kubernetes: the token's tenant namespace. */
   namespace?: string | undefined;
+  /** The most its sandboxes may reach, within the config's ceiling. */
+  egress?: readonly EgressEntryInput[] | undefined;
 }
 
 export interface AuthConfig {
@@ -92,6 +95,7 @@ function principalOf(t: TokenSpec, id: string): Principal {
     scope: {
       ...(t.templates ? { templates: t.templates } : {}),
       ...(t.images ? { images: t.images } : {}),
+      ...(t.egress ? { egress: t.egress.map(toEntry) } : {}),
     },
     ...(t.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: t.maxConcurrentRuns } : {}),
     ...(t.maxSessions !== undefined ? { maxSessions: t.maxSessions } : {}),

@@ -21,6 +21,7 @@ import {
   type V1Lease,
   type V1NetworkPolicy,
   type V1Pod,
+  type V1Secret,
 } from '@kubernetes/client-node';
 import type { CustomKind } from '../api/v1alpha1/group.js';
 import { attachPod, type AttachedPod, type AttachTarget } from './attach.js';
@@ -43,6 +44,8 @@ import {
   type Plain,
   type Pod,
   type RuntimeClass,
+  type Secret,
+  type Service,
 } from './objects.js';
 
 export interface ListPage<T> {
@@ -287,6 +290,23 @@ export function createKubeClient(kc: KubeConfig) {
       unlessNotFound(
         kubeCall(`get ConfigMap ${namespace}/${name}`, async () =>
           plain(await core.readNamespacedConfigMap({ namespace, name })),
+        ),
+      ),
+
+    createSecret: (namespace: string, body: Secret): Promise<Secret> =>
+      kubeCall(`create Secret ${namespace}/${body.metadata?.name}`, async () =>
+        plain(await core.createNamespacedSecret({ namespace, body: model<V1Secret>(body) })),
+      ),
+    getSecret: (namespace: string, name: string): Promise<Secret | undefined> =>
+      unlessNotFound(
+        kubeCall(`get Secret ${namespace}/${name}`, async () =>
+          plain(await core.readNamespacedSecret({ namespace, name })),
+        ),
+      ),
+    getService: (namespace: string, name: string): Promise<Service | undefined> =>
+      unlessNotFound(
+        kubeCall(`get Service ${namespace}/${name}`, async () =>
+          plain(await core.readNamespacedService({ namespace, name })),
         ),
       ),
 

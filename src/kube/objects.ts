@@ -11,6 +11,7 @@ import type {
   V1ContainerStatus,
   V1Lease,
   V1NetworkPolicy,
+  V1NetworkPolicyEgressRule,
   V1NetworkPolicySpec,
   V1ObjectMeta,
   V1OwnerReference,
@@ -18,7 +19,9 @@ import type {
   V1PodSecurityContext,
   V1PodSpec,
   V1RuntimeClass,
+  V1Secret,
   V1SecurityContext,
+  V1Service,
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node';
@@ -45,6 +48,9 @@ export type VolumeMount = Plain<V1VolumeMount>;
 export type ConfigMap = Plain<V1ConfigMap>;
 export type NetworkPolicy = Plain<V1NetworkPolicy>;
 export type NetworkPolicySpec = Plain<V1NetworkPolicySpec>;
+export type NetworkPolicyEgressRule = Plain<V1NetworkPolicyEgressRule>;
+export type Secret = Plain<V1Secret>;
+export type Service = Plain<V1Service>;
 export type RuntimeClass = Plain<V1RuntimeClass>;
 export type Lease = Plain<V1Lease>;
 export type KubeEvent = Plain<CoreV1Event>;

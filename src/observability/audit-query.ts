@@ -17,9 +17,9 @@ export interface AuditFilter {
   run?: string | undefined;
   session?: string | undefined;
   exec?: string | undefined;
-  /** A phase or a reason, any case: `failed`, `OOMKilled`, `Expired`. */
+  /** A phase or a reason, any case: `failed`, `OOMKilled`, `Expired`; `allowed` or `denied` for egress. */
   outcome?: string | undefined;
-  /** An event, or its family: `run`, `exec`, `session` (every session.*), `session.expired`. */
+  /** An event, or its family: `run`, `exec`, `session` (every session.*), `session.expired`, `egress`. */
   event?: string | undefined;
 }
 
@@ -56,10 +56,14 @@ const CHECKS: readonly ((r: AuditRecord & Ids, f: AuditFilter) => boolean)[] = [
   (r, f) => same(f.session, r.sessionId),
   (r, f) => same(f.exec, r.execId),
   (r, f) =>
-    f.outcome === undefined ||
-    [r.outcome.phase, r.outcome.reason].some((v) => v?.toLowerCase() === f.outcome?.toLowerCase()),
+    f.outcome === undefined || outcomeWords(r).some((v) => v?.toLowerCase() === f.outcome?.toLowerCase()),
   (r, f) => f.event === undefined || r.event === f.event || r.event.startsWith(`${f.event}.`),
 ];
+
+/** What `--outcome` matches: a phase or a reason; for an egress record, allowed or denied. */
+function outcomeWords(r: AuditRecord): (string | undefined)[] {
+  return r.event === 'egress' ? [r.decision] : [r.outcome.phase, r.outcome.reason];
+}
 
 export function matchesAudit(r: AuditRecord, f: AuditFilter): boolean {
   return CHECKS.every((check) => check(r, f));

@@ -4,6 +4,7 @@
  * byte helpers, so every record of the trail is made one way.
  */
 import { createHash } from 'node:crypto';
+import { describeNetwork, type EffectiveNetwork } from '../api/egress.js';
 import {
   PREVIEW_CHARS,
   type AuditCommand,
@@ -107,7 +108,12 @@ export function buildRunAudit({ spec, outcome, principal, backend, time }: RunAu
 
 /** What every record says of the sandbox: who, where, which template and image. */
 function sandboxFacts(
-  subject: { template: string | undefined; image: string; runtime: string | undefined; network: string },
+  subject: {
+    template: string | undefined;
+    image: string;
+    runtime: string | undefined;
+    network: EffectiveNetwork;
+  },
   principal: string,
   backend: string,
 ) {
@@ -117,7 +123,7 @@ function sandboxFacts(
     ...(subject.template !== undefined ? { template: subject.template } : {}),
     image: subject.image,
     ...(subject.runtime !== undefined ? { runtime: subject.runtime } : {}),
-    network: subject.network,
+    network: describeNetwork(subject.network),
   };
 }
 

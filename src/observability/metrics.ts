@@ -21,7 +21,39 @@ export function createAuditMetrics(registry: Registry) {
 
 export type AuditMetrics = ReturnType<typeof createAuditMetrics>;
 
-export type Component = 'gateway' | 'operator';
+/** The egress proxy's series, in the registry of the process that runs it (gateway or egress-proxy). */
+export function createEgressMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    connections: new Counter({
+      name: 'sandpit_egress_connections_total',
+      help: 'Connections (and plain-HTTP requests) through the egress proxy, by decision and reason (allowlist when allowed)',
+      labelNames: ['decision', 'reason'] as const,
+      registers,
+    }),
+    bytes: new Counter({
+      name: 'sandpit_egress_bytes_total',
+      help: 'Bytes through the egress proxy, by direction (out: from sandboxes, in: to them)',
+      labelNames: ['direction'] as const,
+      registers,
+    }),
+    open: new Gauge({
+      name: 'sandpit_egress_open_connections',
+      help: 'Connections open through the egress proxy now',
+      registers,
+    }),
+    connectDuration: new Histogram({
+      name: 'sandpit_egress_connect_duration_seconds',
+      help: 'Time to resolve and connect upstream, for allowed connections',
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+  };
+}
+
+export type EgressMetrics = ReturnType<typeof createEgressMetrics>;
+
+export type Component = 'gateway' | 'operator' | 'egress-proxy';
 
 /**
  * One process's registry. Every series carries `component`, so the gateway and the operator stay
@@ -42,6 +74,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   return {
     registry,
     audit: createAuditMetrics(registry),
+    egress: createEgressMetrics(registry),
     runs: new Counter({
       name: 'sandpit_runs_total',
       help: 'Finished runs by backend, phase and reason',

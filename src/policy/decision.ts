@@ -1,4 +1,5 @@
 /** What every part of `evaluate()` is given: the policy, the caller's scope, and where to report a violation. */
+import type { EgressEntry } from '../api/egress.js';
 import type { Violation } from '../shared/errors.js';
 import type { Policy } from './policy.js';
 
@@ -6,6 +7,8 @@ import type { Policy } from './policy.js';
 export interface Scope {
   templates?: readonly string[];
   images?: readonly string[];
+  /** The most its sandboxes may reach (`auth.tokens[].egress`), within the config's ceiling. */
+  egress?: readonly EgressEntry[];
 }
 
 export interface Decision {

@@ -4,6 +4,7 @@
  * Its parts: the template, image and runtime here; limits.ts, sizes.ts and network.ts.
  */
 import { DEFAULT_OUTPUT_CAPS, refusedEntry, type OutputCaps, type OutputSkip } from '../api/outputs.js';
+import type { EffectiveNetwork } from '../api/egress.js';
 import type { EffectiveLimits, RunRequest } from '../api/run.js';
 import type { Violation } from '../shared/errors.js';
 import type { Decision, Scope } from './decision.js';
@@ -31,7 +32,7 @@ export interface EffectiveSpec {
   stdin: Buffer;
   env: { name: string; value: string }[];
   limits: EffectiveLimits;
-  network: 'none';
+  network: EffectiveNetwork;
   runtime: string | undefined;
   workdir: string;
   outputs: EffectiveOutputs;
@@ -62,7 +63,7 @@ export interface SandboxDecision {
   image: string | undefined;
   limits: EffectiveLimits;
   runtime: string | undefined;
-  network: 'none';
+  network: EffectiveNetwork;
 }
 
 /** The sandbox a request gets: template, image, limits, runtime and network, each against the policy. */

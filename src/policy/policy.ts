@@ -3,6 +3,7 @@
  * Built once from config; `evaluate()` applies it to a request.
  */
 import { DEFAULT_OUTPUT_CAPS, type OutputCaps } from '../api/outputs.js';
+import { NO_EGRESS_POLICY, type EgressPolicy } from './network.js';
 import type { Template } from './templates.js';
 import { BUILTIN_TEMPLATES } from './templates.js';
 
@@ -50,6 +51,8 @@ export interface Policy {
   /** The runtime used when a request names none; undefined means the engine's default. */
   defaultRuntime: string | undefined;
   allowedRuntimes: readonly string[];
+  /** Egress: off (DISABLE_NETWORK), or the ceiling of every allowlist. */
+  egress: EgressPolicy;
 }
 
 export const DEFAULT_CEILINGS: Ceilings = {
@@ -74,6 +77,7 @@ export interface PolicyOptions {
   sessions?: Partial<SessionCeilings>;
   defaultRuntime?: string;
   allowedRuntimes?: readonly string[];
+  egress?: EgressPolicy;
 }
 
 export function createPolicy(options: PolicyOptions = {}): Policy {
@@ -86,6 +90,7 @@ export function createPolicy(options: PolicyOptions = {}): Policy {
     sessions: { ...DEFAULT_SESSION_CEILINGS, ...options.sessions },
     defaultRuntime,
     allowedRuntimes: options.allowedRuntimes ?? (defaultRuntime ? [defaultRuntime] : ['runc', 'runsc']),
+    egress: options.egress ?? NO_EGRESS_POLICY,
   };
 }
 

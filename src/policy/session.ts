@@ -4,6 +4,7 @@
  * lifetime, idle time and concurrent execs. Pure; every violation at once, each naming its field.
  */
 import * as z from 'zod';
+import { EffectiveNetworkSchema, type EffectiveNetwork } from '../api/egress.js';
 import type { EffectiveLimits } from '../api/run.js';
 import type { ExecRequest, SessionRequest } from '../api/session.js';
 import { toWorkspacePath } from '../api/session.js';
@@ -23,7 +24,7 @@ export interface EffectiveSessionSpec {
   image: string;
   runtime: string | undefined;
   workdir: string;
-  network: 'none';
+  network: EffectiveNetwork;
   /** `timeoutSeconds` is the default deadline of each exec. */
   limits: EffectiveLimits;
   /** The template's variables and the request's. */
@@ -44,7 +45,7 @@ export const SessionFactsSchema = z.object({
   image: z.string(),
   runtime: z.string().optional(),
   workdir: z.string(),
-  network: z.literal('none'),
+  network: EffectiveNetworkSchema,
   limits: z.object({
     cpuMilli: z.number(),
     memoryBytes: z.number(),

@@ -1,7 +1,7 @@
 /**
  * Which pool may serve a run or a session, on either backend: sandboxes are interchangeable only
- * when the runner's mode, the image, the runtime and every limit baked into the container or pod
- * match exactly, so a run never gets looser or tighter limits than it asked for, and never a
+ * when the runner's mode, the image, the runtime, every limit baked into the container or pod, and
+ * whether it has a way to the egress proxy match exactly, so a run never gets looser or tighter limits than it asked for, and never a
  * session's sandbox (whose stdin outlives its attach). There is no best fit. Pure.
  */
 import type { EffectiveSpec } from './evaluate.js';
@@ -14,9 +14,13 @@ type ShapeLimits = Pick<
   'cpuMilli' | 'memoryBytes' | 'pids' | 'workspaceBytes' | 'tmpBytes' | 'fileSizeBytes' | 'openFiles'
 >;
 
-/** What a sandbox is made of: the image, the runtime and the limits (never the job itself). */
+/**
+ * What a sandbox is made of: the image, the runtime, the limits, and whether it is made with a way
+ * to the egress proxy (never the job itself, nor its allowlist, which a claim binds).
+ */
 export type SandboxShape = Pick<EffectiveSpec, 'image' | 'runtime' | 'template' | 'workdir'> & {
   limits: ShapeLimits;
+  network: Pick<EffectiveSpec['network'], 'egress'>;
 };
 
 export function poolKey(shape: SandboxShape, mode: RunnerMode = 'run'): string {
@@ -34,6 +38,8 @@ export function poolKey(shape: SandboxShape, mode: RunnerMode = 'run'): string {
     l.tmpBytes,
     l.fileSizeBytes,
     l.openFiles,
+    // Only egress sandboxes add to the key, so the keys (and pool label hashes) of the others stay.
+    ...(shape.network.egress === 'none' ? [] : [shape.network.egress]),
   ]);
 }
 
@@ -53,5 +59,6 @@ export function shapeOf(shape: SandboxShape): SandboxShape {
       fileSizeBytes: shape.limits.fileSizeBytes,
       openFiles: shape.limits.openFiles,
     },
+    network: { egress: shape.network.egress },
   };
 }

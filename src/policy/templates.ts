@@ -45,7 +45,11 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   {
     name: 'python',
     description: 'Python 3.11 with the full standard library',
-    libraries: ['the standard library', 'pip and venv (no index: no network)', '`python` and `python3`'],
+    libraries: [
+      'the standard library',
+      'pip and venv (an index needs an egress allowlist that names it)',
+      '`python` and `python3`',
+    ],
     image: 'sandpit/python:3.11',
     aliases: ['python3', 'py'],
     extensions: ['.py'],
@@ -86,7 +90,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   {
     name: 'node',
     description: 'Node.js 18 (JavaScript)',
-    libraries: ['the Node.js core modules', 'no npm (no network)'],
+    libraries: ['the Node.js core modules', 'npm (a registry needs an egress allowlist that names it)'],
     image: 'sandpit/node:18',
     aliases: ['javascript', 'js', 'nodejs'],
     extensions: ['.js', '.mjs', '.cjs'],

@@ -18,6 +18,8 @@ import type { EffectiveSpec } from '../policy/evaluate.js';
  * runner that announces none speaks version 1). Bump it, and the runner's, with every change.
  */
 export const PROTOCOL_VERSION = 5;
+/** The first runner that takes an egress proxy socket ('p'): a job with egress needs it. */
+export const EGRESS_PROTOCOL_VERSION = 4;
 /**
  * `--pool` (a Kubernetes pool pod, exit-trailer.ts) takes this protocol's job unchanged and adds
  * no frame: its only new output is the trailer, a mode chosen by the pod's command. A runner older
@@ -35,6 +37,15 @@ export const OUTPUTS_PROTOCOL_VERSION = 5;
 
 /** Where every sandbox image keeps the runner (images/build.sh and the Dockerfile put it there). */
 export const RUNNER_PATH = '/usr/local/bin/sandpit-runner';
+
+/**
+ * Egress on Docker: the directory the egress proxy's socket is mounted at inside a sandbox, the
+ * socket in it, and the loopback port the runner forwards to it (images/runner/egress.h), where
+ * HTTP_PROXY points.
+ */
+export const EGRESS_SOCKET_DIR = '/run/sandpit-egress';
+export const EGRESS_SOCKET_PATH = `${EGRESS_SOCKET_DIR}/proxy.sock`;
+export const EGRESS_LOCAL_PORT = 3128;
 
 const MAGIC = Buffer.from('SPJ3');
 export const KEY_BYTES = 16;
@@ -93,6 +104,16 @@ export interface JobOptions {
    * the network off (a cluster that enforces NetworkPolicy).
    */
   requireNoNetwork?: boolean;
+  /**
+   * The egress proxy's socket inside the sandbox (Docker, a job with an allowlist): the runner
+   * forwards 127.0.0.1:EGRESS_LOCAL_PORT to it and sets the proxy variables.
+   */
+  egressSocket?: string | undefined;
+  /**
+   * Variables of the runner's own environment the program gets too, unless the job sets them
+   * (Kubernetes: the proxy variables a pod gets from its run's Secret; protocol 4).
+   */
+  inheritEnv?: readonly string[] | undefined;
 }
 
 /** Encodes the job for one run. The deadline is counted by the runner from the moment it reads the job. */
@@ -115,6 +136,8 @@ export function encodeJob(spec: EffectiveSpec, options: JobOptions = {}): Buffer
       ),
     ),
     ...(options.requireNoNetwork === false ? [] : [record('n', Buffer.alloc(0))]),
+    ...(options.egressSocket ? [record('p', Buffer.from(options.egressSocket))] : []),
+    ...(options.inheritEnv ?? []).map((name) => record('v', Buffer.from(name))),
   ];
   for (const f of spec.files) {
     const path = Buffer.from(f.path);

@@ -10,7 +10,6 @@ import { OutputFilesReader, type ReturnedOutputs } from './output-files.js';
 import {
   FrameDecoder,
   MIN_PROTOCOL_VERSION,
-  OUTPUTS_PROTOCOL_VERSION,
   type ExitReport,
   type Frame,
   type OutputWindow,
@@ -135,22 +134,19 @@ export class RunnerReader {
   }
 }
 
-/** Refuses a job with outputs for a runner that cannot collect them: its image predates them. */
-export function checkOutputsSupported(version: number, image: string): void {
-  if (version >= OUTPUTS_PROTOCOL_VERSION) return;
+/**
+ * Refuses a runner older than this code speaks (its image predates the protocol), or older than
+ * what a job needs (`needed`, e.g. egress) with `what` saying which feature.
+ */
+export function checkRunnerVersion(
+  version: number,
+  image: string,
+  need: { version: number; what: string } = { version: MIN_PROTOCOL_VERSION, what: 'this sandpit' },
+): void {
+  if (version >= need.version) return;
   throw new AppError(
     'IMAGE_OUTDATED',
-    `the runner in image ${image} speaks protocol ${version}; returning output files needs ${OUTPUTS_PROTOCOL_VERSION} or later`,
-    { hint: 'rebuild the sandbox images (`sandpit images build`), or run without outputs' },
-  );
-}
-
-/** Refuses a runner older than this code speaks: its image predates the protocol. */
-export function checkRunnerVersion(version: number, image: string): void {
-  if (version >= MIN_PROTOCOL_VERSION) return;
-  throw new AppError(
-    'IMAGE_OUTDATED',
-    `the runner in image ${image} speaks protocol ${version}; this sandpit needs ${MIN_PROTOCOL_VERSION} or later`,
+    `the runner in image ${image} speaks protocol ${version}; ${need.what} needs ${need.version} or later`,
     { hint: 'rebuild the sandbox images: `sandpit images build`' },
   );
 }

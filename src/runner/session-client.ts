@@ -75,6 +75,8 @@ export interface OpenParams {
   /** Each exec's RLIMIT_FSIZE and RLIMIT_NOFILE (a pod has no ulimits of its own). */
   fileSizeBytes: number;
   openFiles: number;
+  /** The egress proxy's socket inside the sandbox (Docker, a session with an allowlist; protocol 6). */
+  egressSocket?: string | undefined;
 }
 
 export interface ExecParams {
@@ -527,6 +529,7 @@ export class SessionClient {
       field.bytes('m', p.meta),
       field.u64u32('l', p.fileSizeBytes, p.openFiles),
       ...p.env.map((e) => field.bytes('e', `${e.name}=${e.value}`)),
+      ...(p.egressSocket ? [field.bytes('p', p.egressSocket)] : []),
     ];
     return this.request('S', fields, OpenedSchema).promise.then((r) => (this.runnerVersion = r.version));
   }

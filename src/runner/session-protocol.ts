@@ -18,7 +18,9 @@ import { FILE_TYPES } from '../api/session.js';
 import { ExitReportSchema } from './protocol.js';
 
 /** The session protocol this code speaks; the runner announces its own in the ready frame. */
-export const SESSION_PROTOCOL_VERSION = 5;
+export const SESSION_PROTOCOL_VERSION = 6;
+/** The first session runner whose open takes an egress proxy socket ('p'). */
+export const EGRESS_SESSION_VERSION = 6;
 /** The oldest session-mode runner this code accepts. */
 export const MIN_SESSION_PROTOCOL_VERSION = 3;
 

@@ -21,6 +21,15 @@
 {{- printf "%s-operator" (include "sandpit.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{- define "sandpit.egress.fullname" -}}
+{{- printf "%s-egress-proxy" (include "sandpit.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret holding the key of the sandboxes' proxy credentials (operator and proxy). */}}
+{{- define "sandpit.egress.keySecret" -}}
+{{- default (printf "%s-egress-key" (include "sandpit.fullname" .) | trunc 63 | trimSuffix "-") .Values.egress.key.existingSecret }}
+{{- end }}
+
 {{- define "sandpit.gateway.fullname" -}}
 {{- printf "%s-gateway" (include "sandpit.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -167,6 +176,10 @@ strategy:
 {{- with $s.allowedRuntimeClasses }}{{ $_ := set $k "allowedRuntimeClasses" . }}{{ end }}
 {{- $sandbox := dict "maxCpu" (toString $s.maxCpu) "maxMemory" (toString $s.maxMemory) "timeoutSeconds" $s.timeoutSeconds }}
 {{- with $s.imageAllowlist }}{{ $_ := set $sandbox "imageAllowlist" . }}{{ end }}
+{{- if .Values.egress.enabled }}
+{{- $_ := set $sandbox "disableNetwork" false }}
+{{- $_ := set $sandbox "egress" (dict "allow" .Values.egress.allow "internalCidrs" .Values.egress.internalCidrs) }}
+{{- end }}
 {{- toJson (dict "sandbox" $sandbox "kubernetes" $k) }}
 {{- end }}
 
@@ -193,8 +206,33 @@ strategy:
 {{- $_ := set $op "networkPolicyEnforced" .Values.networkPolicy.enforced }}
 {{- end }}
 {{- $_ := set $c.kubernetes "operator" $op }}
+{{- with (include "sandpit.egress.settings" . | fromJson) }}{{ $_ := set $c.kubernetes "egress" . }}{{ end }}
 {{- $_ := set $c "logging" (dict "level" $o.logLevel) }}
 {{- toYaml (mustMergeOverwrite $c (deepCopy $o.extraConfig)) }}
+{{- end }}
+
+{{/* kubernetes.egress of the operator's and the proxy's config files (empty when egress is off). */}}
+{{- define "sandpit.egress.settings" -}}
+{{- $e := .Values.egress }}
+{{- if $e.enabled }}
+{{- $s := dict "enabled" true "networkPolicyEnforced" $e.networkPolicyEnforced "service" (include "sandpit.egress.fullname" .) "namespace" .Release.Namespace "port" $e.port "probePort" $e.probePort "listenHost" (include "sandpit.bindHost" .) "keyFile" "/etc/sandpit-egress/key" }}
+{{- $_ := set $s "podLabels" (include "sandpit.selectorLabels" (dict "root" . "component" "egress-proxy") | fromYaml) }}
+{{- with $e.namespaceLabels }}{{ $_ := set $s "namespaceLabels" . }}{{ end }}
+{{- toJson $s }}
+{{- else }}
+{{- toJson dict }}
+{{- end }}
+{{- end }}
+
+{{/* `sandpit egress-proxy`'s config: the policy (it evaluates each run's allowlist as the operator does), the namespaces it watches, kubernetes.egress. */}}
+{{- define "sandpit.egress.config" -}}
+{{- $c := include "sandpit.sandboxPolicy" . | fromJson }}
+{{- $watch := .Values.operator.watchNamespaces }}
+{{- if $watch }}{{ $watch = concat $watch (include "sandpit.tenantNamespaces" . | fromJsonArray) | uniq }}{{ end }}
+{{- $_ := set $c.kubernetes "operator" (dict "namespaces" $watch) }}
+{{- $_ := set $c.kubernetes "egress" (include "sandpit.egress.settings" . | fromJson) }}
+{{- $_ := set $c "logging" (dict "level" .Values.egress.logLevel) }}
+{{- toYaml (mustMergeOverwrite $c (deepCopy .Values.egress.extraConfig)) }}
 {{- end }}
 
 {{- define "sandpit.gateway.config" -}}

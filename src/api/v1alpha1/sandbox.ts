@@ -11,6 +11,7 @@
  * its renewTime as the last activity.
  */
 import * as z from 'zod';
+import { NetworkSpecSchema } from '../egress.js';
 import {
   SessionReasonSchema,
   SessionRequestSchema,
@@ -34,6 +35,9 @@ const { runtime, secrets: _secrets, ...requestShape } = SessionRequestSchema.sha
 
 export const SandboxSpecSchema = z.object({
   ...requestShape,
+  network: NetworkSpecSchema.optional().describe(
+    'Network access: none by default; or an allowlist of hosts and ranges (objects) within the operator’s ceiling',
+  ),
   runtimeClassName: runtime.describe(
     'RuntimeClass of the pod (e.g. gvisor); the operator default when absent',
   ),

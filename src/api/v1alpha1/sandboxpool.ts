@@ -10,6 +10,7 @@
  * effective shapes are equal (src/policy/shape.ts). There is no best fit.
  */
 import * as z from 'zod';
+import { EGRESS_MODES } from '../egress.js';
 import { ResourcesSchema, RunRequestSchema } from '../run.js';
 import type { CrdDefinition } from './crd.js';
 import { API_VERSION, defineKind } from './group.js';
@@ -35,6 +36,12 @@ export const SandboxPoolSpecSchema = z
     runtimeClassName: runtime.describe(
       'RuntimeClass of the pods (e.g. gvisor); the operator default when absent',
     ),
+    egress: z
+      .enum(EGRESS_MODES)
+      .default('none')
+      .describe(
+        "allowlist: pods for runs with an egress allowlist (mode run): each carries the egress proxy's address, and a run's allowlist and credential come with its job",
+      ),
     mode: z
       .enum(POOL_MODES)
       .default('run')
@@ -58,6 +65,13 @@ export const SandboxPoolSpecSchema = z
   .superRefine((spec, ctx) => {
     if (spec.template === undefined && spec.image === undefined) {
       ctx.addIssue({ code: 'custom', path: ['template'], message: 'give a template or an image' });
+    }
+    if (spec.egress === 'allowlist' && spec.mode === 'session') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['egress'],
+        message: 'sessions with an egress allowlist are not available on Kubernetes yet: use mode run',
+      });
     }
   });
 export type SandboxPoolSpec = z.infer<typeof SandboxPoolSpecSchema>;

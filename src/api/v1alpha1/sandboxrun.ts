@@ -6,6 +6,7 @@
  */
 import * as z from 'zod';
 import { RunOutputsSchema } from '../outputs.js';
+import { NetworkSpecSchema } from '../egress.js';
 import { PhaseSchema, ReasonSchema, RunRequestSchema, type RunRequestInput } from '../run.js';
 import type { CrdDefinition } from './crd.js';
 import { API_VERSION, defineKind } from './group.js';
@@ -16,6 +17,9 @@ const { runtime, ...requestShape } = RunRequestSchema.shape;
 
 export const SandboxRunSpecSchema = z.object({
   ...requestShape,
+  network: NetworkSpecSchema.optional().describe(
+    'Network access: none by default; or an allowlist of hosts and ranges (objects) within the operator’s ceiling',
+  ),
   runtimeClassName: runtime.describe(
     'RuntimeClass of the pod (e.g. gvisor); the operator default when absent',
   ),

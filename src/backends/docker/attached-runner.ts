@@ -7,13 +7,16 @@ import type Docker from 'dockerode';
 import { CANCELLED_FACTS, failedFacts, type RunFacts } from '../../api/outcome.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { OutputChunk } from '../../runner/capture.js';
-import { encodeJob, newChannelKey, outputWindow } from '../../runner/protocol.js';
+import type { EgressGate } from '../../egress/socket-gates.js';
 import {
-  checkOutputsSupported,
-  checkRunnerVersion,
-  RunnerReader,
-  type RunnerOutcome,
-} from '../../runner/reader.js';
+  EGRESS_PROTOCOL_VERSION,
+  EGRESS_SOCKET_PATH,
+  encodeJob,
+  newChannelKey,
+  OUTPUTS_PROTOCOL_VERSION,
+  outputWindow,
+} from '../../runner/protocol.js';
+import { checkRunnerVersion, RunnerReader, type RunnerOutcome } from '../../runner/reader.js';
 import { onAbort } from '../../shared/abort.js';
 import { AttachedContainer } from './attached-container.js';
 
@@ -27,13 +30,21 @@ export interface JobResult {
 
 export class AttachedRunner {
   readonly reader: RunnerReader;
+  /** An egress sandbox's door to the proxy (bound to the run that claims it); none without egress. */
+  readonly gate: EgressGate | undefined;
   private readonly attached: AttachedContainer;
   private readonly image: string;
+  private version = 0;
 
-  private constructor(attached: AttachedContainer, reader: RunnerReader, image: string) {
+  private constructor(
+    attached: AttachedContainer,
+    reader: RunnerReader,
+    { image, gate }: { image: string; gate: EgressGate | undefined },
+  ) {
     this.attached = attached;
     this.reader = reader;
     this.image = image;
+    this.gate = gate;
   }
 
   get container(): Docker.Container {
@@ -50,23 +61,34 @@ export class AttachedRunner {
     return this.attached.alive;
   }
 
-  /** Creates, attaches and starts the container. Throws typed engine errors; leaves nothing behind on failure. */
-  static async start(docker: Docker, config: Docker.ContainerCreateOptions): Promise<AttachedRunner> {
+  /**
+   * Creates, attaches and starts the container (with its egress gate, whose directory `config`
+   * mounts). Throws typed engine errors; leaves nothing behind on failure, the gate closed.
+   */
+  static async start(
+    docker: Docker,
+    config: Docker.ContainerCreateOptions,
+    gate?: EgressGate,
+  ): Promise<AttachedRunner> {
     const reader = new RunnerReader();
-    const attached = await AttachedContainer.start(docker, config, (b) => reader.push(b));
-    return new AttachedRunner(attached, reader, config.Image ?? '?');
+    try {
+      const attached = await AttachedContainer.start(docker, config, (b) => reader.push(b));
+      return new AttachedRunner(attached, reader, { image: config.Image ?? '?', gate });
+    } catch (e) {
+      await gate?.close();
+      throw e;
+    }
   }
 
   /**
    * True once the runner waits for its job, false when its container ended first; throws
-   * IMAGE_OUTDATED when the image's runner is older than this code's protocol, or (`outputs`) than
-   * the protocol that returns output files.
+   * IMAGE_OUTDATED when the image's runner is older than this code's protocol.
    */
-  async ready(outputs = false): Promise<boolean> {
+  async ready(): Promise<boolean> {
     const version = await Promise.race([this.reader.ready, this.ended.then(() => undefined)]);
     if (version === undefined) return false;
     checkRunnerVersion(version, this.image);
-    if (outputs) checkOutputsSupported(version, this.image);
+    this.version = version;
     return true;
   }
 
@@ -76,8 +98,18 @@ export class AttachedRunner {
     onChunk: (c: OutputChunk) => void,
     signal?: AbortSignal,
   ): Promise<JobResult> {
+    await this.ready();
     const outputs = spec.outputs.entries.length > 0;
-    await this.ready(outputs);
+    if (outputs)
+      checkRunnerVersion(this.version, this.image, {
+        version: OUTPUTS_PROTOCOL_VERSION,
+        what: 'returning output files',
+      });
+    const egress = spec.network.egress === 'allowlist';
+    if (egress) {
+      checkRunnerVersion(this.version, this.image, { version: EGRESS_PROTOCOL_VERSION, what: 'egress' });
+      if (!this.gate?.tenant) throw new Error('an egress run needs its sandbox gate bound to it');
+    }
     const key = newChannelKey();
     this.reader.begin(
       outputWindow(spec.limits.outputBytes),
@@ -96,7 +128,8 @@ export class AttachedRunner {
     );
     const detach = onAbort(signal, () => kill('cancel'));
     try {
-      this.attached.write([encodeJob(spec, { key })]).catch(() => {});
+      const job = encodeJob(spec, { key, ...(egress ? { egressSocket: EGRESS_SOCKET_PATH } : {}) });
+      this.attached.write([job]).catch(() => {});
       await Promise.race([this.reader.done, this.ended]);
     } finally {
       clearTimeout(timer);
@@ -138,8 +171,9 @@ export class AttachedRunner {
     return this.attached.kill();
   }
 
-  /** Removes the container (killing it if needed). Idempotent; never throws. */
-  remove(): Promise<void> {
-    return this.attached.remove();
+  /** Removes the container (killing it if needed), then its gate. Idempotent; never throws. */
+  async remove(): Promise<void> {
+    await this.attached.remove();
+    await this.gate?.close().catch(() => {});
   }
 }

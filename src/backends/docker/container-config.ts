@@ -6,7 +6,7 @@ import type Docker from 'dockerode';
 import type { RunnerMode, SandboxShape } from '../../policy/shape.js';
 import { buildSeccompProfile } from '../../policy/seccomp.js';
 import { LABELS, MANAGED_BY } from './labels.js';
-import { RUNNER_PATH } from '../../runner/protocol.js';
+import { EGRESS_SOCKET_DIR, RUNNER_PATH } from '../../runner/protocol.js';
 
 export const SANDBOX_USER = '1000:1000';
 
@@ -26,6 +26,13 @@ const SECCOMP = {
 /** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
 export const RUNSC_PIDS_OVERHEAD = 384;
 
+/**
+ * The runtime an egress sandbox runs in where it asked for runsc: runsc with --host-uds=open, so
+ * that it may connect to the proxy's socket mounted into it (scripts/docker-engine.sh registers
+ * it; every other sandbox keeps runsc, which reaches no host socket).
+ */
+export const RUNSC_EGRESS = 'runsc-egress';
+
 export interface ContainerOptions {
   name: string;
   runId?: string;
@@ -36,6 +43,8 @@ export interface ContainerOptions {
   /** `session`: the runner serves a stream of requests (`--session`) on a stdin that outlives attaches. */
   mode?: RunnerMode;
   session?: SessionLabels;
+  /** An egress sandbox's gate directory on the host (it holds the proxy's socket), mounted read-only. */
+  egressDir?: string | undefined;
 }
 
 export interface SessionLabels {
@@ -56,6 +65,7 @@ export function buildContainerConfig(
   const { limits } = shape;
   const runsc = shape.runtime === 'runsc';
   const session = options.mode === 'session' ? options.session : undefined;
+  const egressDir = egressDirOf(shape, options);
   return {
     name: options.name,
     Image: shape.image,
@@ -72,6 +82,7 @@ export function buildContainerConfig(
       ...(shape.template ? { [LABELS.template]: shape.template } : {}),
       ...(options.expiresAt ? { [LABELS.expires]: String(options.expiresAt) } : {}),
       ...(session ? sessionLabels(session) : {}),
+      ...(egressDir ? { [LABELS.egressDir]: egressDir } : {}),
     },
     AttachStdin: true,
     OpenStdin: true,
@@ -109,9 +120,23 @@ export function buildContainerConfig(
       AutoRemove: false,
       // Output travels over the attach stream only: nothing the sandbox prints is written to host disk.
       LogConfig: { Type: 'none', Config: {} },
-      ...(shape.runtime ? { Runtime: shape.runtime } : {}),
+      // The proxy's socket is the one thing on the host an egress sandbox reaches; read-only, so it
+      // can connect there but bind nothing.
+      ...(egressDir
+        ? {
+            Mounts: [{ Type: 'bind' as const, Source: egressDir, Target: EGRESS_SOCKET_DIR, ReadOnly: true }],
+          }
+        : {}),
+      ...(shape.runtime ? { Runtime: runsc && egressDir ? RUNSC_EGRESS : shape.runtime } : {}),
     },
   };
+}
+
+/** The gate directory of an egress sandbox; none for one without egress (nothing is mounted then). */
+function egressDirOf(shape: SandboxShape, options: ContainerOptions): string | undefined {
+  if (shape.network.egress === 'none') return undefined;
+  if (!options.egressDir) throw new Error('an egress sandbox needs the directory of its proxy socket');
+  return options.egressDir;
 }
 
 function sessionLabels(s: SessionLabels): Record<string, string> {

@@ -8,6 +8,8 @@ import { classify } from '../../api/outcome.js';
 import { buildResult } from '../../api/result.js';
 import type { RunResult } from '../../api/run.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import type { EgressGate, SocketGates } from '../../egress/socket-gates.js';
+import { createTenant } from '../../egress/tenant.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
@@ -31,6 +33,8 @@ import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
 import { reapLeftovers, type ReapOptions } from './reaper.js';
 import { RunFileStore } from './run-file-store.js';
+import { LABELS, MANAGED_FILTER } from './labels.js';
+import { AppError } from '../../shared/errors.js';
 import { DockerSessions } from './session/docker-sessions.js';
 
 export interface DockerBackendOptions {
@@ -55,6 +59,11 @@ export interface DockerBackendOptions {
    * how many bytes of them this process keeps at most (oldest runs' files go first).
    */
   runFiles?: { dir?: string | undefined; maxBytes?: number | undefined };
+  /**
+   * The egress proxy's per-sandbox sockets: a sandbox with an allowlist gets one, mounted, as its
+   * only way out. Absent: an allowlist run fails (policy refuses them anyway while egress is off).
+   */
+  gates?: SocketGates | undefined;
 }
 
 /** What a process keeps of its runs' output files by default. */
@@ -82,6 +91,7 @@ export class DockerBackend implements SandboxBackend {
   private readonly fileStore: RunFileStore;
   /** The files runs returned, kept on disk by this process. */
   readonly files: RunFiles;
+  private readonly gates: SocketGates | undefined;
 
   constructor(options: DockerBackendOptions = {}) {
     this.docker = options.docker ?? new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
@@ -90,12 +100,14 @@ export class DockerBackend implements SandboxBackend {
     this.logger = options.logger;
     this.instanceId = options.instanceId;
     this.onSessionLost = options.onSessionLost;
+    this.gates = options.gates;
     this.pool = options.pool?.enabled
       ? new PoolManager({
           docker: this.docker,
           owner: this.owner,
           instance: options.instanceId,
           options: options.pool,
+          gates: options.gates,
           metrics: options.metrics,
           logger: options.logger,
         })
@@ -117,6 +129,7 @@ export class DockerBackend implements SandboxBackend {
       owner: this.owner,
       instanceId: options.instanceId,
       pool: this.pool,
+      gates: options.gates,
       logger: options.logger,
     });
   }
@@ -138,10 +151,23 @@ export class DockerBackend implements SandboxBackend {
         live: this.sessions.liveContainers(),
       });
       for (const lost of sessions) this.onSessionLost?.(lost);
+      await this.sweepGates();
       return removed;
     } catch (e) {
       throw engineError(e, {});
     }
+  }
+
+  /** Removes the egress gate directories of sandboxes that are gone (their gateway crashed). */
+  private async sweepGates(): Promise<void> {
+    if (!this.gates) return;
+    const mounted = await this.docker.listContainers({
+      all: true,
+      filters: { label: [MANAGED_FILTER, LABELS.egressDir] },
+    });
+    const stale = await this.gates.sweep(new Set(mounted.map((c) => c.Labels[LABELS.egressDir]!)));
+    if (stale.length)
+      this.logger?.info({ dirs: stale }, 'Removed the egress sockets of sandboxes that are gone');
   }
 
   /**
@@ -168,27 +194,21 @@ export class DockerBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, owner }: StartOptions,
+    { runId, signal, owner, principal }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
     let runner = this.claimWarm(spec, runId);
     const served = runner ? 'warm' : 'cold';
     try {
-      runner ??= await AttachedRunner.start(
-        this.docker,
-        buildContainerConfig(spec, {
-          name: `sandpit-run-${runId}`,
-          runId,
-          kind: 'run',
-          owner: this.owner,
-          expiresAt: startedAt + spec.limits.timeoutSeconds * 1000 + EXPIRY_SLACK_MS,
-        }),
-      );
+      runner ??= await this.startCold(spec, runId, startedAt);
     } catch (e) {
       cleanedUp();
       throw e;
     }
+    // The run's allowlist goes to the sandbox's gate: from now on its connections are this run's.
+    if (spec.network.egress === 'allowlist')
+      runner.gate?.bind(createTenant({ runId }, principal ?? 'local', spec.network));
     this.metrics?.sandboxAcquire.observe({ served }, (performance.now() - acquiring) / 1000);
     try {
       if (signal?.aborted) return this.executions.cancelled(spec, runId, startedAt);
@@ -243,6 +263,32 @@ export class DockerBackend implements SandboxBackend {
         ],
       };
     }
+  }
+
+  /** A container started for this run alone (with its egress gate, when it has an allowlist). */
+  private async startCold(spec: EffectiveSpec, runId: string, startedAt: number): Promise<AttachedRunner> {
+    const gate = spec.network.egress === 'allowlist' ? await this.openGate() : undefined;
+    const config = buildContainerConfig(spec, {
+      name: `sandpit-run-${runId}`,
+      runId,
+      kind: 'run',
+      owner: this.owner,
+      expiresAt: startedAt + spec.limits.timeoutSeconds * 1000 + EXPIRY_SLACK_MS,
+      egressDir: gate?.dir,
+    });
+    return AttachedRunner.start(this.docker, config, gate);
+  }
+
+  private openGate(): Promise<EgressGate> {
+    if (!this.gates)
+      throw new AppError(
+        'UNSUPPORTED',
+        'this gateway runs no egress proxy, so no sandbox may have an allowlist',
+        {
+          hint: 'set DISABLE_NETWORK=false (sandbox.disableNetwork: false) and an egress ceiling (sandbox.egress.allow)',
+        },
+      );
+    return this.gates.open();
   }
 
   /** A live, ready pool container for this spec, renamed after the run it now serves. */
@@ -311,5 +357,6 @@ export class DockerBackend implements SandboxBackend {
     await this.executions.settled();
     await Promise.all(this.cleanups);
     await this.fileStore.close();
+    await this.gates?.close();
   }
 }

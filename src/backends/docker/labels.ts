@@ -22,6 +22,8 @@ export const LABELS = {
   principal: 'sandpit.dev/principal',
   /** The gateway instance (`server.instanceId`) that adopts the session after a restart; absent: none does. */
   instance: 'sandpit.dev/instance',
+  /** An egress sandbox's gate directory on the host: where an adopting gateway listens for it again. */
+  egressDir: 'sandpit.dev/egress-dir',
 } as const;
 
 export const MANAGED_BY = 'sandpit';

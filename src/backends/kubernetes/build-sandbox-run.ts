@@ -4,6 +4,7 @@
  * (explicit argv, image, limits and runtime), so the operator's own evaluate() reaches the same
  * decision, and nothing depends on the two sides having the same template defaults.
  */
+import { networkSpec } from '../../api/egress.js';
 import { createHash } from 'node:crypto';
 import {
   ANNOTATION_OWNER,
@@ -83,7 +84,7 @@ function buildSpec(spec: EffectiveSpec, options: BuildOptions): SandboxRunSpecIn
       ephemeralStorage: formatSize(limits.workspaceBytes),
     },
     timeoutSeconds: limits.timeoutSeconds,
-    network: { egress: spec.network },
+    network: networkSpec(spec.network),
     ...(spec.runtime !== undefined ? { runtimeClassName: spec.runtime } : {}),
     // Always written (none is []): a template's default is resolved here, once.
     outputs: [...spec.outputs.entries, ...spec.outputs.refused.map((r) => r.entry)],

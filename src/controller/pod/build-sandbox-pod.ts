@@ -64,8 +64,11 @@ export interface SandboxProgram {
    * the first attach closing must not close the runner's stdin (a restarted gateway attaches again).
    */
   stdinOnce?: boolean;
-  /** The container's environment (what `kubectl exec` sees; the runner gives its children their own). */
-  env?: { name: string; value: string }[];
+  /**
+   * The container's environment (what `kubectl exec` sees; the runner gives its children their
+   * own, and passes on only what a job names, such as the proxy variables from a Secret).
+   */
+  env?: NonNullable<Container['env']>;
 }
 
 /** What the pod is made of, from the policy's decision on a run or a session. */

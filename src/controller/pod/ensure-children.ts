@@ -8,7 +8,7 @@
  */
 import type { KubeClient } from '../../kube/client.js';
 import { isAlreadyExists, isForbidden, KubeApiError } from '../../kube/errors.js';
-import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass } from '../../kube/objects.js';
+import type { ConfigMap, NetworkPolicy, Pod, RuntimeClass, Secret } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
 import { AppError } from '../../shared/errors.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
@@ -34,6 +34,8 @@ export interface WantedChildren {
   pod: Pod;
   networkPolicy: NetworkPolicy;
   configMap?: ConfigMap | undefined;
+  /** A sandbox with egress: its proxy URL, credential included, for the pod's environment. */
+  secret?: Secret | undefined;
   /** The pod's RuntimeClass: while it does not exist, no pod is made. */
   runtimeClass: string | undefined;
   /** A SandboxPool's ready pod may serve the owner instead of `pod`: tried before `pod` is created. */
@@ -118,6 +120,7 @@ async function makePod(deps: ChildrenDeps, owner: ObjectRef, want: WantedChildre
   if (missingClass) return { ...NOTHING_OBSERVED, blocked: missingClass };
   const problem =
     (want.configMap ? await ensureConfigMap(deps, owner, want.configMap) : undefined) ??
+    (want.secret ? await ensureSecret(deps, owner, want.secret) : undefined) ??
     (await ensureNetworkPolicy(deps, owner, want.networkPolicy));
   if (problem) return problem;
   if (want.claim) {
@@ -157,6 +160,24 @@ async function ensureConfigMap(
   return createChild('ConfigMap', name, () => deps.kube.createConfigMap(owner.namespace, want));
 }
 
+/** The sandbox's Secret: made, or found made by an earlier pass (never one it does not control). */
+async function ensureSecret(
+  deps: ChildrenDeps,
+  owner: ObjectRef,
+  want: Secret,
+): Promise<PodObservation | undefined> {
+  const name = want.metadata?.name ?? '';
+  try {
+    await deps.kube.createSecret(owner.namespace, want);
+    return undefined;
+  } catch (e) {
+    if (!isAlreadyExists(e)) throw e;
+  }
+  const have = await deps.kube.getSecret(owner.namespace, name);
+  if (!have) throw notCachedYet('Secret', name);
+  return isControlledBy(have, owner) ? undefined : notOurs(owner, 'Secret', name);
+}
+
 export async function ensureNetworkPolicy(
   deps: ChildrenDeps,
   owner: ObjectRef,
@@ -171,7 +192,7 @@ export async function ensureNetworkPolicy(
       await deps.events.warning(
         owner,
         'NetworkPolicyRestored',
-        `NetworkPolicy ${name} had been changed; restored deny-all`,
+        `NetworkPolicy ${name} had been changed; restored its rules`,
       );
     }
     return undefined;

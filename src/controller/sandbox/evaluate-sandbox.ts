@@ -26,6 +26,18 @@ export function evaluateSandbox(rawSpec: unknown, policy: Policy, cluster: Clust
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluateSession(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
+  if (evaluation.spec.network.egress === 'allowlist') {
+    // The session's runner gets its proxy variables from neither a job nor the gateway yet.
+    return denied(spec, 'denied by policy', [
+      {
+        field: 'network.egress',
+        message:
+          'an egress allowlist is not available for sessions on Kubernetes yet (runs have it; on Docker sessions do too)',
+        limit: 'none',
+        requested: 'allowlist',
+      },
+    ]);
+  }
   return {
     allowed: true,
     spec,

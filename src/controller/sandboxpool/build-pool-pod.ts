@@ -19,6 +19,7 @@ import type { ObjectRef } from '../children.js';
 import { buildSandboxPod, type PodSettings, type SandboxProgram } from '../pod/build-sandbox-pod.js';
 import { sessionProgram } from '../sandbox/build-session-pod.js';
 import { poolPodMeta } from './pool-ref.js';
+import { EGRESS_PROXY_ADDRESS_VAR, proxyAddress, type ClusterEgress } from '../pod/egress.js';
 
 export interface PoolShape {
   mode: PoolMode;
@@ -32,13 +33,24 @@ export interface PoolPodOptions {
   ceilings: Pick<Policy, 'ceilings' | 'sessions'>;
   /** The cluster does not enforce NetworkPolicy: the session runner checks its interfaces first. */
   requireNoNetwork: boolean;
+  /** The egress proxy, when the cluster runs one: the pods of an egress shape carry its address. */
+  egress?: ClusterEgress | undefined;
 }
 
 /** The command that makes a pod a pool pod of mode run (also what a claim checks it is serving). */
 export const POOL_RUNNER_COMMAND: readonly string[] = [RUNNER_PATH, '--pool'];
 
 function program(shape: PoolShape, o: PoolPodOptions): SandboxProgram {
-  if (shape.mode === 'run') return { command: [...POOL_RUNNER_COMMAND], stdin: true, stdinOnce: true };
+  if (shape.mode === 'run') {
+    // An egress shape's pod carries the proxy's address; the credential comes with a run's job.
+    const egress = shape.effective.network.egress === 'allowlist' ? o.egress : undefined;
+    return {
+      command: [...POOL_RUNNER_COMMAND],
+      stdin: true,
+      stdinOnce: true,
+      ...(egress ? { env: [{ name: EGRESS_PROXY_ADDRESS_VAR, value: proxyAddress(egress) }] } : {}),
+    };
+  }
   // The pool's variables are its template's: a Sandbox is served only when its own are those.
   // The runner waits for a session to open it through the pod's idle life and, once a Sandbox
   // made with kubectl claims it, the session's whole life (a gateway opens it at once).

@@ -41,6 +41,8 @@ export function evaluatePool(rawSpec: unknown, policy: Policy): PoolVerdict {
     resources: spec.resources,
     runtime: spec.runtimeClassName,
     command: PLACEHOLDER_COMMAND,
+    // Only the mode: a run's own allowlist is bound by its claim.
+    ...(spec.egress === 'allowlist' ? { network: { egress: 'allowlist' } } : {}),
   });
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluate(request.data, policy);

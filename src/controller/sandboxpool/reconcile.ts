@@ -35,12 +35,15 @@ import type { PoolExpectations } from './expectations.js';
 import type { FailureBackoff } from './failure-backoff.js';
 import { planPool, type PoolPlan, type ReplaceReason } from './plan-pool.js';
 import { idlePodSelector, poolRef } from './pool-ref.js';
+import type { ClusterEgress } from '../pod/egress.js';
 
 export interface PoolSettings {
   policy: Policy;
   pod: PodSettings;
   /** The cluster enforces NetworkPolicy (declared in the config): without it the session runner checks its interfaces. */
   networkPolicyEnforced: boolean;
+  /** The egress proxy, when the cluster runs one (pods of an egress shape carry its address). */
+  egress?: ClusterEgress | undefined;
 }
 
 export interface PoolReconcileDeps extends NamespacePolicyDeps, StatusWriteDeps {
@@ -245,6 +248,7 @@ async function createPods(
     settings: deps.settings.pod,
     ceilings: deps.settings.policy,
     requireNoNetwork: !deps.settings.networkPolicyEnforced,
+    egress: deps.settings.egress,
   });
   for (let i = 0; i < count; i += 1) {
     const created = await deps.kube.createPod(target.pool.namespace, want);

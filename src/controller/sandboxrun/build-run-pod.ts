@@ -8,12 +8,17 @@ import type { Pod } from '../../kube/objects.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { ObjectRef } from '../children.js';
 import { buildSandboxPod, type PodSettings } from '../pod/build-sandbox-pod.js';
+import { egressPodEnv } from '../pod/egress.js';
 import { runChildMeta } from './run-ref.js';
 import { RUNNER_PATH } from '../../runner/protocol.js';
 
 export const JOB_KEY = 'job.bin';
 export const JOB_DIR = '/sandpit/job';
 
+/**
+ * The run's pod. With egress, its container gets the proxy variables from the run's Secret (same
+ * name as the pod), which the job has the runner pass on to the program.
+ */
 export function buildRunPod(run: ObjectRef, spec: EffectiveSpec, settings: PodSettings): Pod {
   const meta = runChildMeta(run);
   return buildSandboxPod({
@@ -22,6 +27,7 @@ export function buildRunPod(run: ObjectRef, spec: EffectiveSpec, settings: PodSe
     settings,
     program: {
       command: [RUNNER_PATH, '--job', `${JOB_DIR}/${JOB_KEY}`, '--plain'],
+      ...(spec.network.egress === 'allowlist' ? { env: egressPodEnv(meta.name ?? '') } : {}),
       inputs: [
         {
           mount: { name: 'job', mountPath: JOB_DIR },

@@ -10,6 +10,7 @@ import type { Policy } from '../../policy/policy.js';
 import type { KindController } from '../kind-controller.js';
 import { countPhases } from '../metrics.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
+import type { ClusterEgress } from '../pod/egress.js';
 import { StatusOverlay } from '../status-overlay.js';
 import type { OutputLimits } from './read-output.js';
 import { reconcileRun, type RunSettings } from './reconcile.js';
@@ -28,6 +29,8 @@ export interface SandboxRunSettings {
    * job with egress none in a sandbox that has any interface but lo: it fails closed.
    */
   networkPolicyEnforced: boolean;
+  /** The egress proxy, when the cluster runs one: runs with an allowlist are admitted only then. */
+  egress?: ClusterEgress | undefined;
 }
 
 const phaseOf = (run: SandboxRun): string => run.status?.phase ?? '';

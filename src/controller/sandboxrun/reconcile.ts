@@ -30,7 +30,7 @@ import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecycle.js';
 import { isPodFinished, observePod, servingView, type PodView } from '../pod/observe-pod.js';
-import { encodeJob, newChannelKey } from '../../runner/protocol.js';
+import { newChannelKey } from '../../runner/protocol.js';
 import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { computeStatus, requeueAfterMs, type StatusInput } from './compute-status.js';
@@ -47,7 +47,7 @@ import {
 import type { FilesRead } from './read-output.js';
 import { runRef } from './run-ref.js';
 import { serveWarm, type WarmServe } from './serve-warm.js';
-import { claimRunPod, followPoolPod, unrecordedClaim, warmEndView } from './warm-run.js';
+import { claimRunPod, followPoolPod, unrecordedClaim, warmEndView, warmJob } from './warm-run.js';
 import type { WarmServes } from './warm-serves.js';
 import type { PoolAttachments } from './pool-attachments.js';
 
@@ -128,6 +128,7 @@ interface Pass {
 async function activeRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
   const verdict = evaluateRun(run.raw.spec, deps.policy, {
     networkPolicyEnforced: deps.networkPolicyEnforced,
+    egress: deps.egress,
   });
   const pass: Pass = {
     key,
@@ -314,7 +315,10 @@ async function startWarm(
     pod,
     pool,
     startedAt: run.timing.now,
-    job: encodeJob(verdict.effective, { key: channelKey, requireNoNetwork: !deps.networkPolicyEnforced }),
+    job: warmJob({ egress: deps.egress, networkPolicyEnforced: deps.networkPolicyEnforced }, run.ref, {
+      effective: verdict.effective,
+      key: channelKey,
+    }),
     key: channelKey,
     outputBytes: verdict.effective.limits.outputBytes,
     limits: deps.output,

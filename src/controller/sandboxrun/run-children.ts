@@ -8,6 +8,7 @@ import type { Pod } from '../../kube/objects.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { ObjectRef } from '../children.js';
 import { buildNetworkPolicy } from '../pod/build-network-policy.js';
+import { buildEgressSecret, egressRules, type ClusterEgress } from '../pod/egress.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
 import {
   ensureChildren,
@@ -32,6 +33,18 @@ import { runChildMeta, runPodSelector } from './run-ref.js';
 export interface RunChildrenDeps extends ChildrenDeps {
   pod: PodSettings;
   output: OutputLimits;
+  /** The egress proxy, when the cluster runs one (a run with an allowlist is admitted only then). */
+  egress?: ClusterEgress | undefined;
+}
+
+/** The run's NetworkPolicy: deny-all, or (with an allowlist) egress to the proxy and its CIDR entries. */
+export function runNetworkPolicy(
+  deps: Pick<RunChildrenDeps, 'egress'>,
+  run: ObjectRef,
+  effective: EffectiveSpec,
+) {
+  const rules = deps.egress ? egressRules(effective.network, deps.egress) : [];
+  return buildNetworkPolicy(runChildMeta(run), runPodSelector(run), rules);
 }
 
 export interface Observed extends PodObservation {
@@ -78,9 +91,13 @@ export async function ensureRunChildren(
   effective: EffectiveSpec,
   job: Buffer,
 ): Promise<Observed> {
+  const egress = effective.network.egress === 'allowlist' ? deps.egress : undefined;
   const seen = await ensureChildren(deps, run, {
     configMap: buildConfigMap(run, job),
-    networkPolicy: buildNetworkPolicy(runChildMeta(run), runPodSelector(run)),
+    ...(egress
+      ? { secret: buildEgressSecret(runChildMeta(run), egress, { kind: 'run', uid: run.uid }) }
+      : {}),
+    networkPolicy: runNetworkPolicy(deps, run, effective),
     pod: buildRunPod(run, effective, deps.pod),
     runtimeClass: effective.runtime,
   });

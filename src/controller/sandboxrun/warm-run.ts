@@ -10,7 +10,6 @@ import type { Pod } from '../../kube/objects.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
-import { buildNetworkPolicy } from '../pod/build-network-policy.js';
 import { ensureNetworkPolicy } from '../pod/ensure-children.js';
 import { isPodFinished, observePod, servingView, type PodView } from '../pod/observe-pod.js';
 import type { OperatorMetrics } from '../metrics.js';
@@ -25,13 +24,22 @@ import {
 } from '../pod/claim-pool-pod.js';
 import { poolShapeLabel } from '../sandboxpool/evaluate-pool.js';
 import { RUNNER_FAILED_EXIT } from './compute-status.js';
-import { NOTHING_SEEN, observeRunPod, type Observed, type RunChildrenDeps } from './run-children.js';
-import { runChildMeta, runPodLabels, runPodSelector } from './run-ref.js';
+import {
+  NOTHING_SEEN,
+  observeRunPod,
+  runNetworkPolicy,
+  type Observed,
+  type RunChildrenDeps,
+} from './run-children.js';
+import { runPodLabels } from './run-ref.js';
 import type { WarmResult } from './serve-warm.js';
 import type { HeldAttach, PoolAttachments } from './pool-attachments.js';
 import type { WarmServes } from './warm-serves.js';
 import { SANDBOX_CONTAINER } from '../../api/v1alpha1/labels.js';
 import type { FilesRead } from './read-output.js';
+import type { ClusterFacts } from './evaluate-run.js';
+import { egressEnv } from '../pod/egress.js';
+import { encodeJob } from '../../runner/protocol.js';
 
 export interface WarmDeps extends RunChildrenDeps {
   metrics: OperatorMetrics;
@@ -107,8 +115,7 @@ export async function claimRunPod(
     return undefined;
   }
   // The claimed pod's labels make the run's own policy select it: that policy exists first.
-  const meta = runChildMeta(run);
-  const problem = await ensureNetworkPolicy(deps, run, buildNetworkPolicy(meta, runPodSelector(run)));
+  const problem = await ensureNetworkPolicy(deps, run, runNetworkPolicy(deps, run, effective));
   if (problem) return undefined; // the cold path meets the same problem and reports it
   try {
     const claim = await claimPoolPod(deps, {
@@ -173,4 +180,20 @@ export async function followPoolPod(
   )
     void endWaitForJob(deps, run.namespace, serving.name);
   return observeRunPod(deps, run, pod, { poolPod: true, files: serving.files });
+}
+
+/**
+ * A warm run's job, written to the pool pod's stdin (never stored): with an allowlist, the proxy
+ * variables travel in it, credential included, since the pool pod was made before the run.
+ */
+export function warmJob(
+  cluster: ClusterFacts,
+  run: ObjectRef,
+  { effective, key }: { effective: EffectiveSpec; key: Buffer },
+): Buffer {
+  const egress = effective.network.egress === 'allowlist' ? cluster.egress : undefined;
+  const spec = egress
+    ? { ...effective, env: [...effective.env, ...egressEnv(egress, { kind: 'run', uid: run.uid })] }
+    : effective;
+  return encodeJob(spec, { key, requireNoNetwork: !egress && !cluster.networkPolicyEnforced });
 }

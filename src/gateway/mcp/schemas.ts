@@ -10,6 +10,7 @@
  * language alias (`py`), a number for a quantity.
  */
 import * as z from 'zod';
+import { entryText } from '../../api/egress.js';
 import { RunRequestSchema, RunResultSchema } from '../../api/run.js';
 import type { Policy } from '../../policy/policy.js';
 
@@ -66,12 +67,41 @@ function commonListed(policy: Policy) {
       .describe('Below the ceilings'),
     image: z.string().optional().describe('An allowlisted image instead'),
     outputs: z.array(z.string()).optional().describe('Files to return, e.g. out/*.csv'),
+    ...networkListed(policy),
+  };
+}
+
+/** Ceiling entries a tool's description names; the rest is summed up. */
+const CEILING_SHOWN = 10;
+
+/**
+ * `network`, listed only where egress is on (DISABLE_NETWORK false and a ceiling): with it off, a
+ * call that sends one anyway is refused by the policy, naming the setting.
+ */
+export function networkListed(policy: Policy) {
+  const { disabled, ceiling } = policy.egress;
+  if (disabled || ceiling.length === 0) return {};
+  const shown = ceiling.slice(0, CEILING_SHOWN).map(entryText).join(', ');
+  const more = ceiling.length > CEILING_SHOWN ? `, and ${ceiling.length - CEILING_SHOWN} more` : '';
+  return {
+    network: z
+      .object({
+        egress: z.enum(['none', 'allowlist']).describe('allowlist: only what allow names, through a proxy'),
+        allow: z
+          .array(z.string())
+          .optional()
+          .describe(`host[:port] or cidr[:port], within: ${shown}${more}; all of these when absent`),
+      })
+      .strict()
+      .optional()
+      .describe('Outbound network; none by default'),
   };
 }
 
 /**
- * What a call may send beyond the listed schema: numbers for quantities, `template`, aliases, and
- * `runtime` (an operator's choice far more than a model's; docs/mcp.md).
+ * What a call may send beyond the listed schema: numbers for quantities, `template`, aliases, a
+ * network (refused while egress is off), and `runtime` (an operator's choice far more than a
+ * model's; docs/mcp.md).
  */
 const commonParse = {
   // The run model checks files, env and the ceilings, with errors that name the field and limit.
@@ -90,6 +120,7 @@ const commonParse = {
   image: R.image,
   outputs: R.outputs,
   runtime: R.runtime,
+  network: R.network,
   language: z.string().optional(),
   template: z.string().optional(),
 };

@@ -6,7 +6,7 @@
 import * as z from 'zod';
 import { ExecRequestSchema, SessionRequestSchema, SessionSchema } from '../../api/session.js';
 import type { Policy } from '../../policy/policy.js';
-import { RunResultOutput, type ToolInput } from './schemas.js';
+import { networkListed, RunResultOutput, type ToolInput } from './schemas.js';
 
 const E = ExecRequestSchema.shape;
 const Q = SessionRequestSchema.shape;
@@ -52,6 +52,7 @@ export function buildSessionSchemas(policy: Policy) {
         .array(z.object({ name: z.string().describe('Name'), value: z.string().describe('Value') }).strict())
         .optional()
         .describe('Variables of every exec'),
+      ...networkListed(policy),
     })
     .strict();
   const execListed = z
@@ -88,7 +89,10 @@ export function buildSessionSchemas(policy: Policy) {
     .strict();
   const bySession = z.object({ sessionId }).strict();
   return {
-    create: tool(createListed, createListed.extend({ template: z.string().optional(), runtime: Q.runtime })),
+    create: tool(
+      createListed,
+      createListed.extend({ template: z.string().optional(), runtime: Q.runtime, network: Q.network }),
+    ),
     exec: tool(execListed, execListed.extend({ env: E.env })),
     write: tool(writeListed),
     read: tool(readListed),

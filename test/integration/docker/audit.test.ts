@@ -218,7 +218,7 @@ describe('session execs through the service', () => {
     assert.deepEqual(
       records
         .filter((r) => r.event.startsWith('session.') && 'sessionId' in r && r.sessionId === session.id)
-        .map((r) => [r.event, r.outcome.reason]),
+        .map((r) => [r.event, 'outcome' in r ? r.outcome.reason : undefined]),
       [
         ['session.created', 'Created'],
         ['session.deleted', 'Deleted'],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { classify, type RunFacts } from '../../../src/api/outcome.js';
-import { buildResult, networkHint, NO_NETWORK_HINT } from '../../../src/api/result.js';
+import { buildResult, networkHint, NO_NETWORK_HINT, PROXY_REFUSAL_HINT } from '../../../src/api/result.js';
 import { RunResultSchema } from '../../../src/api/run.js';
 import { NO_OUTPUTS, type EffectiveSpec } from '../../../src/policy/evaluate.js';
 
@@ -27,7 +27,7 @@ const spec: EffectiveSpec = {
     fileSizeBytes: 2048,
     openFiles: 1024,
   },
-  network: 'none',
+  network: { egress: 'none' },
   runtime: 'runsc',
   workdir: '/workspace',
   outputs: NO_OUTPUTS,
@@ -160,7 +160,7 @@ describe('a failed name lookup or connection says the sandbox has no network', (
       fileSizeBytes: 1024,
       openFiles: 64,
     },
-    network: 'none',
+    network: { egress: 'none' },
     runtime: undefined,
     workdir: '/workspace',
     outputs: NO_OUTPUTS,
@@ -195,5 +195,11 @@ describe('a failed name lookup or connection says the sandbox has no network', (
   test('other errors carry no hint', () => {
     assert.equal('hint' in result('ValueError: boom\n'), false);
     assert.equal(networkHint('ZeroDivisionError: division by zero'), undefined);
+    assert.equal(
+      networkHint(
+        "OSError: Tunnel connection failed: 403 Forbidden (sandpit egress: evil.com is not in this sandbox's allowlist)",
+      ),
+      PROXY_REFUSAL_HINT,
+    );
   });
 });

@@ -4,7 +4,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { configFields, configWarnings, envNameFor, loadConfig, SEED_ENV } from '../../../src/config/load.js';
+import {
+  configFields,
+  configWarnings,
+  egressSummary,
+  envNameFor,
+  loadConfig,
+  SEED_ENV,
+} from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 import { AppError } from '../../../src/shared/errors.js';
 
@@ -303,6 +310,16 @@ describe('SANDPIT_* variables', () => {
       'docker.runFilesBytes',
       'docker.socketPath',
       'kubernetes.allowedRuntimeClasses',
+      'kubernetes.egress.enabled',
+      'kubernetes.egress.keyFile',
+      'kubernetes.egress.listenHost',
+      'kubernetes.egress.namespace',
+      'kubernetes.egress.namespaceLabels',
+      'kubernetes.egress.networkPolicyEnforced',
+      'kubernetes.egress.podLabels',
+      'kubernetes.egress.port',
+      'kubernetes.egress.probePort',
+      'kubernetes.egress.service',
       'kubernetes.gateway.kubeconfig',
       'kubernetes.gateway.namespace',
       'kubernetes.gateway.pickupTimeoutSeconds',
@@ -344,6 +361,13 @@ describe('SANDPIT_* variables', () => {
       'sandbox.allowedRuntimes',
       'sandbox.backend',
       'sandbox.disableNetwork',
+      'sandbox.egress.allow',
+      'sandbox.egress.connectTimeoutSeconds',
+      'sandbox.egress.idleTimeoutSeconds',
+      'sandbox.egress.internalCidrs',
+      'sandbox.egress.maxBytes',
+      'sandbox.egress.maxConnections',
+      'sandbox.egress.socketDir',
       'sandbox.imageAllowlist',
       'sandbox.maxConcurrentRuns',
       'sandbox.maxCpu',
@@ -418,6 +442,29 @@ describe('SANDPIT_* variables', () => {
     'sandbox.maxRequestBytes': { text: '8m', want: 8 * MiB },
     'sandbox.maxDownloadBytes': { text: '16m', want: 16 * MiB },
     'sandbox.disableNetwork': { text: 'false', want: false },
+    'sandbox.egress.allow': {
+      text: 'pypi.org,*.example.com:8443,10.0.0.0/24',
+      want: ['pypi.org', '*.example.com:8443', '10.0.0.0/24'],
+    },
+    'sandbox.egress.internalCidrs': {
+      text: '10.244.0.0/16,10.96.0.0/12',
+      want: ['10.244.0.0/16', '10.96.0.0/12'],
+    },
+    'sandbox.egress.maxConnections': { text: '8', want: 8 },
+    'sandbox.egress.maxBytes': { text: '100m', want: 100 * MiB },
+    'sandbox.egress.connectTimeoutSeconds': { text: '5', want: 5 },
+    'sandbox.egress.idleTimeoutSeconds': { text: '30', want: 30 },
+    'sandbox.egress.socketDir': { text: '/run/sandpit/egress', want: '/run/sandpit/egress' },
+    'kubernetes.egress.enabled': { text: 'true', want: true },
+    'kubernetes.egress.networkPolicyEnforced': { text: 'true', want: true },
+    'kubernetes.egress.service': { text: 'egress', want: 'egress' },
+    'kubernetes.egress.namespace': { text: 'sandpit-system', want: 'sandpit-system' },
+    'kubernetes.egress.port': { text: '3129', want: 3129 },
+    'kubernetes.egress.podLabels': { text: '{"app":"proxy"}', want: { app: 'proxy' } },
+    'kubernetes.egress.namespaceLabels': { text: '{"team":"infra"}', want: { team: 'infra' } },
+    'kubernetes.egress.keyFile': { text: '/etc/sandpit-egress/key', want: '/etc/sandpit-egress/key' },
+    'kubernetes.egress.listenHost': { text: '127.0.0.1', want: '127.0.0.1' },
+    'kubernetes.egress.probePort': { text: '9092', want: 9092 },
     'sandbox.runtime': { text: 'runsc', want: 'runsc' },
     'sandbox.allowedRuntimes': { text: 'runc,runsc', want: ['runc', 'runsc'] },
     'sandbox.maxConcurrentRuns': { text: '3', want: 3 },
@@ -802,14 +849,22 @@ describe('secrets are never echoed', () => {
 });
 
 describe('configWarnings', () => {
-  test('DISABLE_NETWORK=false is accepted and warned about', () => {
+  test('DISABLE_NETWORK=false with an empty ceiling is accepted and warned about', () => {
     const c = loadConfig({ env: { DISABLE_NETWORK: 'false' } });
     assert.equal(c.sandbox.disableNetwork, false);
     const warnings = configWarnings(c);
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /DISABLE_NETWORK=false/);
     assert.match(warnings[0]!, /sandbox\.disableNetwork: false/);
+    assert.match(warnings[0]!, /sandbox\.egress\.allow is empty/);
     assert.match(warnings[0]!, /no network/);
+  });
+
+  test('DISABLE_NETWORK=false with a ceiling has no warning; the start-up summary names the ceiling', () => {
+    const c = loadConfig({ env: { DISABLE_NETWORK: 'false', SANDPIT_SANDBOX_EGRESS_ALLOW: 'pypi.org' } });
+    assert.deepEqual(configWarnings(c), []);
+    assert.match(egressSummary(c), /DISABLE_NETWORK is false.*1 ceiling entries \(sandbox\.egress\.allow\)/);
+    assert.match(egressSummary(loadConfig({ env: {} })), /Egress is off: DISABLE_NETWORK is true/);
   });
 
   test('sandbox.disableNetwork: false in a file is warned about too', () => {

@@ -77,13 +77,41 @@ test('no runtime configured: engine default, runc and runsc allowed', () => {
   assert.deepEqual(p.allowedRuntimes, ['runc', 'runsc']);
 });
 
-test('egress is always none, whatever DISABLE_NETWORK says', () => {
-  const policy = policyFromConfig(loadConfig({ env: { DISABLE_NETWORK: 'false' } }));
+test('DISABLE_NETWORK=false: a run that names no network still has none; an allowlist gets the ceiling', () => {
+  const policy = policyFromConfig(
+    loadConfig({
+      env: { DISABLE_NETWORK: 'false', SANDPIT_SANDBOX_EGRESS_ALLOW: 'pypi.org,10.0.0.0/24:5432' },
+    }),
+  );
   const request = RunRequestSchema.parse({ template: 'python', code: 'print(1)' });
   const plain = evaluate(request, policy);
-  assert.ok(plain.ok && plain.spec.network === 'none');
-  const asked = evaluate({ ...request, network: { egress: 'allowlist' } }, policy);
-  assert.ok(!asked.ok && asked.violations.some((v) => v.field === 'network.egress'));
+  assert.ok(plain.ok);
+  assert.deepEqual(plain.spec.network, { egress: 'none' });
+  const asked = evaluate(RunRequestSchema.parse({ ...request, network: { egress: 'allowlist' } }), policy);
+  assert.ok(asked.ok);
+  assert.deepEqual(asked.spec.network, {
+    egress: 'allowlist',
+    allow: [
+      { host: 'pypi.org', ports: [80, 443] },
+      { cidr: '10.0.0.0/24', ports: [5432] },
+    ],
+  });
+});
+
+test('DISABLE_NETWORK=true (the default): an allowlist is refused, naming it', () => {
+  for (const env of [{}, { DISABLE_NETWORK: 'true', SANDPIT_SANDBOX_EGRESS_ALLOW: 'pypi.org' }]) {
+    const policy = policyFromConfig(loadConfig({ env }));
+    const request = RunRequestSchema.parse({
+      template: 'python',
+      code: 'x',
+      network: { egress: 'allowlist' },
+    });
+    const asked = evaluate(request, policy);
+    assert.ok(!asked.ok);
+    const [first] = asked.violations;
+    assert.equal(first?.field, 'network.egress');
+    assert.match(first.message, /DISABLE_NETWORK/);
+  }
 });
 
 test('templates are the built-in ones', () => {

@@ -158,3 +158,48 @@ describe('TokenSchema', () => {
     );
   });
 });
+
+describe('egress settings', () => {
+  const issues = (input: unknown): string[] => {
+    const r = ConfigSchema.safeParse(input);
+    return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
+  test('the ceiling takes text (one entry or comma-separated), JSON and YAML objects', () => {
+    const parse = (allow: unknown) =>
+      ConfigSchema.parse({ sandbox: { egress: { allow } } }).sandbox.egress.allow;
+    assert.deepEqual(parse('pypi.org, 10.0.0.0/24:5432'), ['pypi.org', '10.0.0.0/24:5432']);
+    assert.deepEqual(parse('["pypi.org", {"cidr": "10.0.0.0/24"}]'), ['pypi.org', { cidr: '10.0.0.0/24' }]);
+    assert.deepEqual(parse([{ host: 'pypi.org', ports: [443] }]), [{ host: 'pypi.org', ports: [443] }]);
+    assert.deepEqual(ConfigSchema.parse({}).sandbox.egress, {
+      allow: [],
+      internalCidrs: [],
+      maxConnections: 32,
+      maxBytes: 1024 ** 3,
+      connectTimeoutSeconds: 10,
+      idleTimeoutSeconds: 60,
+    });
+  });
+
+  test('a malformed entry or range is named', () => {
+    assert.deepEqual(issues({ sandbox: { egress: { allow: 'pypi.org,bad host' } } }), [
+      'sandbox.egress.allow.1: "bad host" is not a host name (letters, digits, - and dots; IDNs in punycode; "*." only in front)',
+    ]);
+    assert.match(
+      issues({ sandbox: { egress: { internalCidrs: '10.96.0.1/12' } } })[0]!,
+      /did you mean 10\.96\.0\.0\/12/,
+    );
+  });
+
+  test("a token's egress narrows the ceiling, never widens it", () => {
+    const config = (egress: unknown) => ({
+      sandbox: { egress: { allow: ['pypi.org', '10.0.0.0/16'] } },
+      auth: { tokens: [{ name: 'ci', token: 'ci-token-123', egress }] },
+    });
+    assert.deepEqual(issues(config(['pypi.org:443', '10.0.1.0/24:5432'])), []);
+    assert.deepEqual(issues(config('pypi.org,evil.com,pypi.org:22')), [
+      'auth.tokens.0.egress.1: not within sandbox.egress.allow (a token narrows the ceiling, never widens it): no entry of the ceiling covers it',
+      'auth.tokens.0.egress.2: not within sandbox.egress.allow (a token narrows the ceiling, never widens it): port 22 is not allowed there (the ceiling allows 80,443)',
+    ]);
+  });
+});

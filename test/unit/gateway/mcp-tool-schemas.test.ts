@@ -10,6 +10,7 @@ import { Ajv } from 'ajv';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import { toEntry } from '../../../src/api/egress.js';
 import type { SandboxBackend } from '../../../src/backends/types.js';
 import { JSON_SCHEMA_DIALECT } from '../../../src/gateway/mcp/catalog.js';
 import { buildToolCatalog, createMcpServer } from '../../../src/gateway/mcp/server.js';
@@ -214,6 +215,50 @@ describe('run_code and run_command inputs', () => {
       text(await call('run_code', { code: 'x', language: 'python', template: 'bash' })),
       /^INVALID_REQUEST: language "python" and template "bash" disagree/,
     );
+    await client.close();
+  });
+});
+
+describe('network in the tools', () => {
+  const egress = { egress: { disabled: false, ceiling: ['pypi.org', '10.0.0.0/24:5432'].map(toEntry) } };
+  const props = (listed: ListToolsResult, name: string) =>
+    listed.tools.find((t) => t.name === name)!.inputSchema.properties as Record<string, Json>;
+
+  test('egress off (the default): not listed; a call that sends one is refused, naming DISABLE_NETWORK', async () => {
+    const { listed, client, call } = await connect();
+    for (const name of ['run_code', 'run_command', 'sandbox_create'])
+      assert.equal(props(listed, name).network, undefined);
+    const r = await call('run_code', { code: 'x', network: { egress: 'allowlist', allow: ['pypi.org'] } });
+    assert.match(text(r), /^POLICY_DENIED: .*DISABLE_NETWORK/);
+    await client.close();
+  });
+
+  test('egress on: run_code, run_command and sandbox_create list it, naming the ceiling', async () => {
+    const { listed, client } = await connect(egress);
+    for (const name of ['run_code', 'run_command', 'sandbox_create']) {
+      assert.match(
+        JSON.stringify(props(listed, name).network),
+        /within: pypi\.org:80,443, 10\.0\.0\.0\/24:5432/,
+      );
+    }
+    assert.match(
+      listed.tools.find((t) => t.name === 'run_code')!.description!,
+      /no network unless network names an allowlist/,
+    );
+    await client.close();
+  });
+
+  test('egress on: an entry beyond the ceiling is refused with its rule', async () => {
+    const { client, call } = await connect({ ...egress });
+    const r = await call('run_code', {
+      code: 'x',
+      network: { egress: 'allowlist', allow: ['evil.com', 'pypi.org:22'] },
+    });
+    assert.match(
+      text(r),
+      /^POLICY_DENIED: .*network\.allow\.0: evil\.com:80,443 is not within the egress ceiling/,
+    );
+    assert.match(text(r), /network\.allow\.1: pypi\.org:22 is not within the egress ceiling/);
     await client.close();
   });
 });

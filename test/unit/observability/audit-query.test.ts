@@ -141,3 +141,32 @@ describe('reading the files', () => {
       );
   });
 });
+
+describe('egress records', () => {
+  const EGRESS: AuditRecord = {
+    time: '2026-03-04T11:55:00.000Z',
+    event: 'egress',
+    principal: 'alice',
+    backend: 'docker',
+    runId: 'run-b',
+    method: 'CONNECT',
+    host: 'evil.example.com',
+    port: 443,
+    decision: 'denied',
+    rule: "evil.example.com is not in this sandbox's allowlist",
+    bytesOut: 0,
+    bytesIn: 0,
+    durationMs: 1,
+  };
+
+  test('are audit records: parsed back as they were written', async () => {
+    const { AuditRecordSchema } = await import('../../../src/api/audit.js');
+    assert.deepEqual(AuditRecordSchema.parse(JSON.parse(JSON.stringify(EGRESS))), EGRESS);
+  });
+
+  test('match their run, the egress event, and allowed or denied as the outcome', () => {
+    assert.ok(matchesAudit(EGRESS, { run: 'run-b', event: 'egress', outcome: 'Denied' }));
+    assert.ok(!matchesAudit(EGRESS, { outcome: 'allowed' }));
+    assert.ok(!matchesAudit(EGRESS, { event: 'run' }));
+  });
+});

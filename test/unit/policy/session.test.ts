@@ -21,7 +21,7 @@ describe('evaluateSession', () => {
     assert.equal(s.ttlSeconds, 3600);
     assert.equal(s.idleTimeoutSeconds, 600);
     assert.equal(s.maxExecs, 16);
-    assert.equal(s.network, 'none');
+    assert.deepEqual(s.network, { egress: 'none' });
   });
 
   test('a template: its image, its variables under the request’s, secrets apart', () => {

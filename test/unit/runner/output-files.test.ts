@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { OUTPUTS_PROTOCOL_VERSION } from '../../../src/runner/protocol.js';
-import { checkOutputsSupported, RunnerReader } from '../../../src/runner/reader.js';
+import { checkRunnerVersion, RunnerReader } from '../../../src/runner/reader.js';
 import { frame as unkeyed, keyedFrame } from '../../support/runner-frames.js';
 
 const KEY = Buffer.from('9f3c01d2e47a58b6c0ffee1234abcd77', 'hex');
@@ -125,8 +125,9 @@ describe('output files from the runner', () => {
   });
 
   test('a runner older than protocol 5 is refused for a job with outputs, naming the fix', () => {
-    checkOutputsSupported(OUTPUTS_PROTOCOL_VERSION, 'sandpit/python:3.11');
-    assert.throws(() => checkOutputsSupported(4, 'sandpit/python:3.11'), {
+    const need = { version: OUTPUTS_PROTOCOL_VERSION, what: 'returning output files' };
+    checkRunnerVersion(OUTPUTS_PROTOCOL_VERSION, 'sandpit/python:3.11', need);
+    assert.throws(() => checkRunnerVersion(4, 'sandpit/python:3.11', need), {
       code: 'IMAGE_OUTDATED',
       message: /sandpit\/python:3.11 speaks protocol 4; returning output files needs 5/,
     });

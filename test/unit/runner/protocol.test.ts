@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  EGRESS_SOCKET_PATH,
   encodeJob,
   FrameDecoder,
   KEY_BYTES,
@@ -37,7 +38,7 @@ function spec(
       openFiles: 1,
       ...limits,
     },
-    network: 'none',
+    network: { egress: 'none' },
     runtime: undefined,
     workdir: '/w',
     outputs: NO_OUTPUTS,
@@ -128,6 +129,30 @@ describe('encodeJob', () => {
     );
     assert.deepEqual(job.subarray(job.length - tail.length), tail);
     assert.equal(encodeJob(spec()).includes(Buffer.from('G\0\0\0\x08')), false);
+  });
+
+  test("egress: the proxy socket's path as a 'p' record after the 'n' record; none without it", () => {
+    const plain = encodeJob(spec({ argv: ['true'] }), { requireNoNetwork: true });
+    const withEgress = encodeJob(spec({ argv: ['true'] }), {
+      requireNoNetwork: true,
+      egressSocket: EGRESS_SOCKET_PATH,
+    });
+    const record = bytes('p', [0, 0, 0, EGRESS_SOCKET_PATH.length], EGRESS_SOCKET_PATH);
+    assert.equal(EGRESS_SOCKET_PATH, '/run/sandpit-egress/proxy.sock');
+    assert.equal(withEgress.length, plain.length + record.length);
+    assert.deepEqual(withEgress.subarray(withEgress.length - record.length), record);
+    assert.equal(plain.includes(record), false);
+  });
+
+  test("inherited variables: one 'v' record per name, in order, after the others (Kubernetes egress)", () => {
+    const plain = encodeJob(spec({ argv: ['true'] }), { requireNoNetwork: false });
+    const inheriting = encodeJob(spec({ argv: ['true'] }), {
+      requireNoNetwork: false,
+      inheritEnv: ['HTTPS_PROXY', 'NO_PROXY'],
+    });
+    const records = bytes('v', [0, 0, 0, 11], 'HTTPS_PROXY', 'v', [0, 0, 0, 8], 'NO_PROXY');
+    assert.equal(inheriting.length, plain.length + records.length);
+    assert.deepEqual(inheriting.subarray(inheriting.length - records.length), records);
   });
 
   test('the channel key follows the magic; a key of any other length is refused', () => {

@@ -13,6 +13,7 @@ import { pollUntil, withTimeout } from '../../../shared/time.js';
 import { AttachedRunner } from '../attached-runner.js';
 import { buildContainerConfig } from '../container-config.js';
 import { SessionContainer } from '../session/session-container.js';
+import type { EgressGate, SocketGates } from '../../../egress/socket-gates.js';
 import { newKey } from '../../../runner/session-protocol.js';
 import type { PoolOptions } from './pool-options.js';
 import { poolKey, shapeOf, type RunnerMode, type SandboxShape } from '../../../policy/shape.js';
@@ -36,6 +37,8 @@ export interface PoolManagerDeps {
   /** The gateway instance a session pool's containers are labelled with (for adoption after a restart). */
   instance?: string | undefined;
   options: PoolOptions;
+  /** The egress proxy's gates: an egress pool's containers each get one at creation, refusing until claimed. */
+  gates?: SocketGates | undefined;
   metrics?: Metrics | undefined;
   logger?: Logger | undefined;
 }
@@ -143,7 +146,11 @@ export class PoolManager {
   }
 
   /** A session pool's container must outlive its open-within only if nobody claims it. */
-  private configFor(pool: WarmPool, started: number): Docker.ContainerCreateOptions {
+  private configFor(
+    pool: WarmPool,
+    started: number,
+    gate: EgressGate | undefined,
+  ): Docker.ContainerCreateOptions {
     const { maxIdleSeconds, maxRunSeconds } = this.deps.options;
     const common = {
       name: `sandpit-pool-${pool.label}-${randomBytes(4).toString('hex')}`,
@@ -152,6 +159,7 @@ export class PoolManager {
       // Garbage for any reaper after its idle life and its longest run, whoever its owner is. A
       // claimed session outlives it: the reaper never expires a running session container.
       expiresAt: started + (maxIdleSeconds + maxRunSeconds) * 1000 + EXPIRY_SLACK_MS,
+      egressDir: gate?.dir,
     };
     if (pool.mode === 'run') return buildContainerConfig(pool.shape, common);
     return buildContainerConfig(pool.shape, {
@@ -160,6 +168,13 @@ export class PoolManager {
       // Unclaimed past its idle life, the runner exits by itself.
       session: { instance: this.deps.instance, openWithinSeconds: maxIdleSeconds + 60, key: newKey() },
     });
+  }
+
+  /** An egress pool's container gets its own gate, unbound (refusing) until a run or session claims it. */
+  private async gateFor(pool: WarmPool): Promise<EgressGate | undefined> {
+    if (pool.shape.network.egress === 'none') return undefined;
+    if (!this.deps.gates) throw new Error('egress sandboxes need the egress proxy, which is not running');
+    return this.deps.gates.open();
   }
 
   /** Starts containers for the neediest pools while the global caps allow. */
@@ -186,14 +201,15 @@ export class PoolManager {
     pool.starting++;
     this.starting++;
     const started = Date.now();
-    const config = this.configFor(pool, started);
     const work = (async () => {
       let runner: PoolMember | undefined;
       try {
+        const gate = await this.gateFor(pool);
+        const config = this.configFor(pool, started, gate);
         runner =
           pool.mode === 'session'
-            ? await SessionContainer.start(this.deps.docker, config)
-            : await AttachedRunner.start(this.deps.docker, config);
+            ? await SessionContainer.start(this.deps.docker, config, gate)
+            : await AttachedRunner.start(this.deps.docker, config, gate);
         const ready = await withTimeout(
           runner.ready(),
           READY_TIMEOUT_MS,

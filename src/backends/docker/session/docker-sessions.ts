@@ -10,7 +10,10 @@ import * as z from 'zod';
 import { SESSION_ID_PATTERN } from '../../../api/session.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { EffectiveSessionSpec } from '../../../policy/session.js';
-import { newKey } from '../../../runner/session-protocol.js';
+import { EGRESS_SESSION_VERSION, newKey } from '../../../runner/session-protocol.js';
+import { EGRESS_SOCKET_PATH } from '../../../runner/protocol.js';
+import type { EgressGate, SocketGates } from '../../../egress/socket-gates.js';
+import { createTenant } from '../../../egress/tenant.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
@@ -45,6 +48,8 @@ export interface DockerSessionsDeps {
   /** Sessions made with an instance id are adopted by the next gateway with it; without, they end with their owner. */
   instanceId: string | undefined;
   pool: PoolManager | undefined;
+  /** The egress proxy's per-sandbox sockets, for sessions with an allowlist. */
+  gates?: SocketGates | undefined;
   logger?: Logger | undefined;
 }
 
@@ -55,6 +60,7 @@ export function sessionShape(spec: EffectiveSessionSpec): SandboxShape {
     runtime: spec.runtime,
     workdir: spec.workdir,
     limits: spec.limits,
+    network: { egress: spec.network.egress },
   };
 }
 
@@ -86,8 +92,7 @@ export class DockerSessions implements SessionBackend {
     if (signal?.aborted) throw cancelled(signal);
     const shape = sessionShape(spec);
     const warm = this.claimWarm(shape, sessionId);
-    const container =
-      warm ?? (await SessionContainer.start(this.deps.docker, this.coldConfig(shape, options)));
+    const container = warm ?? (await this.startCold(shape, options));
     try {
       const opening = this.open(container, spec, {
         meta: { sessionId, principal, createdAt: Date.now() },
@@ -104,8 +109,30 @@ export class DockerSessions implements SessionBackend {
     }
   }
 
-  private coldConfig(shape: SandboxShape, options: SessionOptions): Docker.ContainerCreateOptions {
+  private async startCold(shape: SandboxShape, options: SessionOptions): Promise<SessionContainer> {
+    const gate = shape.network.egress === 'allowlist' ? await this.openGate() : undefined;
+    return SessionContainer.start(this.deps.docker, this.coldConfig(shape, options, gate), gate);
+  }
+
+  private openGate(): Promise<EgressGate> {
+    if (!this.deps.gates)
+      throw new AppError(
+        'UNSUPPORTED',
+        'this gateway runs no egress proxy, so no session may have an allowlist',
+        {
+          hint: 'set DISABLE_NETWORK=false (sandbox.disableNetwork: false) and an egress ceiling (sandbox.egress.allow)',
+        },
+      );
+    return this.deps.gates.open();
+  }
+
+  private coldConfig(
+    shape: SandboxShape,
+    options: SessionOptions,
+    gate: EgressGate | undefined,
+  ): Docker.ContainerCreateOptions {
     return buildContainerConfig(shape, {
+      egressDir: gate?.dir,
       name: `${SESSION_NAME_PREFIX}${options.sessionId}`,
       kind: 'session',
       owner: this.deps.owner,
@@ -148,13 +175,32 @@ export class DockerSessions implements SessionBackend {
         'BACKEND_ERROR',
         container.diagnosis('the session container stopped before it was ready'),
       );
+    const egress = spec.network.egress === 'allowlist';
+    if (egress) await this.bindGate(container, spec, meta);
     const client = container.connect();
     await withTimeout(
-      client.open(openRequest(spec, meta)),
+      client.open({ ...openRequest(spec, meta), ...(egress ? { egressSocket: EGRESS_SOCKET_PATH } : {}) }),
       OPEN_TIMEOUT_MS,
       "the session's runner did not answer its open request",
     );
     return new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec, served });
+  }
+
+  /** The session's allowlist goes to its sandbox's gate: from now on its connections are the session's. */
+  private async bindGate(
+    container: SessionContainer,
+    spec: EffectiveSessionSpec,
+    meta: Pick<SessionMeta, 'sessionId' | 'principal'>,
+  ): Promise<void> {
+    const version = (await container.protocol()) ?? 0;
+    if (version < EGRESS_SESSION_VERSION)
+      throw new AppError(
+        'IMAGE_OUTDATED',
+        `the runner in image ${spec.image} speaks session protocol ${version}; egress needs ${EGRESS_SESSION_VERSION} or later`,
+        { hint: 'rebuild the sandbox images: `sandpit images build`' },
+      );
+    if (!container.gate) throw new Error('an egress session needs its sandbox gate');
+    container.gate.bind(createTenant({ sessionId: meta.sessionId }, meta.principal, spec.network));
   }
 
   private track(session: RunnerSession, container: SessionContainer): void {
@@ -217,6 +263,7 @@ export class DockerSessions implements SessionBackend {
       if (!info.opened) return await lost(container, 'RunnerGone', 'a pool container nobody claimed');
       const meta = SessionMetaSchema.parse(JSON.parse(info.meta ?? ''));
       const spec = adoptedSpec(meta, info.ttlMs);
+      if (spec.network.egress === 'allowlist') await this.regate(container, c, { spec, meta });
       const session = new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec });
       this.track(session, container);
       const execs = session.recover(info.execs ?? []);
@@ -234,6 +281,27 @@ export class DockerSessions implements SessionBackend {
         e instanceof z.ZodError ? "the runner's session record is malformed" : (e as Error).message;
       return lost(container, e instanceof z.ZodError ? 'ProtocolError' : 'RunnerGone', message);
     }
+  }
+
+  /**
+   * An adopted egress session's gate: its directory (the container's label) listened in again, and
+   * bound to the session. Without the proxy here the session is adopted with no way out.
+   */
+  private async regate(
+    container: SessionContainer,
+    c: Docker.ContainerInfo,
+    { spec, meta }: { spec: EffectiveSessionSpec; meta: SessionMeta },
+  ): Promise<void> {
+    const dir = c.Labels[LABELS.egressDir];
+    if (!dir || !this.deps.gates) {
+      this.deps.logger?.warn(
+        { sessionId: meta.sessionId },
+        'Adopted an egress session without its gate: it has no way out now',
+      );
+      return;
+    }
+    container.gate = await this.deps.gates.reopen(dir);
+    container.gate.bind(createTenant({ sessionId: meta.sessionId }, meta.principal, spec.network));
   }
 
   /** Ends every session this process holds (a stdio gateway's, when it exits). */

@@ -15,6 +15,7 @@ import { AppError } from '../../../shared/errors.js';
 import { within } from '../../../shared/time.js';
 import type { SandboxEnd } from '../../sessions.js';
 import type { SessionHost } from '../../session-sandbox.js';
+import type { EgressGate } from '../../../egress/socket-gates.js';
 import { AttachedContainer } from '../attached-container.js';
 import { LABELS } from '../labels.js';
 import { sessionEnd } from '../../../runner/session-end.js';
@@ -23,6 +24,8 @@ import { sessionEnd } from '../../../runner/session-end.js';
 const EXIT_WAIT_MS = 3000;
 
 export class SessionContainer implements SessionHost {
+  /** An egress session's door to the proxy (bound once the session opens); none without egress. */
+  gate: EgressGate | undefined;
   private readonly attached: AttachedContainer;
   private readonly image: string;
   /** The runner's channel key, from the container's label. */
@@ -55,11 +58,25 @@ export class SessionContainer implements SessionHost {
     });
   }
 
-  /** Creates and starts a session-mode container; its runner announces itself with the ready frame. */
-  static async start(docker: Docker, config: Docker.ContainerCreateOptions): Promise<SessionContainer> {
+  /**
+   * Creates and starts a session-mode container (with its egress gate, whose directory `config`
+   * mounts); its runner announces itself with the ready frame. Nothing is left behind on failure.
+   */
+  static async start(
+    docker: Docker,
+    config: Docker.ContainerCreateOptions,
+    gate?: EgressGate,
+  ): Promise<SessionContainer> {
     const early = new EarlyBytes();
-    const attached = await AttachedContainer.start(docker, config, early.sink);
+    let attached: AttachedContainer;
+    try {
+      attached = await AttachedContainer.start(docker, config, early.sink);
+    } catch (e) {
+      await gate?.close();
+      throw e;
+    }
     const self = new SessionContainer(attached, config.Image ?? '?', config.Labels);
+    self.gate = gate;
     early.hand((b) => self.onStdout(b));
     return self;
   }
@@ -100,6 +117,11 @@ export class SessionContainer implements SessionHost {
     const joined = Buffer.concat(this.head);
     this.head = [joined];
     this.readyResolve(readyFrameVersion(joined) ?? -1);
+  }
+
+  /** The runner's session protocol, once it said it is ready (adopted: the oldest accepted). */
+  async protocol(): Promise<number | undefined> {
+    return this.version;
   }
 
   /**
@@ -153,8 +175,10 @@ export class SessionContainer implements SessionHost {
     return end ?? { reason: 'RunnerGone', message: 'the runner was never opened' };
   }
 
-  remove(): Promise<void> {
-    return this.attached.remove();
+  /** Removes the container, then its gate. Idempotent; never throws. */
+  async remove(): Promise<void> {
+    await this.attached.remove();
+    await this.gate?.close().catch(() => {});
   }
 
   /** A container that ended by itself is removed: Docker keeps no record of a session. */
@@ -162,9 +186,10 @@ export class SessionContainer implements SessionHost {
     return this.remove();
   }
 
-  /** Leaves the container running, attached to nothing: a restarted gateway adopts it. */
+  /** Leaves the container running, attached to nothing (its gate's directory kept): a restarted gateway adopts it. */
   detach(): void {
     this.attached.detach();
+    this.gate?.release();
   }
 }
 

@@ -4,6 +4,7 @@
  * runtime, lifetimes), so the operator's own evaluation reaches the same decision. Secrets are
  * never in it: they travel to the runner in the open request only.
  */
+import { networkSpec } from '../../../api/egress.js';
 import {
   ANNOTATION_PRINCIPAL,
   ANNOTATION_SESSION_FACTS,
@@ -64,7 +65,7 @@ function buildSpec(spec: EffectiveSessionSpec, options: BuildSandboxOptions): Sa
       pids: limits.pids,
       ephemeralStorage: formatSize(limits.workspaceBytes),
     },
-    network: { egress: spec.network },
+    network: networkSpec(spec.network),
     ...(spec.runtime !== undefined ? { runtimeClassName: spec.runtime } : {}),
     ttlSeconds: spec.ttlSeconds,
     idleTimeoutSeconds: spec.idleTimeoutSeconds,

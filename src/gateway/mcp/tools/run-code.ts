@@ -21,7 +21,7 @@ export function runCodeTool(schemas: ToolSchemas): ToolSpec {
     name: 'run_code',
     title: 'Run code in a sandbox',
     description:
-      'Runs code in a fresh sandbox (no network; CPU, memory, time capped): exit code, stdout, stderr. ' +
+      `Runs code in a fresh sandbox (${'network' in schemas.runCode.listed.shape ? 'no network unless network names an allowlist' : 'no network'}; CPU, memory, time capped): exit code, stdout, stderr. ` +
       'Output streams as log notifications.',
     input: schemas.runCode,
     output: RunResultOutput,

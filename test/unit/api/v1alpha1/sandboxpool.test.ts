@@ -63,9 +63,15 @@ describe('the SandboxPool CRD', () => {
     assert.equal(specProps.replicas!.maximum, MAX_POOL_REPLICAS);
   });
 
-  test('defaults: mode run, one replica, an hour of idleness', () => {
+  test('defaults: mode run, no egress, one replica, an hour of idleness', () => {
     const spec = SandboxPoolSpecSchema.parse({ template: 'python' });
-    assert.deepEqual(spec, { template: 'python', mode: 'run', replicas: 1, maxIdleSeconds: 3600 });
+    assert.deepEqual(spec, {
+      template: 'python',
+      egress: 'none',
+      mode: 'run',
+      replicas: 1,
+      maxIdleSeconds: 3600,
+    });
   });
 
   test('refuses a pool with neither template nor image, unknown fields and too many replicas', () => {

@@ -29,6 +29,7 @@ const shape: SandboxShape = {
     fileSizeBytes: 32 * MiB,
     openFiles: 1024,
   },
+  network: { egress: 'none' },
 };
 const options: ContainerOptions = {
   name: 'sandpit-run-abc',
@@ -61,6 +62,41 @@ describe('network', () => {
 
   test('a neutral hostname', () => {
     assert.equal(build().Hostname, 'sandbox');
+  });
+
+  test('egress none: nothing is mounted, whatever directory is offered', () => {
+    const c = build({}, { egressDir: '/run/user/0/sandpit/egress/0123456789abcdef' });
+    assert.equal(c.HostConfig!.Mounts, undefined);
+    assert.equal(c.Labels![LABELS.egressDir], undefined);
+  });
+
+  test("an egress sandbox: still NetworkMode none and no resolver; the proxy's socket directory mounted read-only", () => {
+    const dir = '/run/user/0/sandpit/egress/0123456789abcdef';
+    const c = build({ network: { egress: 'allowlist' } }, { egressDir: dir });
+    assert.equal(c.HostConfig!.NetworkMode, 'none');
+    assert.deepEqual(c.HostConfig!.Dns, ['192.0.2.1']);
+    assert.deepEqual(c.HostConfig!.Mounts, [
+      { Type: 'bind', Source: dir, Target: '/run/sandpit-egress', ReadOnly: true },
+    ]);
+    assert.equal(c.Labels![LABELS.egressDir], dir);
+    assert.equal(c.HostConfig!.Runtime, undefined);
+    assert.throws(
+      () => build({ network: { egress: 'allowlist' } }),
+      /needs the directory of its proxy socket/,
+    );
+  });
+
+  test('an egress sandbox under runsc runs in runsc-egress (--host-uds=open); others keep runsc', () => {
+    const dir = '/tmp/sandpit/egress/0123456789abcdef';
+    assert.equal(host({ runtime: 'runsc' }).Runtime, 'runsc');
+    assert.equal(
+      build({ runtime: 'runsc', network: { egress: 'allowlist' } }, { egressDir: dir }).HostConfig!.Runtime,
+      'runsc-egress',
+    );
+    assert.equal(
+      build({ runtime: 'runc', network: { egress: 'allowlist' } }, { egressDir: dir }).HostConfig!.Runtime,
+      'runc',
+    );
   });
 });
 
@@ -256,6 +292,28 @@ describe('session mode', () => {
     assert.equal(poolKey(shape), poolKey(shape, 'run'));
     assert.equal(poolKey(shape, 'session'), poolKey({ ...shape }, 'session'));
   });
+
+  test('the pool key tells an egress pool from one without; the key of one without egress is as it was', () => {
+    const egress: SandboxShape = { ...shape, network: { egress: 'allowlist' } };
+    assert.notEqual(poolKey(egress), poolKey(shape));
+    assert.equal(
+      poolKey(shape),
+      JSON.stringify([
+        'run',
+        'python',
+        'sandpit/python:3.11',
+        '',
+        '/workspace',
+        1500,
+        256 * MiB,
+        100,
+        32 * MiB,
+        16 * MiB,
+        32 * MiB,
+        1024,
+      ]),
+    );
+  });
 });
 
 describe('runtime', () => {
@@ -301,6 +359,7 @@ describe('labels', () => {
       channelKey: 'sandpit.dev/channel-key',
       principal: 'sandpit.dev/principal',
       instance: 'sandpit.dev/instance',
+      egressDir: 'sandpit.dev/egress-dir',
     });
     assert.equal(MANAGED_BY, 'sandpit');
     assert.equal(MANAGED_FILTER, 'sandpit.dev/managed-by=sandpit');
