@@ -69,7 +69,7 @@ export interface RunRecords {
 }
 
 export interface SandboxBackend {
-  readonly name: 'docker' | 'kubernetes';
+  readonly name: 'docker' | 'kubernetes' | 'oci';
   start(spec: EffectiveSpec, options: StartOptions): RunExecution;
   /**
    * Where runs are recorded beyond the process that started them. Absent (Docker): only that
