@@ -13,6 +13,10 @@ import type { OciRuntime } from './layout.js';
 const run = promisify(execFile);
 
 export interface HostCheck {
+  /** Whether this process runs as root. */
+  root: boolean;
+  /** The cgroup hierarchy found ("v1 (memory controller at …)"), or undefined. */
+  cgroups: string | undefined;
   /** Each runtime found, with its version ("runc 1.1.5+ds1"). */
   runtimes: string[];
   /** runc's version, or undefined when it is missing. */
@@ -36,12 +40,17 @@ export async function runtimeVersion(host: OciHost, runtime: OciRuntime): Promis
 
 export async function checkHost(host: OciHost): Promise<HostCheck> {
   const problems: string[] = [];
-  if (process.getuid?.() !== 0) problems.push('the oci backend runs as root (it creates cgroups and mounts)');
+  const root = process.getuid?.() === 0;
+  if (!root) problems.push('the oci backend runs as root (it creates cgroups and mounts)');
   const cgroupRoot = host.layout.cgroupRoot;
-  const memory = existsSync(join(cgroupRoot, 'memory', 'memory.limit_in_bytes'));
-  const unified = existsSync(join(cgroupRoot, 'cgroup.controllers'));
-  if (!memory && !unified) problems.push(`no cgroup memory controller under ${cgroupRoot}`);
+  const cgroups = existsSync(join(cgroupRoot, 'memory', 'memory.limit_in_bytes'))
+    ? `v1, memory controller at ${join(cgroupRoot, 'memory')}`
+    : existsSync(join(cgroupRoot, 'cgroup.controllers'))
+      ? `v2 at ${cgroupRoot}`
+      : undefined;
+  if (!cgroups) problems.push(`no cgroup memory controller under ${cgroupRoot}`);
   const [runc, runsc] = await Promise.all([runtimeVersion(host, 'runc'), runtimeVersion(host, 'runsc')]);
   if (!runc) problems.push(`runc is missing at ${host.binaries.runc} (apt-get install runc)`);
-  return { runtimes: [runc, runsc].filter((v): v is string => v !== undefined), runc, runsc, problems };
+  const runtimes = [runc, runsc].filter((v): v is string => v !== undefined);
+  return { root, cgroups, runtimes, runc, runsc, problems };
 }

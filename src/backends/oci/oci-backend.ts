@@ -25,7 +25,7 @@ import { Executions, type ExecutionContext } from '../executions.js';
 import { resolvConf, SANDBOX_HOSTNAME } from '../hardening.js';
 import { runJob, type RunnerSandbox } from '../runner-job.js';
 import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
-import { checkHost } from './host-check.js';
+import { checkHost, type HostCheck } from './host-check.js';
 import { cgroupsPath, containerId, etcFiles, type OciLayout, type OciRuntime } from './layout.js';
 import { OciContainer, type OciHost } from './oci-container.js';
 import { reapOci, type OciReapResult } from './reaper.js';
@@ -234,6 +234,11 @@ export class OciBackend implements SandboxBackend {
       done();
     });
     this.cleanups.add(tracked);
+  }
+
+  /** Whether this machine can run the backend: root, cgroups, the runtimes and their versions. */
+  checkHost(): Promise<HostCheck> {
+    return checkHost(this.host);
   }
 
   async health(): Promise<BackendHealth> {
