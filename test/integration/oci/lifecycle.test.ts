@@ -94,7 +94,7 @@ test('a gateway killed with SIGKILL mid-run leaves nothing running, and the next
   );
   let out = '';
   cli.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  await waitFor('the run printing', async () => out.includes('up'), 60_000);
+  await waitFor('the run printing', () => Promise.resolve(out.includes('up')), 60_000);
   const ids = (await ociLeftoversAll()).filter((l) => l.startsWith('runc container'));
   assert.equal(ids.length, 1, `one container runs: ${ids.join(', ')}`);
   const id = ids[0]!.split(' ').pop()!;
