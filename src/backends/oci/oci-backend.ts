@@ -29,7 +29,7 @@ import { checkHost, type HostCheck } from './host-check.js';
 import { cgroupsPath, containerId, etcFiles, type OciLayout, type OciRuntime } from './layout.js';
 import { OciContainer, type OciHost } from './oci-container.js';
 import { reapOci, type OciReapResult } from './reaper.js';
-import { RootfsStore } from './rootfs-store.js';
+import { RootfsStore, type ImageRootfs } from './rootfs-store.js';
 import { DEFAULT_BINARIES, type RuntimeBinaries } from './runtime-command.js';
 import { buildRuntimeSpec } from './runtime-spec.js';
 import { goArch, type SeccompHost } from './seccomp.js';
@@ -234,6 +234,11 @@ export class OciBackend implements SandboxBackend {
       done();
     });
     this.cleanups.add(tracked);
+  }
+
+  /** The unpacked, read-only root of `image` that runs get (unpacking it when need be). */
+  imageRoot(image: string): Promise<ImageRootfs> {
+    return this.rootfs.get(image);
   }
 
   /** Whether this machine can run the backend: root, cgroups, the runtimes and their versions. */
