@@ -72,7 +72,7 @@ export default async function bench(): Promise<void> {
     probe as unknown as { rootfs: { get(i: string): Promise<{ path: string; env: string[] }> } }
   ).rootfs.get('sandpit/python:3.11');
   await probe.close();
-  const raw = await rawRunc(OCI_LAYOUT, rootfs.path, rootfs.env);
+  const raw = rawRunc(OCI_LAYOUT, rootfs.path, rootfs.env);
   const gws = {
     oci: await gateway(oci.service),
     cold: await gateway(dockerCold.service),

@@ -32,7 +32,7 @@ function exec(file: string, args: string[]): Promise<number | null> {
   });
 }
 
-export async function rawRunc(layout: OciLayout, rootfs: string, env: string[]): Promise<RawRunc> {
+export function rawRunc(layout: OciLayout, rootfs: string, env: string[]): RawRunc {
   const root = join(layout.runDir, 'bench-runc');
   const bundles = join(layout.runDir, 'bench-bundles');
   let n = 0;
