@@ -1,11 +1,12 @@
 // The contract cases against the oci backend: real containers made by runc (and runsc for the
-// gVisor cases) straight from bundles, no engine on the critical path. Sessions are not served on
-// this backend yet, so the session cases are not registered here.
+// gVisor cases) straight from bundles, no engine on the critical path; runs and sessions.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { LABELS } from '../../src/backends/docker/labels.js';
 import { bundlesDir, containerId } from '../../src/backends/oci/layout.js';
+import { eventually } from '../support/sessions.js';
+import { sessionContractCases } from './session-cases.js';
 import type { OciBackend } from '../../src/backends/oci/oci-backend.js';
 import { makeOciBackend, OCI_LAYOUT, ociLeftovers } from '../support/oci.js';
 import { contractCases } from './cases.js';
@@ -46,8 +47,10 @@ describe('contract: oci backend', () => {
         }
       },
       sandboxCount: async () => (await ownBundles()).length,
-      waitSessionGone() {
-        return Promise.reject(new Error('the oci backend serves no sessions yet'));
+      async waitSessionGone(sessionId, timeoutMs) {
+        const id = containerId(`session-${sessionId}`);
+        if (!(await eventually(async () => (await ociLeftovers(id)).length === 0, timeoutMs)))
+          throw new Error(`the sandbox of session ${sessionId} still exists after ${timeoutMs} ms`);
       },
       idlePrecisionMs: 2000,
       separateStderr: true,
@@ -59,4 +62,5 @@ describe('contract: oci backend', () => {
   after(() => target?.service.shutdown());
 
   contractCases(() => target);
+  sessionContractCases(() => target);
 });

@@ -28,6 +28,7 @@ import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '
 import { checkHost, type HostCheck } from './host-check.js';
 import { cgroupsPath, containerId, etcFiles, type OciLayout, type OciRuntime } from './layout.js';
 import { OciContainer, type OciHost } from './oci-container.js';
+import { OciSessions, type BundleMaker } from './oci-sessions.js';
 import { reapOci, type OciReapResult } from './reaper.js';
 import { RootfsStore, type ImageRootfs } from './rootfs-store.js';
 import { DEFAULT_BINARIES, type RuntimeBinaries } from './runtime-command.js';
@@ -63,6 +64,8 @@ export class OciBackend implements SandboxBackend {
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
   private readonly cleanups = new Set<Promise<void>>();
   private readonly live = new Set<string>();
+  /** Long-lived sessions, one container each; they end with this process. */
+  readonly sessions: OciSessions;
   private prepared: Promise<void> | undefined;
   private reaping: NodeJS.Timeout | undefined;
 
@@ -75,6 +78,7 @@ export class OciBackend implements SandboxBackend {
       owner: this.owner,
       logger: options.logger,
     });
+    this.sessions = new OciSessions({ host: this.host, owner: this.owner, bundle: this.bundle });
     this.images = options.images;
     this.metrics = options.metrics;
     this.logger = options.logger;
@@ -97,7 +101,8 @@ export class OciBackend implements SandboxBackend {
 
   /** Removes what dead sandpit processes left behind (containers, bundles, cgroups, unused roots). */
   async reap(): Promise<OciReapResult> {
-    const result = await reapOci(this.host, { live: this.live });
+    const live = new Set([...this.live, ...this.sessions.liveContainers()]);
+    const result = await reapOci(this.host, { live });
     const roots = await this.rootfs.prune(result.rootsInUse).catch(() => []);
     if (roots.length) this.logger?.info({ images: roots }, 'Removed unpacked images no tag names any more');
     return result;
@@ -179,15 +184,8 @@ export class OciBackend implements SandboxBackend {
     startedAt: number,
     sink: (b: Buffer) => void,
   ): Promise<OciContainer> {
-    const runtime = runtimeOf(spec.runtime);
-    await this.prepare();
-    const root = await this.rootfs.get(spec.image);
-    const id = containerId(runId);
-    const ociSpec = buildRuntimeSpec(spec, {
-      rootfs: root.path,
-      imageEnv: root.env,
-      etc: etcFiles(this.host.layout),
-      cgroupsPath: cgroupsPath(id),
+    const sandbox = await this.bundle(spec, {
+      id: containerId(runId),
       annotations: {
         [LABELS.managedBy]: MANAGED_BY,
         [LABELS.kind]: 'run',
@@ -196,10 +194,26 @@ export class OciBackend implements SandboxBackend {
         [LABELS.expires]: String(startedAt + spec.limits.timeoutSeconds * 1000 + EXPIRY_SLACK_MS),
         ...(spec.template ? { [LABELS.template]: spec.template } : {}),
       },
-      host: this.seccompHost,
     });
-    return OciContainer.start(this.host, { runtime, id, spec: ociSpec }, sink);
+    return OciContainer.start(this.host, sandbox, sink);
   }
+
+  /** The runtime, container id and config.json of a sandbox of `shape` (its image unpacked when need be). */
+  private readonly bundle: BundleMaker = async (shape, { id, annotations, openWithinSeconds }) => {
+    const runtime = runtimeOf(shape.runtime);
+    await this.prepare();
+    const root = await this.rootfs.get(shape.image);
+    const spec = buildRuntimeSpec(shape, {
+      rootfs: root.path,
+      imageEnv: root.env,
+      etc: etcFiles(this.host.layout),
+      cgroupsPath: cgroupsPath(id),
+      annotations,
+      host: this.seccompHost,
+      ...(openWithinSeconds === undefined ? {} : { mode: 'session' as const, openWithinSeconds }),
+    });
+    return { runtime, id, spec };
+  };
 
   /** The container as the shared job code drives it. */
   private sandbox(container: OciContainer, reader: RunnerReader, image: string): RunnerSandbox {
@@ -275,6 +289,7 @@ export class OciBackend implements SandboxBackend {
   async close(): Promise<void> {
     clearInterval(this.reaping);
     this.executions.close();
+    await this.sessions.closeAll();
     await this.executions.settled();
     await Promise.all(this.cleanups);
   }

@@ -107,6 +107,11 @@ export class OciContainer {
     });
   }
 
+  /** What the runtime and the runner wrote to stderr (its first few KiB). */
+  get stderr(): string {
+    return this.diagnostics;
+  }
+
   /** `message`, with what the runtime and the runner wrote to stderr. */
   diagnosis(message: string): string {
     const d = this.diagnostics.trim();

@@ -14,7 +14,8 @@ import { newKey } from '../../../runner/session-protocol.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
-import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
+import { adoptedSpec, SessionMetaSchema } from '../../session-meta.js';
+import { openRunnerSession } from '../../session-channel.js';
 import { RunnerSession } from '../../session-sandbox.js';
 import type {
   AdoptedSession,
@@ -31,8 +32,6 @@ import type { PoolManager } from '../pool/pool-manager.js';
 import { SessionContainer } from './session-container.js';
 import { sessionEnd } from '../../../runner/session-end.js';
 
-const READY_TIMEOUT_MS = 30_000;
-const OPEN_TIMEOUT_MS = 10_000;
 /** How long a runner found at start-up has to answer the resync before it counts as gone. */
 const RESYNC_TIMEOUT_MS = 10_000;
 /** A cold container's runner exits if nobody opens its session in this time (a crash mid-create). */
@@ -89,11 +88,11 @@ export class DockerSessions implements SessionBackend {
     const container =
       warm ?? (await SessionContainer.start(this.deps.docker, this.coldConfig(shape, options)));
     try {
-      const opening = this.open(container, spec, {
+      const session = await openRunnerSession(container, spec, {
         meta: { sessionId, principal, createdAt: Date.now() },
         served: warm ? 'warm' : 'cold',
+        signal,
       });
-      const session = await (signal ? raceAbort(opening, signal) : opening);
       this.track(session, container);
       return session;
     } catch (e) {
@@ -131,30 +130,6 @@ export class DockerSessions implements SessionBackend {
       }
       void container.remove();
     }
-  }
-
-  private async open(
-    container: SessionContainer,
-    spec: EffectiveSessionSpec,
-    { meta, served }: { meta: Omit<SessionMeta, 'v' | 'spec'>; served: 'warm' | 'cold' },
-  ): Promise<RunnerSession> {
-    const ready = await withTimeout(
-      container.ready(),
-      READY_TIMEOUT_MS,
-      'the session container did not report ready',
-    );
-    if (!ready)
-      throw new AppError(
-        'BACKEND_ERROR',
-        container.diagnosis('the session container stopped before it was ready'),
-      );
-    const client = container.connect();
-    await withTimeout(
-      client.open(openRequest(spec, meta)),
-      OPEN_TIMEOUT_MS,
-      "the session's runner did not answer its open request",
-    );
-    return new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec, served });
   }
 
   private track(session: RunnerSession, container: SessionContainer): void {
@@ -253,12 +228,4 @@ export function namedSession(c: Docker.ContainerInfo): Pick<LostSession, 'sessio
   const name = c.Names[0]?.replace(/^\//, '') ?? '';
   const fromName = name.startsWith(SESSION_NAME_PREFIX) ? name.slice(SESSION_NAME_PREFIX.length) : undefined;
   return { sessionId: c.Labels[LABELS.session] ?? fromName, principal: c.Labels[LABELS.principal] };
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(cancelled(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
