@@ -1,7 +1,7 @@
 /**
  * The oci backend leaves nothing on the host on any path (its runtime state, bundle and cgroups),
- * never writes into a shared root, and a gateway killed with SIGKILL mid-run leaves nothing
- * running, and, once a sandpit process reaps, nothing at all.
+ * never writes into a shared root, and a gateway killed with SIGKILL mid-run (or holding a
+ * session) leaves nothing running, and, once a sandpit process reaps, nothing at all.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -101,6 +101,31 @@ test('a gateway killed with SIGKILL mid-run leaves nothing running, and the next
   cli.kill('SIGKILL');
   // The job's deadline is 30 s away: only the end of the runner's stdin can stop it this soon.
   await waitFor('no process of the sandbox left', async () => !(await sandboxRunning(id)), 10_000);
+  const reaper = await makeOciBackend();
+  try {
+    const reaped = await reaper.reap();
+    assert.ok(reaped.removed.includes(id), `reaped ${reaped.removed.join(', ')}`);
+  } finally {
+    await reaper.close();
+  }
+  assert.deepEqual(await ociLeftovers(id), []);
+});
+
+test('a gateway killed with SIGKILL ends its sessions: the runner stops within seconds, the next one reaps the rest', async () => {
+  const session = `sigkill-${process.pid}-${Date.now().toString(36)}`;
+  const owner = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'test/support/session-owner.ts', 'unused', session],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OWNER_BACKEND: 'oci' } },
+  );
+  let out = '';
+  owner.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  await waitFor('the session open, with an exec running', () => Promise.resolve(out.includes('\n')), 60_000);
+  const id = containerId(`session-${session}`);
+  assert.ok(await sandboxRunning(id), 'the session sandbox runs');
+  owner.kill('SIGKILL');
+  // Its TTL is minutes away: only the end of the runner's stdin can stop it this soon.
+  await waitFor('no process of the session left', async () => !(await sandboxRunning(id)), 10_000);
   const reaper = await makeOciBackend();
   try {
     const reaped = await reaper.reap();
