@@ -22,7 +22,10 @@ export type OciRuntime = 'runc' | 'runsc';
 export const CONTAINER_PREFIX = 'sandpit-';
 /** Every run's cgroup is `/sandpit/<container id>` in each controller. */
 export const CGROUP_PARENT = 'sandpit';
-/** The cgroup v1 controllers a runtime makes a run's cgroup in. */
+/**
+ * The cgroup v1 hierarchies a runtime makes a run's cgroup in, and `unified`: the cgroup v2 mount
+ * of a hybrid host (systemd's), where runc makes one too.
+ */
 export const CGROUP_CONTROLLERS = [
   'memory',
   'pids',
@@ -33,6 +36,7 @@ export const CGROUP_CONTROLLERS = [
   'freezer',
   'blkio',
   'systemd',
+  'unified',
 ] as const;
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$/;
