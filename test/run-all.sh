@@ -8,7 +8,7 @@
 # Much of a tier's time is spent waiting on an engine, not on the 2 cores, so independent work
 # runs in two lanes side by side, each line prefixed with its lane's name:
 #   1. the static checks and the unit tier | the Docker engine and images, then the cluster
-#   2. the Docker tiers and the contract cases on Docker | the Kubernetes tier and the contract
+#   2. the Docker and oci tiers and the contract cases on both | the Kubernetes tier and the contract
 #      cases on Kubernetes (the cluster has its own containerd)
 # Then, alone: the e2e tier, which measures the gateway's responsiveness under a hostile client,
 # and the disruptive tier, which restarts the cluster's components.
@@ -64,6 +64,9 @@ docker_lane() {
   step "docker tier (cold runs)" bash test/run.sh docker
   step "docker tier (warm pools)" bash test/run.sh docker-pools
   step "contract tier (Docker backend)" bash test/run.sh contract-docker
+  # The oci backend needs no engine on its path, only the images the engines lane built.
+  step "oci tier" bash test/run.sh oci
+  step "contract tier (oci backend)" bash test/run.sh contract-oci
   # Kubernetes files, here to even out the lanes: they need the cluster the engines lane started.
   step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
 }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-kube|kube-disruptive [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted). A tier that runs zero tests fails, as does one whose engine or cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-kube|kube-disruptive [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -15,6 +15,9 @@ case $tier in
   # comes from test/support (makeBackend, directly or through the shared cases), where pools change
   # the path a run or session takes.
   docker-pools) dirs=(test/integration/docker) && export SANDPIT_TEST_POOL=on ;;
+  # The oci backend (runc and runsc driven directly; needs root and the engine's images): the Docker
+  # tier's core properties and limits against it, its clean-up on every path and after a SIGKILL.
+  oci) dirs=(test/integration/oci) ;;
   # The warm-pool files run as a tier of their own, in the Docker lane (test/run-all.sh), so that
   # the two lanes take about as long; the burst of 100 runs loads the machine, so it runs alone.
   kube) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst)\.test\.ts$' ;;
@@ -26,7 +29,9 @@ case $tier in
   # Its halves, to run beside the other lane's tiers (test/run-all.sh): the Docker backend's file,
   # and the rest (the Kubernetes backend, and the gateway in Kubernetes mode).
   contract-docker) dirs=(test/contract) && only='/docker\.test\.ts$' ;;
-  contract-kube) dirs=(test/contract) && except='/docker\.test\.ts$' ;;
+  # The same cases against the oci backend.
+  contract-oci) dirs=(test/contract) && only='/oci\.test\.ts$' ;;
+  contract-kube) dirs=(test/contract) && except='/(docker|oci)\.test\.ts$' ;;
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;

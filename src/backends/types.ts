@@ -80,7 +80,7 @@ export interface RunFiles {
 }
 
 export interface SandboxBackend {
-  readonly name: 'docker' | 'kubernetes';
+  readonly name: 'docker' | 'kubernetes' | 'oci';
   start(spec: EffectiveSpec, options: StartOptions): RunExecution;
   /**
    * Where runs are recorded beyond the process that started them. Absent (Docker): only that

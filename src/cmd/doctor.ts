@@ -7,7 +7,7 @@ import { createAuditTrail } from '../observability/audit-trail.js';
 import { silentLogger } from '../observability/logger.js';
 import { toAppError } from '../shared/errors.js';
 import { parse, printHelp } from './args.js';
-import { kubernetesBackend } from './wiring.js';
+import { kubernetesBackend, ociBackend } from './wiring.js';
 
 export const DOCTOR_USAGE = `
 usage: sandpit doctor [--json] [--config PATH]
@@ -16,7 +16,9 @@ Checks Node.js, the configuration, the audit file, the Docker engine, the sandbo
 configured runtime, and names the fix for each missing piece. Exits 0 when everything is ready.
 With sandbox.backend: kubernetes it checks the cluster instead: the API server, the CRD, the
 operator's Lease, and the gateway's permissions in its namespace and in every namespace a token
-is mapped to (auth.tokens[].namespace).
+is mapped to (auth.tokens[].namespace). With sandbox.backend: oci it checks that this machine can
+run containers with the OCI runtime directly: root, cgroups, runc and runsc (their versions), and
+the sandbox images in the local engine.
 `;
 
 export interface Check {
@@ -65,6 +67,10 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     checks.push(await clusterCheck(config));
     return checks;
   }
+  if (config.sandbox.backend === 'oci') {
+    checks.push(...(await ociChecks(config)));
+    return checks;
+  }
   const backend = new DockerBackend({ socketPath: config.docker.socketPath });
   const health = await backend.health();
   if (!health.images) {
@@ -108,6 +114,45 @@ async function runChecks(configPath: string | undefined): Promise<Check[]> {
     });
   }
   return checks;
+}
+
+/**
+ * Whether this machine can run the oci backend: root, cgroups, runc and its version, runsc's
+ * version (gVisor, optional unless it is the configured runtime), and the sandbox images.
+ */
+async function ociChecks(config: Config): Promise<Check[]> {
+  const backend = ociBackend(config);
+  const host = await backend.checkHost();
+  const health = await backend.health();
+  const wantsRunsc = config.sandbox.runtime === 'runsc';
+  const missing = health.images?.missing ?? [];
+  return [
+    host.root
+      ? { name: 'root', ok: true, detail: 'running as root' }
+      : { name: 'root', ok: false, detail: 'not root', fix: 'run the oci backend as root' },
+    host.cgroups
+      ? { name: 'cgroups', ok: true, detail: host.cgroups }
+      : { name: 'cgroups', ok: false, detail: 'no memory controller', fix: 'mount the cgroup hierarchy' },
+    host.runc
+      ? { name: 'runc', ok: true, detail: `${host.runc} at ${config.oci.runcPath}` }
+      : { name: 'runc', ok: false, detail: `no runc at ${config.oci.runcPath}`, fix: 'apt-get install runc' },
+    host.runsc
+      ? { name: 'runsc', ok: true, detail: `${host.runsc} at ${config.oci.runscPath} (gVisor)` }
+      : {
+          name: 'runsc',
+          ok: !wantsRunsc,
+          detail: `no runsc at ${config.oci.runscPath}${wantsRunsc ? '' : ' (gVisor is optional)'}`,
+          fix: 'apt-get install runsc',
+        },
+    missing.length
+      ? {
+          name: 'images',
+          ok: false,
+          detail: `missing ${missing.join(', ')}`,
+          fix: 'sandpit images build (as root; the oci backend unpacks the local engine’s images)',
+        }
+      : { name: 'images', ok: true, detail: (health.images?.present ?? []).join(', ') },
+  ];
 }
 
 /** The Kubernetes backend's health: the cluster, the operator, and the permissions in every namespace. */

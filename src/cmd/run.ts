@@ -8,7 +8,7 @@ import { AppError } from '../shared/errors.js';
 import { envInput, parse, printHelp, readStdin, resourcesOf, splitAtDashDash, toInt } from './args.js';
 import { exitCodeOf, printEnding } from './output.js';
 import { shutdownSignal } from './process.js';
-import { loadContext, wireDocker } from './wiring.js';
+import { loadContext, wireDocker, wireOci } from './wiring.js';
 
 export const RUN_USAGE = `
 usage: sandpit run [options] [FILE] [-- ARGV...]
@@ -76,7 +76,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   );
   // A terminal command: only warnings and errors on stderr unless asked (--verbose shows the audit line).
   const ctx = loadContext({ configPath: values.config, ...(values.verbose ? {} : { logLevel: 'warn' }) });
-  const { service } = await wireDocker(ctx, { pools: false });
+  const { service } =
+    ctx.config.sandbox.backend === 'oci'
+      ? await wireOci(ctx, { reaping: false })
+      : await wireDocker(ctx, { pools: false });
   const stop = shutdownSignal();
   try {
     const shown = { stdout: 0, stderr: 0 };

@@ -5,7 +5,11 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { RunRequestSchema } from '../api/run.js';
+import { homedir } from 'node:os';
+import Docker from 'dockerode';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
+import { OciBackend } from '../backends/oci/oci-backend.js';
+import { BUILTIN_TEMPLATES } from '../policy/templates.js';
 import type { SandboxBackend } from '../backends/types.js';
 import { auditFileFor } from '../config/audit.js';
 import { defaultStateDir } from '../config/instance.js';
@@ -149,14 +153,59 @@ export interface BackendWiring {
   metrics: Metrics;
 }
 
-/** The backend `sandbox.backend` names (docker or kubernetes), and the service over it. */
+/** The backend `sandbox.backend` names (docker, kubernetes or oci), and the service over it. */
 export async function wireBackend(
   ctx: Context,
   options: { defaultMetrics?: boolean; tolerateEngineDown?: boolean; instanceId?: string } = {},
 ): Promise<BackendWiring> {
-  return ctx.config.sandbox.backend === 'kubernetes'
-    ? wireKubernetes(ctx, options)
-    : wireDocker(ctx, options);
+  switch (ctx.config.sandbox.backend) {
+    case 'kubernetes':
+      return wireKubernetes(ctx, options);
+    case 'oci':
+      return wireOci(ctx, options);
+    case 'docker':
+      return wireDocker(ctx, options);
+  }
+}
+
+/** The OCI backend the config describes (`oci:`), its runtimes' binaries and folders. */
+export function ociBackend(config: Config, extra: { logger?: Logger; metrics?: Metrics } = {}): OciBackend {
+  const cache = process.env.XDG_CACHE_HOME?.startsWith('/')
+    ? process.env.XDG_CACHE_HOME
+    : join(process.env.HOME || homedir(), '.cache');
+  return new OciBackend({
+    docker: new Docker({ socketPath: config.docker.socketPath }),
+    layout: {
+      runDir: config.oci.runDir,
+      rootfsDir: config.oci.rootfsDir ?? join(cache, 'sandpit', 'oci', 'rootfs'),
+      cgroupRoot: '/sys/fs/cgroup',
+    },
+    binaries: { runc: config.oci.runcPath, runsc: config.oci.runscPath },
+    images: BUILTIN_TEMPLATES.map((t) => t.image),
+    imageRefreshMs: config.oci.imageRefreshSeconds * 1000,
+    ...extra,
+  });
+}
+
+/**
+ * The OCI backend (runc or runsc driven directly, no engine on the critical path) and the service
+ * over it, with the leftovers of dead sandpit processes reaped first. `reaping: false` (one-shot
+ * commands): no periodic reaper.
+ */
+export async function wireOci(
+  ctx: Context,
+  options: { defaultMetrics?: boolean; reaping?: boolean } = {},
+): Promise<BackendWiring> {
+  const { config, logger } = ctx;
+  const metrics = createMetrics(options);
+  const backend = ociBackend(config, { logger, metrics });
+  const reaped = await backend.reap();
+  if (reaped.removed.length) {
+    logger.info({ containers: reaped.removed }, 'removed containers left behind by crashed runs');
+  }
+  if (options.reaping !== false) backend.startReaping(REAP_INTERVAL_MS);
+  const service = await createService(ctx, { backend, policy: policyFromConfig(config), metrics });
+  return { service, backend, metrics };
 }
 
 /**

@@ -51,6 +51,8 @@ const list = () =>
     z.array(z.string().min(1), { error: 'expected a list (YAML list, or comma-separated text)' }),
   );
 
+const absolutePath = () => z.string().regex(/^\/./, { error: 'expected an absolute path' });
+
 const quantity = (form: string, parse: (v: string | number) => number | undefined) =>
   z.union([z.string(), z.number()], { error: `expected ${form}` }).transform((v, ctx) => {
     const n = parse(v);
@@ -283,7 +285,7 @@ export const ConfigSchema = z
     sandbox: z
       .object({
         backend: z
-          .enum(['docker', 'kubernetes'], { error: 'expected docker or kubernetes' })
+          .enum(['docker', 'kubernetes', 'oci'], { error: 'expected docker, kubernetes or oci' })
           .default('docker'),
         imageAllowlist: list().optional(),
         maxCpu: cpu().default(1000),
@@ -380,6 +382,22 @@ export const ConfigSchema = z
           .describe(
             "Disk for runs' output files (outputs) under the state directory, per gateway process; past it the oldest runs' files go first",
           ),
+      })
+      .strict()
+      .prefault({}),
+    oci: z
+      .object({
+        runDir: absolutePath()
+          .default('/run/sandpit/oci')
+          .describe("The oci backend's bundles, runtime state and shared /etc files (sandpit's alone)"),
+        rootfsDir: absolutePath()
+          .optional()
+          .describe('Unpacked sandbox images (default: ${XDG_CACHE_HOME:-~/.cache}/sandpit/oci/rootfs)'),
+        runcPath: absolutePath().default('/usr/sbin/runc'),
+        runscPath: absolutePath().default('/usr/bin/runsc'),
+        imageRefreshSeconds: int(1, 3600)
+          .default(2)
+          .describe('How often an image tag is checked against the engine for a new image'),
       })
       .strict()
       .prefault({}),

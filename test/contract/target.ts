@@ -66,7 +66,7 @@ export class CountingBackend implements SandboxBackend {
 }
 
 export interface ContractTarget {
-  name: 'docker' | 'kubernetes';
+  name: 'docker' | 'kubernetes' | 'oci';
   service: SandpitService;
   backend: CountingBackend;
   /** Sandboxes (containers, pods) that exist for this run, in any state. */

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { RunRequestSchema, type RunRequestInput, type RunResult } from '../../src/api/run.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
+import type { SandboxBackend } from '../../src/backends/types.js';
 import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
 import { sessionShape } from '../../src/backends/docker/session/docker-sessions.js';
@@ -89,7 +90,7 @@ export function runId(prefix = 't'): string {
 
 /** Runs a request to its result and waits until its container is gone. */
 export async function runToEnd(
-  backend: DockerBackend,
+  backend: SandboxBackend,
   request: RunRequestInput,
   options: PolicyOptions = {},
 ): Promise<RunResult> {

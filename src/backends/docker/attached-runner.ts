@@ -4,29 +4,16 @@
  * exit and removal stay off the caller's critical path.
  */
 import type Docker from 'dockerode';
-import { CANCELLED_FACTS, failedFacts, type RunFacts } from '../../api/outcome.js';
+import type { RunFacts } from '../../api/outcome.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { OutputChunk } from '../../runner/capture.js';
 import type { EgressGate } from '../../egress/socket-gates.js';
-import {
-  EGRESS_PROTOCOL_VERSION,
-  EGRESS_SOCKET_PATH,
-  encodeJob,
-  newChannelKey,
-  OUTPUTS_PROTOCOL_VERSION,
-  outputWindow,
-} from '../../runner/protocol.js';
-import { checkRunnerVersion, RunnerReader, type RunnerOutcome } from '../../runner/reader.js';
-import { onAbort } from '../../shared/abort.js';
+import { EGRESS_SOCKET_PATH } from '../../runner/protocol.js';
+import { RunnerReader } from '../../runner/reader.js';
+import { runJob, runnerReady, type JobResult, type RunnerSandbox } from '../runner-job.js';
 import { AttachedContainer } from './attached-container.js';
 
-/** How long after the runner's own deadline the engine kills the container from outside. */
-export const OUTER_DEADLINE_GRACE_MS = 1000;
-
-export interface JobResult {
-  outcome: RunnerOutcome;
-  facts: RunFacts;
-}
+export { OUTER_DEADLINE_GRACE_MS, type JobResult } from '../runner-job.js';
 
 export class AttachedRunner {
   readonly reader: RunnerReader;
@@ -34,7 +21,6 @@ export class AttachedRunner {
   readonly gate: EgressGate | undefined;
   private readonly attached: AttachedContainer;
   private readonly image: string;
-  private version = 0;
 
   private constructor(
     attached: AttachedContainer,
@@ -85,70 +71,29 @@ export class AttachedRunner {
    * IMAGE_OUTDATED when the image's runner is older than this code's protocol.
    */
   async ready(): Promise<boolean> {
-    const version = await Promise.race([this.reader.ready, this.ended.then(() => undefined)]);
-    if (version === undefined) return false;
-    checkRunnerVersion(version, this.image);
-    this.version = version;
-    return true;
+    return (await runnerReady(this.sandbox)) !== undefined;
   }
 
   /** Runs the one job. Deadline: the runner's own, and the engine's kill OUTER_DEADLINE_GRACE_MS later. */
-  async run(
-    spec: EffectiveSpec,
-    onChunk: (c: OutputChunk) => void,
-    signal?: AbortSignal,
-  ): Promise<JobResult> {
-    await this.ready();
-    const outputs = spec.outputs.entries.length > 0;
-    if (outputs)
-      checkRunnerVersion(this.version, this.image, {
-        version: OUTPUTS_PROTOCOL_VERSION,
-        what: 'returning output files',
-      });
-    const egress = spec.network.egress === 'allowlist';
-    if (egress) {
-      checkRunnerVersion(this.version, this.image, { version: EGRESS_PROTOCOL_VERSION, what: 'egress' });
-      if (!this.gate?.tenant) throw new Error('an egress run needs its sandbox gate bound to it');
-    }
-    const key = newChannelKey();
-    this.reader.begin(
-      outputWindow(spec.limits.outputBytes),
-      key,
-      onChunk,
-      outputs ? spec.outputs.caps : undefined,
-    );
-    let killedBy: 'deadline' | 'cancel' | undefined;
-    const kill = (why: 'deadline' | 'cancel'): void => {
-      killedBy ??= why;
-      void this.kill();
+  run(spec: EffectiveSpec, onChunk: (c: OutputChunk) => void, signal?: AbortSignal): Promise<JobResult> {
+    return runJob(this.sandbox, spec, onChunk, signal);
+  }
+
+  /** This container as the shared job code drives it. */
+  private get sandbox(): RunnerSandbox {
+    return {
+      reader: this.reader,
+      image: this.image,
+      ended: this.ended,
+      egressSocket: this.gate?.tenant ? EGRESS_SOCKET_PATH : undefined,
+      write: (parts) => this.attached.write(parts),
+      kill: () => this.kill(),
+      endWithoutReport: (deadline) => this.factsWithoutReport(deadline),
     };
-    const timer = setTimeout(
-      () => kill('deadline'),
-      spec.limits.timeoutSeconds * 1000 + OUTER_DEADLINE_GRACE_MS,
-    );
-    const detach = onAbort(signal, () => kill('cancel'));
-    try {
-      const job = encodeJob(spec, { key, ...(egress ? { egressSocket: EGRESS_SOCKET_PATH } : {}) });
-      this.attached.write([job]).catch(() => {});
-      await Promise.race([this.reader.done, this.ended]);
-    } finally {
-      clearTimeout(timer);
-      detach();
-    }
-    const outcome = this.reader.outcome();
-    if (killedBy === 'cancel') {
-      return { outcome, facts: CANCELLED_FACTS };
-    }
-    if (outcome.exit) {
-      const { exitCode, timedOut, oomKilled } = outcome.exit;
-      return { outcome, facts: { exitCode, timedOut, oomKilled, cancelled: false } };
-    }
-    return { outcome, facts: await this.factsWithoutReport(outcome, killedBy === 'deadline') };
   }
 
   /** The runner never reported (it was killed with its sandbox, e.g. gVisor's whole-sandbox OOM): ask the engine. */
-  private async factsWithoutReport(outcome: RunnerOutcome, deadline: boolean): Promise<RunFacts> {
-    if (outcome.failure !== undefined) return failedFacts(outcome.failure);
+  private async factsWithoutReport(deadline: boolean): Promise<RunFacts> {
     try {
       await this.container.wait();
       const info = await this.container.inspect();

@@ -4,27 +4,28 @@
  */
 import type Docker from 'dockerode';
 import type { RunnerMode, SandboxShape } from '../../policy/shape.js';
-import { buildSeccompProfile } from '../../policy/seccomp.js';
 import { LABELS, MANAGED_BY } from './labels.js';
 import { EGRESS_SOCKET_DIR, RUNNER_PATH } from '../../runner/protocol.js';
+import {
+  isGvisor,
+  pidsLimit,
+  RESOLVER_OPTIONS,
+  sandboxRlimits,
+  sandboxTmpfs,
+  SANDBOX_HOSTNAME,
+  SANDBOX_USER,
+  seccompProfileFor,
+  SHM_BYTES,
+  UNROUTABLE_NAMESERVER,
+} from '../hardening.js';
 
-export const SANDBOX_USER = '1000:1000';
-
-/**
- * The sandbox's only nameserver: TEST-NET-1 (RFC 5737), reserved and never routed. With no route
- * at all in the sandbox, a lookup fails with ENETUNREACH before any packet exists, whereas an
- * empty resolv.conf would make glibc query 127.0.0.1 and send packets on the sandbox's loopback.
- */
-export const UNROUTABLE_NAMESERVER = '192.0.2.1';
+export { RUNSC_PIDS_OVERHEAD, SANDBOX_USER, UNROUTABLE_NAMESERVER } from '../hardening.js';
 
 /** sandpit's seccomp profile as the Engine API takes it; gVisor applies it inside (runsc --oci-seccomp). */
 const SECCOMP = {
-  default: `seccomp=${JSON.stringify(buildSeccompProfile({ gvisor: false }))}`,
-  runsc: `seccomp=${JSON.stringify(buildSeccompProfile({ gvisor: true }))}`,
+  default: `seccomp=${JSON.stringify(seccompProfileFor({ runtime: undefined }))}`,
+  runsc: `seccomp=${JSON.stringify(seccompProfileFor({ runtime: 'runsc' }))}`,
 };
-
-/** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
-export const RUNSC_PIDS_OVERHEAD = 384;
 
 /**
  * The runtime an egress sandbox runs in where it asked for runsc: runsc with --host-uds=open, so
@@ -63,7 +64,7 @@ export function buildContainerConfig(
   options: ContainerOptions,
 ): Docker.ContainerCreateOptions {
   const { limits } = shape;
-  const runsc = shape.runtime === 'runsc';
+  const runsc = isGvisor(shape);
   const session = options.mode === 'session' ? options.session : undefined;
   const egressDir = egressDirOf(shape, options);
   return {
@@ -92,26 +93,20 @@ export function buildContainerConfig(
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
-    Hostname: 'sandbox',
+    Hostname: SANDBOX_HOSTNAME,
     HostConfig: {
       NetworkMode: 'none',
       Dns: [UNROUTABLE_NAMESERVER],
-      DnsOptions: ['attempts:1', 'timeout:1'],
+      DnsOptions: [...RESOLVER_OPTIONS],
       DnsSearch: [],
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
       NanoCpus: limits.cpuMilli * 1_000_000,
-      PidsLimit: runsc ? limits.pids + RUNSC_PIDS_OVERHEAD : limits.pids,
-      Ulimits: [
-        { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
-        { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
-        { Name: 'core', Soft: 0, Hard: 0 },
-      ],
+      PidsLimit: pidsLimit(shape),
+      Ulimits: sandboxRlimits(limits).map((r) => ({ Name: r.name, Soft: r.soft, Hard: r.hard })),
       ReadonlyRootfs: true,
-      Tmpfs: {
-        '/tmp': `rw,exec,nosuid,nodev,size=${limits.tmpBytes},mode=1777`,
-        [shape.workdir]: `rw,exec,nosuid,nodev,size=${limits.workspaceBytes},uid=1000,gid=1000,mode=0755`,
-      },
+      Tmpfs: Object.fromEntries(sandboxTmpfs(shape).map((m) => [m.path, m.options.join(',')])),
+      ShmSize: SHM_BYTES,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges', runsc ? SECCOMP.runsc : SECCOMP.default],
       Privileged: false,

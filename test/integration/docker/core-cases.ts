@@ -4,19 +4,22 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import type { SandboxBackend } from '../../../src/backends/types.js';
 import { makeBackend, runToEnd } from '../../support/docker.js';
 import { engineStretch } from '../../support/timing.js';
 
-/** `runtime` undefined: the engine's default runtime (runc), which is also what the warm pools hold. */
-export function coreCases(runtime?: 'runsc'): void {
+/**
+ * `runtime` undefined: the engine's default runtime (runc), which is also what the warm pools hold.
+ * `make`: the backend under test (the oci tier runs the same cases against its own).
+ */
+export function coreCases(runtime?: 'runsc', make: () => Promise<SandboxBackend> = makeBackend): void {
   describe(`core properties (${runtime ?? 'default runtime'})`, () => {
-    let backend: DockerBackend;
+    let backend: SandboxBackend;
     /** How much slower than an idle machine the engine is now: the deadline's slack stretches by it. */
     let slow = 1;
     const opts = runtime ? { defaultRuntime: runtime, allowedRuntimes: [runtime] } : {};
     before(async () => {
-      backend = await makeBackend();
+      backend = await make();
       slow = await engineStretch(backend);
     });
     after(() => backend.close());

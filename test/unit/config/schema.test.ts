@@ -64,7 +64,7 @@ describe('ConfigSchema rejects with the accepted form', () => {
     ['disableNetwork', 2, /expected true or false/],
     ['imageAllowlist', 5, /expected a list \(YAML list, or comma-separated text\)/],
     ['imageAllowlist', [''], /./],
-    ['backend', 'lxc', /expected docker or kubernetes/],
+    ['backend', 'lxc', /expected docker, kubernetes or oci/],
     ['runtime', '-runsc', /expected a runtime name like runsc/],
     ['runtime', 'RUNSC', /expected a runtime name like runsc/],
   ];

@@ -17,7 +17,8 @@ import { createTenant } from '../../../egress/tenant.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
-import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
+import { adoptedSpec, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
+import { openRunnerSession } from '../../session-channel.js';
 import { RunnerSession } from '../../session-sandbox.js';
 import type {
   AdoptedSession,
@@ -34,8 +35,6 @@ import type { PoolManager } from '../pool/pool-manager.js';
 import { SessionContainer } from './session-container.js';
 import { sessionEnd } from '../../../runner/session-end.js';
 
-const READY_TIMEOUT_MS = 30_000;
-const OPEN_TIMEOUT_MS = 10_000;
 /** How long a runner found at start-up has to answer the resync before it counts as gone. */
 const RESYNC_TIMEOUT_MS = 10_000;
 /** A cold container's runner exits if nobody opens its session in this time (a crash mid-create). */
@@ -93,12 +92,14 @@ export class DockerSessions implements SessionBackend {
     const shape = sessionShape(spec);
     const warm = this.claimWarm(shape, sessionId);
     const container = warm ?? (await this.startCold(shape, options));
+    const meta = { sessionId, principal, createdAt: Date.now() };
     try {
-      const opening = this.open(container, spec, {
-        meta: { sessionId, principal, createdAt: Date.now() },
+      const session = await openRunnerSession(container, spec, {
+        meta,
         served: warm ? 'warm' : 'cold',
+        signal,
+        bindEgress: () => this.bindGate(container, spec, meta),
       });
-      const session = await (signal ? raceAbort(opening, signal) : opening);
       this.track(session, container);
       return session;
     } catch (e) {
@@ -160,38 +161,15 @@ export class DockerSessions implements SessionBackend {
     }
   }
 
-  private async open(
-    container: SessionContainer,
-    spec: EffectiveSessionSpec,
-    { meta, served }: { meta: Omit<SessionMeta, 'v' | 'spec'>; served: 'warm' | 'cold' },
-  ): Promise<RunnerSession> {
-    const ready = await withTimeout(
-      container.ready(),
-      READY_TIMEOUT_MS,
-      'the session container did not report ready',
-    );
-    if (!ready)
-      throw new AppError(
-        'BACKEND_ERROR',
-        container.diagnosis('the session container stopped before it was ready'),
-      );
-    const egress = spec.network.egress === 'allowlist';
-    if (egress) await this.bindGate(container, spec, meta);
-    const client = container.connect();
-    await withTimeout(
-      client.open({ ...openRequest(spec, meta), ...(egress ? { egressSocket: EGRESS_SOCKET_PATH } : {}) }),
-      OPEN_TIMEOUT_MS,
-      "the session's runner did not answer its open request",
-    );
-    return new RunnerSession({ sessionId: meta.sessionId, client, host: container, spec, served });
-  }
-
-  /** The session's allowlist goes to its sandbox's gate: from now on its connections are the session's. */
+  /**
+   * The session's allowlist goes to its sandbox's gate: from now on its connections are the
+   * session's. The proxy socket's path inside the sandbox, for the open request.
+   */
   private async bindGate(
     container: SessionContainer,
     spec: EffectiveSessionSpec,
     meta: Pick<SessionMeta, 'sessionId' | 'principal'>,
-  ): Promise<void> {
+  ): Promise<string> {
     const version = (await container.protocol()) ?? 0;
     if (version < EGRESS_SESSION_VERSION)
       throw new AppError(
@@ -201,6 +179,7 @@ export class DockerSessions implements SessionBackend {
       );
     if (!container.gate) throw new Error('an egress session needs its sandbox gate');
     container.gate.bind(createTenant({ sessionId: meta.sessionId }, meta.principal, spec.network));
+    return EGRESS_SOCKET_PATH;
   }
 
   private track(session: RunnerSession, container: SessionContainer): void {
@@ -321,12 +300,4 @@ export function namedSession(c: Docker.ContainerInfo): Pick<LostSession, 'sessio
   const name = c.Names[0]?.replace(/^\//, '') ?? '';
   const fromName = name.startsWith(SESSION_NAME_PREFIX) ? name.slice(SESSION_NAME_PREFIX.length) : undefined;
   return { sessionId: c.Labels[LABELS.session] ?? fromName, principal: c.Labels[LABELS.principal] };
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(cancelled(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

@@ -4,16 +4,12 @@
  * ready (or, when adopted, at once: the resync then comes first), and tells how it ended.
  */
 import type Docker from 'dockerode';
-import { SessionClient } from '../../../runner/session-client.js';
-import {
-  KEY_BYTES,
-  MIN_SESSION_PROTOCOL_VERSION,
-  READY_FRAME_BYTES,
-  readyFrameVersion,
-} from '../../../runner/session-protocol.js';
+import type { SessionClient } from '../../../runner/session-client.js';
+import { KEY_BYTES } from '../../../runner/session-protocol.js';
 import { AppError } from '../../../shared/errors.js';
 import { within } from '../../../shared/time.js';
 import type { SandboxEnd } from '../../sessions.js';
+import { SessionChannel } from '../../session-channel.js';
 import type { SessionHost } from '../../session-sandbox.js';
 import type { EgressGate } from '../../../egress/socket-gates.js';
 import { AttachedContainer } from '../attached-container.js';
@@ -28,34 +24,13 @@ export class SessionContainer implements SessionHost {
   gate: EgressGate | undefined;
   private readonly attached: AttachedContainer;
   private readonly image: string;
-  /** The runner's channel key, from the container's label. */
-  private readonly key: Buffer;
-  private head: Buffer[] = [];
-  private headBytes = 0;
-  /** Leading bytes that are the ready frame: none when adopted (the runner sent it long ago). */
-  private readyBytes = READY_FRAME_BYTES;
-  private client: SessionClient | undefined;
-  private readyResolve!: (version: number | undefined) => void;
-  private readonly version = new Promise<number | undefined>((r) => (this.readyResolve = r));
+  private readonly channel: SessionChannel;
 
-  private constructor(
-    attached: AttachedContainer,
-    image: string,
-    labels: Record<string, string> | undefined,
-  ) {
+  private constructor(attached: AttachedContainer, image: string, channel: SessionChannel) {
     this.attached = attached;
     this.image = image;
-    const key = Buffer.from(labels?.[LABELS.channelKey] ?? '', 'hex');
-    if (key.length !== KEY_BYTES)
-      throw new AppError(
-        'BACKEND_ERROR',
-        `session container ${attached.container.id} has no channel key label`,
-      );
-    this.key = key;
-    void attached.ended.then(() => {
-      this.readyResolve(undefined);
-      this.client?.transportClosed('the container stopped');
-    });
+    this.channel = channel;
+    void attached.ended.then(() => channel.stopped());
   }
 
   /**
@@ -67,29 +42,25 @@ export class SessionContainer implements SessionHost {
     config: Docker.ContainerCreateOptions,
     gate?: EgressGate,
   ): Promise<SessionContainer> {
-    const early = new EarlyBytes();
+    const channel = new SessionChannel(channelKey(config.Labels, config.name ?? '?'));
     let attached: AttachedContainer;
     try {
-      attached = await AttachedContainer.start(docker, config, early.sink);
+      attached = await AttachedContainer.start(docker, config, (b) => channel.push(b));
     } catch (e) {
       await gate?.close();
       throw e;
     }
-    const self = new SessionContainer(attached, config.Image ?? '?', config.Labels);
+    const self = new SessionContainer(attached, config.Image ?? '?', channel);
     self.gate = gate;
-    early.hand((b) => self.onStdout(b));
     return self;
   }
 
   /** Attaches to a running session container another gateway made: no ready frame comes, a resync must. */
   static async adopt(docker: Docker, found: Docker.ContainerInfo): Promise<SessionContainer> {
-    const early = new EarlyBytes();
-    const attached = await AttachedContainer.attachTo(docker.getContainer(found.Id), early.sink);
-    const self = new SessionContainer(attached, found.Image, found.Labels);
-    self.readyBytes = 0;
-    self.readyResolve(MIN_SESSION_PROTOCOL_VERSION);
-    early.hand((b) => self.onStdout(b));
-    return self;
+    const channel = new SessionChannel(channelKey(found.Labels, found.Id));
+    channel.adopted();
+    const attached = await AttachedContainer.attachTo(docker.getContainer(found.Id), (b) => channel.push(b));
+    return new SessionContainer(attached, found.Image, channel);
   }
 
   get container(): Docker.Container {
@@ -108,52 +79,22 @@ export class SessionContainer implements SessionHost {
     return this.attached.ended;
   }
 
-  private onStdout(b: Buffer): void {
-    if (this.client) return this.client.push(b);
-    const before = this.headBytes;
-    this.head.push(b);
-    this.headBytes += b.length;
-    if (before >= this.readyBytes || this.headBytes < this.readyBytes) return;
-    const joined = Buffer.concat(this.head);
-    this.head = [joined];
-    this.readyResolve(readyFrameVersion(joined) ?? -1);
-  }
-
   /** The runner's session protocol, once it said it is ready (adopted: the oldest accepted). */
-  async protocol(): Promise<number | undefined> {
-    return this.version;
+  protocol(): Promise<number | undefined> {
+    return this.channel.protocol();
   }
 
   /**
    * True once the runner waits for a session, false when the container ended first; throws
    * IMAGE_OUTDATED when the image's runner has no session mode, or an older one.
    */
-  async ready(): Promise<boolean> {
-    const version = await this.version;
-    const outdated = (why: string): AppError =>
-      new AppError('IMAGE_OUTDATED', `the runner in image ${this.image} ${why}`, {
-        hint: 'rebuild the sandbox images: `sandpit images build`',
-      });
-    if (version === undefined) {
-      if (/usage: sandpit-runner/.test(this.attached.stderr)) throw outdated('has no session mode');
-      return false;
-    }
-    if (version < MIN_SESSION_PROTOCOL_VERSION)
-      throw outdated(
-        `speaks session protocol ${version}; this sandpit needs ${MIN_SESSION_PROTOCOL_VERSION} or later`,
-      );
-    return true;
+  ready(): Promise<boolean> {
+    return this.channel.ready(this.image, () => this.attached.stderr);
   }
 
-  /** The client of this container's runner, whose records start with `key`. */
+  /** The client of this container's runner. */
   connect(): SessionClient {
-    const client = new SessionClient({ write: (parts) => this.attached.write(parts) }, this.key);
-    const rest = Buffer.concat(this.head).subarray(this.readyBytes);
-    this.head = [];
-    this.client = client;
-    if (!this.attached.alive) client.transportClosed('the container stopped');
-    else if (rest.length) client.push(rest);
-    return client;
+    return this.channel.connect((parts) => this.attached.write(parts), this.attached.alive);
   }
 
   diagnosis(message: string): string {
@@ -193,18 +134,10 @@ export class SessionContainer implements SessionHost {
   }
 }
 
-/** Bytes that arrive before their reader exists, kept and then handed over in order. */
-class EarlyBytes {
-  private kept: Buffer[] = [];
-  private to: ((b: Buffer) => void) | undefined;
-  readonly sink = (b: Buffer): void => {
-    if (this.to) this.to(b);
-    else this.kept.push(b);
-  };
-
-  hand(to: (b: Buffer) => void): void {
-    this.to = to;
-    for (const b of this.kept) to(b);
-    this.kept = [];
-  }
+/** The runner's channel key, from the container's label. */
+function channelKey(labels: Record<string, string> | undefined, name: string): Buffer {
+  const key = Buffer.from(labels?.[LABELS.channelKey] ?? '', 'hex');
+  if (key.length !== KEY_BYTES)
+    throw new AppError('BACKEND_ERROR', `session container ${name} has no channel key label`);
+  return key;
 }

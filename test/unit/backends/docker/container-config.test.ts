@@ -149,6 +149,10 @@ describe('filesystem', () => {
     });
   });
 
+  test('/dev/shm is size-limited, stated rather than left to the daemon default', () => {
+    assert.equal(host().ShmSize, 64 * MiB);
+  });
+
   test('the workspace tmpfs follows the workdir', () => {
     const c = build({ workdir: '/home/sandbox' });
     assert.equal(c.WorkingDir, '/home/sandbox');
