@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { classify, failedFacts } from '../api/outcome.js';
 import { buildResult } from '../api/result.js';
-import { RunRequestSchema, type RunResult } from '../api/run.js';
+import { RunRequestSchema, type RunRequest, type RunResult } from '../api/run.js';
 import { parseInput } from '../api/validate.js';
 import type { RunExecution } from '../backends/types.js';
 import { buildRunAudit } from '../observability/audit.js';
@@ -15,7 +15,9 @@ import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import { onAbort } from '../shared/abort.js';
 import { AppError, policyDenied, toAppError } from '../shared/errors.js';
 import type { GatewayDeps } from './deps.js';
+import { idempotencyKey, keyConflict, keyedRunId, ProcessKeys, requestDigest } from './idempotency.js';
 import { LiveOutput, type LiveChunk } from './live-output.js';
+import { followRecord } from './run-follow.js';
 import type { Principal } from './principal.js';
 import { RunStore, type HistoryOptions, type RunRecord } from './run-store.js';
 
@@ -36,12 +38,33 @@ export interface StartRunOptions {
   onOutput?: ((chunk: LiveChunk) => void) | undefined;
 }
 
+/** A run asked for under an idempotency key. */
+interface Keyed {
+  requestId: string;
+  /** idempotencyKey(principal, requestId) */
+  key: string;
+  /** requestDigest(request) */
+  digest: string;
+  /** Ends this start's claim on the key: its record exists now, or it was refused. */
+  started?: () => void;
+}
+
+interface Launch {
+  spec: EffectiveSpec;
+  principal: Principal;
+  release: () => void;
+  options: StartRunOptions;
+  runId: string;
+  keyed: Keyed | undefined;
+}
+
 interface LaunchedRun {
   execution: RunExecution;
   /** Settles once every chunk of output has been handed on. */
   relayed: Promise<void>;
   record: RunRecord;
   spec: EffectiveSpec;
+  keyed: Keyed | undefined;
 }
 
 export function newRunId(): string {
@@ -51,6 +74,10 @@ export function newRunId(): string {
 export class RunUseCases {
   private readonly deps: GatewayDeps;
   private readonly store: RunStore;
+  /** Keys used in this process (backends whose runs only this process knows). */
+  private readonly keys = new ProcessKeys();
+  /** Starts under a key in progress, so that a second start of the key waits for the first. */
+  private readonly starting = new Map<string, Promise<void>>();
 
   constructor(deps: GatewayDeps, history: Partial<HistoryOptions> = {}) {
     this.deps = deps;
@@ -59,22 +86,36 @@ export class RunUseCases {
 
   /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
   plan(input: unknown, principal: Principal): EffectiveSpec {
+    return this.admit(input, principal).spec;
+  }
+
+  private admit(input: unknown, principal: Principal): { request: RunRequest; spec: EffectiveSpec } {
     const request = parseInput(RunRequestSchema, input, 'run request');
     const evaluation = evaluate(request, this.deps.policy, principal.scope);
     if (!evaluation.ok) throw policyDenied(evaluation.violations);
-    return evaluation.spec;
+    return { request, spec: evaluation.spec };
   }
 
   /**
    * Starts a run once a slot is free. Rejects (before any sandbox exists) with INVALID_REQUEST,
-   * POLICY_DENIED, AUDIT_UNAVAILABLE or BUSY; afterwards every outcome is a result.
+   * POLICY_DENIED, CONFLICT, AUDIT_UNAVAILABLE or BUSY; afterwards every outcome is a result. A
+   * request with a `requestId` the principal used before gets that run (idempotency.ts).
    */
   async start(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunHandle> {
-    const { metrics, logger, slots, audit } = this.deps;
+    const { metrics, slots, audit } = this.deps;
     let spec: EffectiveSpec;
+    let keyed: Keyed | undefined;
     let release: () => void;
     try {
-      spec = this.plan(input, principal);
+      const admitted = this.admit(input, principal);
+      spec = admitted.spec;
+      const { requestId } = admitted.request;
+      if (requestId !== undefined) {
+        keyed = { requestId, key: idempotencyKey(principal.id, requestId), digest: '' };
+        keyed.digest = requestDigest(admitted.request);
+        const repeat = await this.repeatOf(keyed, principal, options);
+        if (repeat) return repeat;
+      }
       audit.assertAvailable();
       metrics.queuedRuns.inc();
       try {
@@ -83,15 +124,68 @@ export class RunUseCases {
         metrics.queuedRuns.dec();
       }
     } catch (e) {
-      const err = toAppError(e);
-      metrics.rejected.inc({ code: err.code });
-      logger.info(
-        { principal: principal.name, errorCode: err.code, violations: err.violations },
-        'run refused',
-      );
-      throw err;
+      keyed?.started?.();
+      throw this.refused(e, principal);
     }
-    return this.launch(spec, principal, release, options);
+    const runId = keyed && this.shared ? keyedRunId(keyed.key) : newRunId();
+    try {
+      return this.launch({ spec, principal, release, options, runId, keyed });
+    } finally {
+      keyed?.started?.();
+    }
+  }
+
+  private refused(e: unknown, principal: Principal): AppError {
+    const err = toAppError(e);
+    this.deps.metrics.rejected.inc({ code: err.code });
+    this.deps.logger.info(
+      { principal: principal.name, errorCode: err.code, violations: err.violations },
+      'run refused',
+    );
+    return err;
+  }
+
+  /** Whether the backend records runs for every gateway process: then a key names its run there. */
+  private get shared(): boolean {
+    return this.deps.backend.runs !== undefined;
+  }
+
+  /**
+   * The run a key already names in this process, followed; undefined when the key is new here (on a
+   * backend that records runs, the backend then finds or makes the run under the key's name). A
+   * start of the same key in progress is waited for first, so that two at once make one run.
+   */
+  private async repeatOf(
+    keyed: Keyed,
+    principal: Principal,
+    options: StartRunOptions,
+  ): Promise<RunHandle | undefined> {
+    for (let pending = this.starting.get(keyed.key); pending; pending = this.starting.get(keyed.key)) {
+      await pending;
+    }
+    const used = this.shared ? undefined : this.keys.get(keyed.key);
+    const runId = this.shared ? keyedRunId(keyed.key) : used?.runId;
+    if (runId === undefined) return this.claim(keyed);
+    const record = this.store.get(runId);
+    if (record) {
+      if (record.owner !== principal.id || record.requestDigest !== keyed.digest)
+        throw keyConflict(keyed.requestId, runId);
+      return followRecord(
+        record,
+        options,
+        () => this.store.delivered(runId),
+        () => this.current(record),
+      );
+    }
+    if (!used) return this.claim(keyed);
+    if (used.digest !== keyed.digest) throw keyConflict(keyed.requestId, runId);
+    throw new AppError(
+      'NOT_FOUND',
+      `requestId "${keyed.requestId}" named run ${runId}, whose result is no longer kept`,
+      {
+        hint: 'this server keeps a key for as long as it runs, and the results of recent runs only; send a new requestId to run again',
+      },
+    );
   }
 
   /**
@@ -114,14 +208,9 @@ export class RunUseCases {
     return result;
   }
 
-  private launch(
-    spec: EffectiveSpec,
-    principal: Principal,
-    release: () => void,
-    options: StartRunOptions,
-  ): RunHandle {
+  private launch(l: Launch): RunHandle {
     const { backend, logger, metrics } = this.deps;
-    const runId = newRunId();
+    const { spec, principal, release, options, runId, keyed } = l;
     const controller = new AbortController();
     const detach = onAbort(options.signal, () => controller.abort(options.signal?.reason));
     let settle!: () => void;
@@ -134,8 +223,11 @@ export class RunUseCases {
       result: undefined,
       settled: new Promise<void>((r) => (settle = r)),
       live: new LiveOutput(),
+      followers: new Set(),
+      requestDigest: keyed?.digest,
     };
     this.store.add(record);
+    if (keyed && !this.shared) this.keys.set(keyed.key, runId, keyed.digest);
     metrics.activeRuns.inc({ backend: backend.name });
     logger.debug(
       { runId, principal: principal.name, template: spec.template, image: spec.image },
@@ -147,9 +239,10 @@ export class RunUseCases {
       principal: principal.name,
       owner: principal.id,
       namespace: principal.namespace,
+      ...(keyed ? { requestDigest: keyed.digest } : {}),
     });
     const relayed = this.relay(execution, record, options.onOutput);
-    const result = this.outcome({ execution, relayed, record, spec }, principal).finally(() => {
+    const result = this.outcome({ execution, relayed, record, spec, keyed }, principal).finally(() => {
       detach();
       metrics.activeRuns.dec({ backend: backend.name });
       release();
@@ -178,8 +271,18 @@ export class RunUseCases {
         // A transport that fails to take output does not fail the run.
       }
     };
-    for await (const chunk of execution.output) hand(live.add(chunk));
-    for (const rest of live.end()) hand(rest);
+    const handAll = (chunk: LiveChunk): void => {
+      hand(chunk);
+      for (const follower of record.followers) {
+        try {
+          follower(chunk);
+        } catch {
+          // Nor does a repeat's.
+        }
+      }
+    };
+    for await (const chunk of execution.output) handAll(live.add(chunk));
+    for (const rest of live.end()) handAll(rest);
   }
 
   /**
@@ -211,11 +314,15 @@ export class RunUseCases {
       );
       if (err.code !== 'BACKEND_ERROR') {
         this.store.finish(record, failed(err));
+        // It never ran: its key is free for a retry (where the backend made a record, the retry finds it there).
+        if (run.keyed) this.forgetKey(run.keyed, record.runId);
         throw err;
       }
       res = failed(err);
     }
     this.store.finish(record, res);
+    // A run another process started (a repeat of its key found it recorded) is counted and audited there.
+    if (execution.adopted?.()) return res;
     metrics.runs.inc({ backend: backend.name, phase: res.phase, reason: res.reason ?? '' });
     metrics.runDuration.observe(
       { backend: backend.name, served: res.served ?? 'cold' },
@@ -231,6 +338,22 @@ export class RunUseCases {
       }),
     );
     return res;
+  }
+
+  /** Marks a start of the key as in progress (synchronously, so that no other start slips in); keyed.started() ends it. */
+  private claim(keyed: Keyed): undefined {
+    let done!: () => void;
+    this.starting.set(keyed.key, new Promise<void>((r) => (done = r)));
+    keyed.started = () => {
+      this.starting.delete(keyed.key);
+      done();
+    };
+    return undefined;
+  }
+
+  private forgetKey(keyed: Keyed, runId: string): void {
+    if (this.shared) this.store.forget(runId);
+    else this.keys.delete(keyed.key);
   }
 
   /** The run's current state; a principal sees only its own runs. */

@@ -9,6 +9,8 @@ export const ErrorCodes = {
   UNAUTHORIZED: { http: 401, exit: 77, retryable: false },
   FORBIDDEN: { http: 403, exit: 77, retryable: false },
   NOT_FOUND: { http: 404, exit: 66, retryable: false },
+  // A request that cannot be carried out as sent beside what exists (another request under a used idempotency key).
+  CONFLICT: { http: 409, exit: 65, retryable: false },
   TOO_LARGE: { http: 413, exit: 64, retryable: false },
   UNSUPPORTED_MEDIA_TYPE: { http: 415, exit: 64, retryable: false },
   BUSY: { http: 429, exit: 75, retryable: true },

@@ -64,7 +64,8 @@ function commonListed(policy: Policy) {
       .strict()
       .optional()
       .describe('Below the ceilings (list_templates)'),
-    image: z.string().optional().describe('Allowlisted image instead of the template’s'),
+    image: z.string().optional().describe('Allowlisted image, not the template’s'),
+    requestId: z.string().optional().describe('Idempotency key: a repeat gets this run'),
   };
 }
 
@@ -88,6 +89,7 @@ const commonParse = {
     .optional(),
   image: R.image,
   runtime: R.runtime,
+  requestId: R.requestId,
   language: z.string().optional(),
   template: z.string().optional(),
 };

@@ -16,6 +16,7 @@ describe('ErrorCodes', () => {
     UNAUTHORIZED: [401, 77, false],
     FORBIDDEN: [403, 77, false],
     NOT_FOUND: [404, 66, false],
+    CONFLICT: [409, 65, false],
     TOO_LARGE: [413, 64, false],
     UNSUPPORTED_MEDIA_TYPE: [415, 64, false],
     BUSY: [429, 75, true],
