@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { RunRequest } from '../api/run.js';
 import { AppError } from '../shared/errors.js';
+import type { RunRecord, RunStore } from './run-store.js';
 
 /** sha256 of (principal id, key), unambiguous for any id. */
 export function idempotencyKey(principalId: string, requestId: string): string {
@@ -33,6 +34,7 @@ export function requestDigest(request: RunRequest): string {
   return createHash('sha256').update(canonicalJson(asked)).digest('hex');
 }
 
+/** JSON with object keys sorted and undefined members left out. Pure. */
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -55,20 +57,94 @@ export function keyConflict(requestId: string, runId: string): AppError {
   );
 }
 
-/** The keys this process has used, for backends whose runs only this process knows. */
-export class ProcessKeys {
-  private readonly keys = new Map<string, { runId: string; digest: string }>();
+/** A run asked for under an idempotency key. */
+export interface Keyed {
+  requestId: string;
+  /** idempotencyKey(principal, requestId) */
+  key: string;
+  /** requestDigest(request) */
+  digest: string;
+  /** Ends this start's claim on the key: its record exists now, or it was refused. */
+  started?: () => void;
+}
 
-  get(key: string): { runId: string; digest: string } | undefined {
-    return this.keys.get(key);
+export function keyedRequest(principalId: string, request: RunRequest): Keyed | undefined {
+  const { requestId } = request;
+  if (requestId === undefined) return undefined;
+  return { requestId, key: idempotencyKey(principalId, requestId), digest: requestDigest(request) };
+}
+
+/**
+ * The keys of one gateway process: which run each names, the starts under a key in progress (a
+ * second start of a key waits for the first, so two at once make one run), and, where only this
+ * process knows its runs, every key it used with its request's digest.
+ */
+export class RunKeys {
+  private readonly store: RunStore;
+  /** Whether the backend records runs for every gateway process: then a key names its run there. */
+  private readonly shared: () => boolean;
+  private readonly used = new Map<string, { runId: string; digest: string }>();
+  private readonly starting = new Map<string, Promise<void>>();
+
+  constructor(store: RunStore, shared: () => boolean) {
+    this.store = store;
+    this.shared = shared;
   }
 
-  set(key: string, runId: string, digest: string): void {
-    this.keys.set(key, { runId, digest });
+  /** The id a new run under this key gets. */
+  runIdFor(keyed: Keyed, fresh: () => string): string {
+    return this.shared() ? keyedRunId(keyed.key) : fresh();
   }
 
-  /** The key is free again: its run never started (it was refused, or the backend failed it). */
-  delete(key: string): void {
-    this.keys.delete(key);
+  /**
+   * The record of the run the key already names in this process; undefined when the key is new
+   * here (then this start claims it until `keyed.started()`; on a backend that records runs, the
+   * backend finds or makes the run under the key's name). Throws CONFLICT for another request or
+   * another owner, and NOT_FOUND for a key whose run this process no longer keeps.
+   */
+  async find(keyed: Keyed, owner: string): Promise<RunRecord | undefined> {
+    for (let pending = this.starting.get(keyed.key); pending; pending = this.starting.get(keyed.key)) {
+      await pending;
+    }
+    const used = this.shared() ? undefined : this.used.get(keyed.key);
+    const runId = this.shared() ? keyedRunId(keyed.key) : used?.runId;
+    const record = runId === undefined ? undefined : this.store.get(runId);
+    if (record) {
+      if (record.owner !== owner || record.requestDigest !== keyed.digest)
+        throw keyConflict(keyed.requestId, record.runId);
+      return record;
+    }
+    if (!used) return this.claim(keyed);
+    if (used.digest !== keyed.digest) throw keyConflict(keyed.requestId, used.runId);
+    throw new AppError(
+      'NOT_FOUND',
+      `requestId "${keyed.requestId}" named run ${used.runId}, whose result is no longer kept`,
+      {
+        hint: 'this server keeps a key for as long as it runs, and the results of recent runs only; send a new requestId to run again',
+      },
+    );
+  }
+
+  /** The run under the key has a record now. */
+  recorded(keyed: Keyed, runId: string): void {
+    if (!this.shared()) this.used.set(keyed.key, { runId, digest: keyed.digest });
+  }
+
+  /** The run under the key never ran (the backend failed it): the key is free for a retry. */
+  forget(keyed: Keyed, runId: string): void {
+    if (this.shared()) this.store.forget(runId);
+    else this.used.delete(keyed.key);
+  }
+
+  /** Marks a start of the key in progress (synchronously: no other start slips in); keyed.started() ends it. */
+  private claim(keyed: Keyed): undefined {
+    let done!: () => void;
+    const claimed = new Promise<void>((r) => (done = r));
+    this.starting.set(keyed.key, claimed);
+    keyed.started = () => {
+      if (this.starting.get(keyed.key) === claimed) this.starting.delete(keyed.key);
+      done();
+    };
+    return undefined;
   }
 }

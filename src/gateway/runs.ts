@@ -15,7 +15,7 @@ import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import { onAbort } from '../shared/abort.js';
 import { AppError, policyDenied, toAppError } from '../shared/errors.js';
 import type { GatewayDeps } from './deps.js';
-import { idempotencyKey, keyConflict, keyedRunId, ProcessKeys, requestDigest } from './idempotency.js';
+import { keyedRequest, RunKeys, type Keyed } from './idempotency.js';
 import { LiveOutput, type LiveChunk } from './live-output.js';
 import { followRecord } from './run-follow.js';
 import type { Principal } from './principal.js';
@@ -36,17 +36,6 @@ export interface StartRunOptions {
   signal?: AbortSignal | undefined;
   /** Each piece of output as the program writes it (the head of each stream). */
   onOutput?: ((chunk: LiveChunk) => void) | undefined;
-}
-
-/** A run asked for under an idempotency key. */
-interface Keyed {
-  requestId: string;
-  /** idempotencyKey(principal, requestId) */
-  key: string;
-  /** requestDigest(request) */
-  digest: string;
-  /** Ends this start's claim on the key: its record exists now, or it was refused. */
-  started?: () => void;
 }
 
 interface Launch {
@@ -74,14 +63,13 @@ export function newRunId(): string {
 export class RunUseCases {
   private readonly deps: GatewayDeps;
   private readonly store: RunStore;
-  /** Keys used in this process (backends whose runs only this process knows). */
-  private readonly keys = new ProcessKeys();
-  /** Starts under a key in progress, so that a second start of the key waits for the first. */
-  private readonly starting = new Map<string, Promise<void>>();
+  /** The idempotency keys (requestId) of this process. */
+  private readonly keys: RunKeys;
 
   constructor(deps: GatewayDeps, history: Partial<HistoryOptions> = {}) {
     this.deps = deps;
     this.store = new RunStore(history);
+    this.keys = new RunKeys(this.store, () => deps.backend.runs !== undefined);
   }
 
   /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
@@ -109,13 +97,9 @@ export class RunUseCases {
     try {
       const admitted = this.admit(input, principal);
       spec = admitted.spec;
-      const { requestId } = admitted.request;
-      if (requestId !== undefined) {
-        keyed = { requestId, key: idempotencyKey(principal.id, requestId), digest: '' };
-        keyed.digest = requestDigest(admitted.request);
-        const repeat = await this.repeatOf(keyed, principal, options);
-        if (repeat) return repeat;
-      }
+      keyed = keyedRequest(principal.id, admitted.request);
+      const repeat = keyed && (await this.keys.find(keyed, principal.id));
+      if (repeat) return this.follow(repeat, options);
       audit.assertAvailable();
       metrics.queuedRuns.inc();
       try {
@@ -127,7 +111,7 @@ export class RunUseCases {
       keyed?.started?.();
       throw this.refused(e, principal);
     }
-    const runId = keyed && this.shared ? keyedRunId(keyed.key) : newRunId();
+    const runId = keyed ? this.keys.runIdFor(keyed, newRunId) : newRunId();
     try {
       return this.launch({ spec, principal, release, options, runId, keyed });
     } finally {
@@ -143,49 +127,6 @@ export class RunUseCases {
       'run refused',
     );
     return err;
-  }
-
-  /** Whether the backend records runs for every gateway process: then a key names its run there. */
-  private get shared(): boolean {
-    return this.deps.backend.runs !== undefined;
-  }
-
-  /**
-   * The run a key already names in this process, followed; undefined when the key is new here (on a
-   * backend that records runs, the backend then finds or makes the run under the key's name). A
-   * start of the same key in progress is waited for first, so that two at once make one run.
-   */
-  private async repeatOf(
-    keyed: Keyed,
-    principal: Principal,
-    options: StartRunOptions,
-  ): Promise<RunHandle | undefined> {
-    for (let pending = this.starting.get(keyed.key); pending; pending = this.starting.get(keyed.key)) {
-      await pending;
-    }
-    const used = this.shared ? undefined : this.keys.get(keyed.key);
-    const runId = this.shared ? keyedRunId(keyed.key) : used?.runId;
-    if (runId === undefined) return this.claim(keyed);
-    const record = this.store.get(runId);
-    if (record) {
-      if (record.owner !== principal.id || record.requestDigest !== keyed.digest)
-        throw keyConflict(keyed.requestId, runId);
-      return followRecord(
-        record,
-        options,
-        () => this.store.delivered(runId),
-        () => this.current(record),
-      );
-    }
-    if (!used) return this.claim(keyed);
-    if (used.digest !== keyed.digest) throw keyConflict(keyed.requestId, runId);
-    throw new AppError(
-      'NOT_FOUND',
-      `requestId "${keyed.requestId}" named run ${runId}, whose result is no longer kept`,
-      {
-        hint: 'this server keeps a key for as long as it runs, and the results of recent runs only; send a new requestId to run again',
-      },
-    );
   }
 
   /**
@@ -227,7 +168,7 @@ export class RunUseCases {
       requestDigest: keyed?.digest,
     };
     this.store.add(record);
-    if (keyed && !this.shared) this.keys.set(keyed.key, runId, keyed.digest);
+    if (keyed) this.keys.recorded(keyed, runId);
     metrics.activeRuns.inc({ backend: backend.name });
     logger.debug(
       { runId, principal: principal.name, template: spec.template, image: spec.image },
@@ -315,7 +256,7 @@ export class RunUseCases {
       if (err.code !== 'BACKEND_ERROR') {
         this.store.finish(record, failed(err));
         // It never ran: its key is free for a retry (where the backend made a record, the retry finds it there).
-        if (run.keyed) this.forgetKey(run.keyed, record.runId);
+        if (run.keyed) this.keys.forget(run.keyed, record.runId);
         throw err;
       }
       res = failed(err);
@@ -340,20 +281,14 @@ export class RunUseCases {
     return res;
   }
 
-  /** Marks a start of the key as in progress (synchronously, so that no other start slips in); keyed.started() ends it. */
-  private claim(keyed: Keyed): undefined {
-    let done!: () => void;
-    this.starting.set(keyed.key, new Promise<void>((r) => (done = r)));
-    keyed.started = () => {
-      this.starting.delete(keyed.key);
-      done();
-    };
-    return undefined;
-  }
-
-  private forgetKey(keyed: Keyed, runId: string): void {
-    if (this.shared) this.store.forget(runId);
-    else this.keys.delete(keyed.key);
+  /** An idempotent repeat of a run this process follows. */
+  private follow(record: RunRecord, options: StartRunOptions): RunHandle {
+    return followRecord(
+      record,
+      options,
+      () => this.store.delivered(record.runId),
+      () => this.current(record),
+    );
   }
 
   /** The run's current state; a principal sees only its own runs. */
