@@ -89,6 +89,12 @@ export const TokenSchema = z
         'Images this token may use, within the allowlist: with templates, more images for them; alone, the only ones',
       ),
     maxConcurrentRuns: int(1, 10_000).optional(),
+    runsPerMinute: int(1, 1_000_000)
+      .optional()
+      .describe('Runs this token may start a minute (sandbox.runsPerMinute when absent)'),
+    outputBytesPerMinute: size()
+      .optional()
+      .describe("Output this token's runs may write a minute (sandbox.outputBytesPerMinute when absent)"),
     maxSessions: int(1, 100_000)
       .optional()
       .describe('Live sessions this token may hold (sessions.maxPerPrincipal when absent)'),
@@ -225,6 +231,16 @@ export const ConfigSchema = z
         allowedRuntimes: list().optional(),
         maxConcurrentRuns: int(1, 10_000).default(8),
         maxQueuedRuns: int(0, 100_000).default(32),
+        runsPerMinute: int(1, 1_000_000)
+          .optional()
+          .describe(
+            'Runs one token (without tokens: the local caller) may start a minute, counted in this gateway process; off when absent',
+          ),
+        outputBytesPerMinute: size()
+          .optional()
+          .describe(
+            "Output (stdout + stderr) one token's runs may write a minute, counted in this gateway process; over it, its next run waits; off when absent",
+          ),
       })
       .strict()
       .prefault({}),

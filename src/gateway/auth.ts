@@ -16,6 +16,8 @@ export interface TokenSpec {
   templates?: readonly string[] | undefined;
   images?: readonly string[] | undefined;
   maxConcurrentRuns?: number | undefined;
+  runsPerMinute?: number | undefined;
+  outputBytesPerMinute?: number | undefined;
   maxSessions?: number | undefined;
   /** Kubernetes: the token's tenant namespace. */
   namespace?: string | undefined;
@@ -94,6 +96,8 @@ function principalOf(t: TokenSpec, id: string): Principal {
       ...(t.images ? { images: t.images } : {}),
     },
     ...(t.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: t.maxConcurrentRuns } : {}),
+    ...(t.runsPerMinute !== undefined ? { runsPerMinute: t.runsPerMinute } : {}),
+    ...(t.outputBytesPerMinute !== undefined ? { outputBytesPerMinute: t.outputBytesPerMinute } : {}),
     ...(t.maxSessions !== undefined ? { maxSessions: t.maxSessions } : {}),
     ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
   };

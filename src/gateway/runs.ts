@@ -101,6 +101,7 @@ export class RunUseCases {
       const repeat = keyed && (await this.keys.find(keyed, principal.id));
       if (repeat) return this.follow(repeat, options);
       audit.assertAvailable();
+      this.deps.rates.admit(principal);
       metrics.queuedRuns.inc();
       try {
         release = await slots.acquire(principal, options.signal);
@@ -264,6 +265,7 @@ export class RunUseCases {
     this.store.finish(record, res);
     // A run another process started (a repeat of its key found it recorded) is counted and audited there.
     if (execution.adopted?.()) return res;
+    this.deps.rates.output(principal, res.stdoutBytes + res.stderrBytes);
     metrics.runs.inc({ backend: backend.name, phase: res.phase, reason: res.reason ?? '' });
     metrics.runDuration.observe(
       { backend: backend.name, served: res.served ?? 'cold' },

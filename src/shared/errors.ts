@@ -43,6 +43,8 @@ export interface Violation {
 export interface AppErrorOptions {
   hint?: string;
   violations?: Violation[];
+  /** A rate limit's refusal: when the same request would be allowed (HTTP Retry-After). */
+  retryAfterSeconds?: number;
   cause?: unknown;
 }
 
@@ -50,6 +52,7 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly hint: string | undefined;
   readonly violations: Violation[];
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -57,6 +60,7 @@ export class AppError extends Error {
     this.code = code;
     this.hint = options.hint;
     this.violations = options.violations ?? [];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   get httpStatus(): number {
@@ -71,12 +75,19 @@ export class AppError extends Error {
     return ErrorCodes[this.code].retryable;
   }
 
-  toJSON(): { code: ErrorCode; message: string; hint?: string; violations?: Violation[] } {
+  toJSON(): {
+    code: ErrorCode;
+    message: string;
+    hint?: string;
+    violations?: Violation[];
+    retryAfterSeconds?: number;
+  } {
     return {
       code: this.code,
       message: this.message,
       ...(this.hint ? { hint: this.hint } : {}),
       ...(this.violations.length ? { violations: this.violations } : {}),
+      ...(this.retryAfterSeconds !== undefined ? { retryAfterSeconds: this.retryAfterSeconds } : {}),
     };
   }
 }
