@@ -27,6 +27,8 @@ export const ErrorCodes = {
   UNSUPPORTED: { http: 501, exit: 69, retryable: false },
   // EX_IOERR: the audit file cannot be written, so nothing runs until it can.
   AUDIT_UNAVAILABLE: { http: 503, exit: 74, retryable: true },
+  // An OAuth access token cannot be checked now: the issuer's keys cannot be fetched.
+  AUTH_UNAVAILABLE: { http: 503, exit: 69, retryable: true },
   INTERNAL: { http: 500, exit: 70, retryable: false },
 } as const;
 

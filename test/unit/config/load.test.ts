@@ -298,6 +298,7 @@ describe('SANDPIT_* variables', () => {
       'audit.flushIntervalMs',
       'audit.maxBytes',
       'audit.maxFiles',
+      'auth.oauth',
       'auth.token',
       'auth.tokens',
       'docker.socketPath',
@@ -406,6 +407,25 @@ describe('SANDPIT_* variables', () => {
     'auth.tokens': {
       text: '[{"name":"ci","token":"ci-token-1234","templates":["bash"]}]',
       want: [{ name: 'ci', token: 'ci-token-1234', templates: ['bash'] }],
+    },
+    'auth.oauth': {
+      text: '{"issuer":"https://id.example.com","audience":"https://sandpit.example.com/mcp","jwksUrl":"https://id.example.com/jwks"}',
+      want: {
+        issuer: 'https://id.example.com',
+        audience: 'https://sandpit.example.com/mcp',
+        jwksUrl: 'https://id.example.com/jwks',
+        requiredScopes: ['sandpit'],
+        clockToleranceSeconds: 30,
+        namespaces: [],
+        claims: {
+          templates: 'sandpit_templates',
+          images: 'sandpit_images',
+          maxConcurrentRuns: 'sandpit_max_concurrent_runs',
+          maxSessions: 'sandpit_max_sessions',
+          namespace: 'sandpit_namespace',
+        },
+        defaults: {},
+      },
     },
     'sandbox.backend': { text: 'kubernetes', want: 'kubernetes' },
     'sandbox.imageAllowlist': { text: 'python:3.11,sandpit/*', want: ['python:3.11', 'sandpit/*'] },

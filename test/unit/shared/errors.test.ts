@@ -30,6 +30,7 @@ describe('ErrorCodes', () => {
     GATEWAY_UNAVAILABLE: [502, 69, true],
     UNSUPPORTED: [501, 69, false],
     AUDIT_UNAVAILABLE: [503, 74, true],
+    AUTH_UNAVAILABLE: [503, 69, true],
     INTERNAL: [500, 70, false],
   };
 
