@@ -1,7 +1,8 @@
 /**
  * Per-principal rate limits through the built CLI's `serve` on Docker: runs a minute and output
  * bytes a minute, one token's spent limit refusing its own next run (429 with Retry-After over
- * REST, an isError result saying when over MCP) while another token's runs go on.
+ * REST, an isError result saying when over MCP) while another token's runs go on; and the
+ * docs' idempotency example: a repeat of a requestId over REST is the same run, and counts nothing.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -11,6 +12,7 @@ import { callTool, connectHttp, ensureBuilt, startServe, textOf, type Served } f
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789';
 const CAROL = 'carol-token-0123456789';
+const DAVE = 'dave-token-0123456789';
 
 const CONFIG = {
   auth: {
@@ -18,6 +20,7 @@ const CONFIG = {
       { name: 'alice', token: ALICE },
       { name: 'bob', token: BOB },
       { name: 'carol', token: CAROL, runsPerMinute: 100, outputBytesPerMinute: 1000 },
+      { name: 'dave', token: DAVE, runsPerMinute: 1 },
     ],
   },
   sandbox: { runsPerMinute: 2 },
@@ -35,12 +38,27 @@ describe('per-principal rate limits (serve, Docker)', () => {
     if (served) assert.equal(await served.stop(), 0, served.logs.join('\n'));
   });
 
-  const run = (token: string, code: string): Promise<Response> =>
+  const run = (token: string, code: string, requestId?: string): Promise<Response> =>
     fetch(`${served.url}/runs`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ template: 'bash', code }),
+      body: JSON.stringify({ template: 'bash', code, ...(requestId ? { requestId } : {}) }),
     });
+
+  test('docs/mcp.md: a repeat of a requestId over REST is the same run and counts nothing; another request under it is 409', async () => {
+    const first = await run(DAVE, 'echo built', 'build-42');
+    assert.equal(first.status, 200);
+    const { runId, stdout } = (await first.json()) as { runId: string; stdout: string };
+    assert.equal(stdout, 'built\n');
+    // Dave may start one run a minute: the repeat is allowed, because it starts nothing.
+    const again = await run(DAVE, 'echo built', 'build-42');
+    assert.equal(again.status, 200);
+    assert.equal(((await again.json()) as { runId: string }).runId, runId);
+    const other = await run(DAVE, 'echo other', 'build-42');
+    assert.equal(other.status, 409);
+    assert.equal(((await other.json()) as { error: { code: string } }).error.code, 'CONFLICT');
+    assert.equal((await run(DAVE, 'echo new')).status, 429, 'the limit of one run a minute was spent once');
+  });
 
   test("runs a minute: the third run of a token is refused with Retry-After; another token's runs go on", async () => {
     for (const code of ['echo 1', 'echo 2']) assert.equal((await run(ALICE, code)).status, 200);
