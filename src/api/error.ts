@@ -15,6 +15,11 @@ export const ErrorBodySchema = z.object({
         }),
       )
       .optional(),
+    retryAfterSeconds: z
+      .number()
+      .int()
+      .optional()
+      .describe('A rate limit refused it: the seconds until the same request is allowed (also Retry-After)'),
   }),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;

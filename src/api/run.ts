@@ -103,8 +103,19 @@ export const ResourcesSchema = z
   .strict();
 export type Resources = z.infer<typeof ResourcesSchema>;
 
+/** What an idempotency key may hold: 1–128 of letters, digits and `._:-`. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export const RequestIdSchema = z
+  .string()
+  .regex(REQUEST_ID_PATTERN, { message: 'expected 1-128 characters of A-Z a-z 0-9 . _ : -' })
+  .describe(
+    'Idempotency key, scoped to the caller: a repeat with the same key returns the same run (live: its output streams) and never starts another; another request under a used key is a CONFLICT',
+  );
+
 export const RunRequestSchema = z
   .object({
+    requestId: RequestIdSchema.optional(),
     template: z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,31}$/, { message: 'expected a template name like python' })

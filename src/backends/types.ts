@@ -17,6 +17,13 @@ export interface StartOptions {
   owner?: string | undefined;
   /** The tenant's namespace (Kubernetes: where its SandboxRun is made); the backend's own when absent. */
   namespace?: string | undefined;
+  /**
+   * Set when the run is asked for under an idempotency key: the digest of its request. A backend
+   * that records runs (`runs`) records it, and when a run of this id is already recorded, follows
+   * that run instead of starting one (if its owner and digest match; else the result rejects with
+   * CONFLICT).
+   */
+  requestDigest?: string | undefined;
 }
 
 export interface RunExecution {
@@ -35,6 +42,11 @@ export interface RunExecution {
    * there (Kubernetes: its SandboxRun exists), or once it ended without being recorded. Never rejects.
    */
   recorded?: Promise<void>;
+  /**
+   * True once the backend found this run already recorded (a repeat of its idempotency key, e.g.
+   * through another replica) and followed it rather than starting it.
+   */
+  adopted?: () => boolean;
 }
 
 export interface BackendHealth {

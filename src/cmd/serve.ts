@@ -11,6 +11,7 @@ import { formatSize } from '../shared/quantity.js';
 import { parse, printHelp } from './args.js';
 import { aborted, packageVersion, shutdownSignal, toPort } from './process.js';
 import { instanceIdOf } from '../config/instance.js';
+import { loadOAuth } from './oauth.js';
 import { loadContext, wireBackend } from './wiring.js';
 
 export const SERVE_USAGE = `
@@ -19,7 +20,8 @@ usage: sandpit serve [options]
 Serves MCP over Streamable HTTP at http://HOST:PORT/mcp, the REST API (/sessions, /runs; its
 OpenAPI document at /openapi.json) with the session WebSocket (/sessions/ID/exec/ws), GET /health
 (no auth) and GET /metrics.
-Binds 127.0.0.1 by default; binding any other address needs a token (MCP_AUTH_TOKEN or auth.tokens).
+Binds 127.0.0.1 by default; binding any other address needs a token (MCP_AUTH_TOKEN or auth.tokens)
+or OAuth (auth.oauth: JWT access tokens; /.well-known/oauth-protected-resource/mcp describes it).
 Every run is recorded in the audit file (audit.file; read it with \`sandpit audit\`).
 
 options:
@@ -54,7 +56,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const host = values.host ?? config.server.host;
   const port = values.port !== undefined ? toPort(values.port, '--port') : config.server.port;
   const stateless = values.stateless ?? config.server.stateless;
-  const authenticator = createAuthenticator(config.auth, LOCAL_PRINCIPAL);
+  const authenticator = createAuthenticator(config.auth, LOCAL_PRINCIPAL, loadOAuth(config.auth.oauth));
   if (!isLoopback(host) && !authenticator.required) {
     throw new AppError(
       'CONFIG_INVALID',

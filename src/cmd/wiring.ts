@@ -325,10 +325,14 @@ function defaultShape(template: string, policy: Policy): EffectiveSpec {
   return evaluation.spec;
 }
 
-/** The limits both backends' services share: concurrency slots and the history of finished runs. */
-function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history' | 'sessions'> {
+/** The limits both backends' services share: concurrency slots, rate limits and the history of finished runs. */
+function serviceLimits(config: Config): Pick<ServiceOptions, 'slots' | 'history' | 'sessions' | 'rates'> {
   return {
     slots: { maxConcurrent: config.sandbox.maxConcurrentRuns, maxQueued: config.sandbox.maxQueuedRuns },
+    rates: {
+      runsPerMinute: config.sandbox.runsPerMinute,
+      outputBytesPerMinute: config.sandbox.outputBytesPerMinute,
+    },
     history: { maxBytes: config.server.runHistoryBytes },
     sessions: {
       max: config.sessions.max,

@@ -119,7 +119,11 @@ const NAMESPACE = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
 
 export const TokenSchema = z
   .object({
-    name: z.string().min(1).describe('Who holds the token; appears in audit logs'),
+    name: z
+      .string()
+      .min(1)
+      .regex(/^[^#]*$/, { error: 'expected a name without # (OAuth principals are issuer#subject)' })
+      .describe('Who holds the token; appears in audit logs'),
     token: z.string().min(8, { error: 'expected at least 8 characters' }).optional(),
     tokenSha256: z
       .string()
@@ -134,6 +138,12 @@ export const TokenSchema = z
         'Images this token may use, within the allowlist: with templates, more images for them; alone, the only ones',
       ),
     maxConcurrentRuns: int(1, 10_000).optional(),
+    runsPerMinute: int(1, 1_000_000)
+      .optional()
+      .describe('Runs this token may start a minute (sandbox.runsPerMinute when absent)'),
+    outputBytesPerMinute: size()
+      .optional()
+      .describe("Output this token's runs may write a minute (sandbox.outputBytesPerMinute when absent)"),
     maxSessions: int(1, 100_000)
       .optional()
       .describe('Live sessions this token may hold (sessions.maxPerPrincipal when absent)'),
@@ -227,6 +237,54 @@ function checkTokenEgress(
   });
 }
 
+const URL_TEXT = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
+
+/** The gateway as an OAuth 2.1 resource server (gateway/oauth.ts). */
+export const OAuthSchema = z
+  .object({
+    issuer: URL_TEXT.describe("The authorization server's issuer: every token's iss"),
+    audience: URL_TEXT.describe(
+      "The gateway's canonical MCP URL, e.g. https://sandpit.example.com/mcp (RFC 8707): every token's aud must hold it",
+    ),
+    jwksUrl: URL_TEXT.optional().describe("The issuer's JWKS (its jwks_uri)"),
+    jwksFile: z.string().min(1).optional().describe("The issuer's JWKS, as a file"),
+    requiredScopes: list()
+      .default(['sandpit'])
+      .describe('Scopes every access token must carry (else 403 insufficient_scope)'),
+    clockToleranceSeconds: int(0, 300).default(30),
+    namespaces: list()
+      .default([])
+      .describe("Kubernetes: the namespaces a token's namespace claim may name (none when empty)"),
+    claims: z
+      .object({
+        templates: z.string().min(1).default('sandpit_templates'),
+        images: z.string().min(1).default('sandpit_images'),
+        maxConcurrentRuns: z.string().min(1).default('sandpit_max_concurrent_runs'),
+        maxSessions: z.string().min(1).default('sandpit_max_sessions'),
+        namespace: z.string().min(1).default('sandpit_namespace'),
+      })
+      .strict()
+      .prefault({})
+      .describe("Which claim holds each field of a token's scope"),
+    defaults: z
+      .object({
+        templates: list().optional(),
+        images: list().optional(),
+        maxConcurrentRuns: int(1, 10_000).optional(),
+        maxSessions: int(1, 100_000).optional(),
+        runsPerMinute: int(1, 1_000_000).optional(),
+        outputBytesPerMinute: size().optional(),
+      })
+      .strict()
+      .prefault({})
+      .describe('What a token carries when it has no claim for it'),
+  })
+  .strict()
+  .refine((o) => (o.jwksUrl === undefined) !== (o.jwksFile === undefined), {
+    error: 'give exactly one of jwksUrl or jwksFile',
+  });
+export type OAuthConfig = z.infer<typeof OAuthSchema>;
+
 const RUNTIME = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]{0,62}$/, { error: 'expected a runtime name like runsc' });
@@ -278,6 +336,7 @@ export const ConfigSchema = z
       .object({
         token: z.string().min(8, { error: 'expected at least 8 characters' }).optional(),
         tokens: json(z.array(TokenSchema)).default([]),
+        oauth: json(OAuthSchema).optional(),
       })
       .strict()
       .superRefine(checkTokens)
@@ -343,6 +402,16 @@ export const ConfigSchema = z
         allowedRuntimes: list().optional(),
         maxConcurrentRuns: int(1, 10_000).default(8),
         maxQueuedRuns: int(0, 100_000).default(32),
+        runsPerMinute: int(1, 1_000_000)
+          .optional()
+          .describe(
+            'Runs one token (without tokens: the local caller) may start a minute, counted in this gateway process; off when absent',
+          ),
+        outputBytesPerMinute: size()
+          .optional()
+          .describe(
+            "Output (stdout + stderr) one token's runs may write a minute, counted in this gateway process; over it, its next run waits; off when absent",
+          ),
       })
       .strict()
       .prefault({}),

@@ -1,12 +1,14 @@
 /**
  * What every group of use cases shares: the backend, the policy, observability, the audit trail
- * (whose gate each use case that starts something calls first), and the concurrency slots.
+ * (whose gate each use case that starts something calls first), the concurrency slots and the
+ * per-principal rate limits.
  */
 import type { SandboxBackend } from '../backends/types.js';
 import type { AuditTrail } from '../observability/audit-trail.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Policy } from '../policy/policy.js';
+import type { RateLimits } from './rate-limits.js';
 import type { Slots } from './slots.js';
 
 export interface GatewayDeps {
@@ -16,4 +18,6 @@ export interface GatewayDeps {
   metrics: Metrics;
   audit: AuditTrail;
   slots: Slots;
+  /** Per-principal runs and output bytes a minute, in this process. */
+  rates: RateLimits;
 }

@@ -12,6 +12,9 @@ export interface Principal {
   name: string;
   scope: Scope;
   maxConcurrentRuns?: number;
+  /** Its own rate limits (rate-limits.ts); the server's when absent. */
+  runsPerMinute?: number;
+  outputBytesPerMinute?: number;
   /** Live sessions it may hold (the server's per-principal cap when absent). */
   maxSessions?: number;
   /** Its tenant namespace on Kubernetes (`auth.tokens[].namespace`); the backend's own when absent. */

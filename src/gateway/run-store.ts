@@ -7,7 +7,7 @@
  */
 import type { RunSubject } from '../api/result.js';
 import type { RunResult } from '../api/run.js';
-import type { LiveOutput } from './live-output.js';
+import type { LiveChunk, LiveOutput } from './live-output.js';
 
 export interface RunRecord {
   runId: string;
@@ -22,6 +22,10 @@ export interface RunRecord {
   settled: Promise<void>;
   /** Live output seen so far, bounded by the output window of the run; dropped once it ends. */
   live: LiveOutput | undefined;
+  /** Callers of an idempotent repeat that stream this run's output too (run-follow.ts). */
+  followers: Set<(chunk: LiveChunk) => void>;
+  /** Where the run was started under an idempotency key: the digest of its request. */
+  requestDigest?: string | undefined;
 }
 
 export interface HistoryOptions {
@@ -87,6 +91,11 @@ export class RunStore {
       if (record?.owner === owner && record.result) results.push(record.result);
     }
     return results;
+  }
+
+  /** Forgets a run at once (one started under a key that the backend failed before it ran). */
+  forget(runId: string): void {
+    this.drop(runId);
   }
 
   active(): RunRecord[] {

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { classify, failedFacts } from '../api/outcome.js';
 import { buildResult } from '../api/result.js';
-import { RunRequestSchema, type RunResult } from '../api/run.js';
+import { RunRequestSchema, type RunRequest, type RunResult } from '../api/run.js';
 import { parseInput } from '../api/validate.js';
 import type { RunExecution } from '../backends/types.js';
 import { buildRunAudit } from '../observability/audit.js';
@@ -15,7 +15,9 @@ import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import { onAbort } from '../shared/abort.js';
 import { AppError, policyDenied, toAppError } from '../shared/errors.js';
 import type { GatewayDeps } from './deps.js';
+import { keyedRequest, RunKeys, type Keyed } from './idempotency.js';
 import { LiveOutput, type LiveChunk } from './live-output.js';
+import { followRecord } from './run-follow.js';
 import type { Principal } from './principal.js';
 import { RunStore, type HistoryOptions, type RunRecord } from './run-store.js';
 
@@ -36,12 +38,22 @@ export interface StartRunOptions {
   onOutput?: ((chunk: LiveChunk) => void) | undefined;
 }
 
+interface Launch {
+  spec: EffectiveSpec;
+  principal: Principal;
+  release: () => void;
+  options: StartRunOptions;
+  runId: string;
+  keyed: Keyed | undefined;
+}
+
 interface LaunchedRun {
   execution: RunExecution;
   /** Settles once every chunk of output has been handed on. */
   relayed: Promise<void>;
   record: RunRecord;
   spec: EffectiveSpec;
+  keyed: Keyed | undefined;
 }
 
 export function newRunId(): string {
@@ -51,31 +63,45 @@ export function newRunId(): string {
 export class RunUseCases {
   private readonly deps: GatewayDeps;
   private readonly store: RunStore;
+  /** The idempotency keys (requestId) of this process. */
+  private readonly keys: RunKeys;
 
   constructor(deps: GatewayDeps, history: Partial<HistoryOptions> = {}) {
     this.deps = deps;
     this.store = new RunStore(history, (runId) => deps.backend.files?.release(runId));
+    this.keys = new RunKeys(this.store, () => deps.backend.runs !== undefined);
   }
 
   /** Validates and evaluates without running anything: throws INVALID_REQUEST or POLICY_DENIED. */
   plan(input: unknown, principal: Principal): EffectiveSpec {
+    return this.admit(input, principal).spec;
+  }
+
+  private admit(input: unknown, principal: Principal): { request: RunRequest; spec: EffectiveSpec } {
     const request = parseInput(RunRequestSchema, input, 'run request');
     const evaluation = evaluate(request, this.deps.policy, principal.scope);
     if (!evaluation.ok) throw policyDenied(evaluation.violations);
-    return evaluation.spec;
+    return { request, spec: evaluation.spec };
   }
 
   /**
    * Starts a run once a slot is free. Rejects (before any sandbox exists) with INVALID_REQUEST,
-   * POLICY_DENIED, AUDIT_UNAVAILABLE or BUSY; afterwards every outcome is a result.
+   * POLICY_DENIED, CONFLICT, AUDIT_UNAVAILABLE or BUSY; afterwards every outcome is a result. A
+   * request with a `requestId` the principal used before gets that run (idempotency.ts).
    */
   async start(input: unknown, principal: Principal, options: StartRunOptions = {}): Promise<RunHandle> {
-    const { metrics, logger, slots, audit } = this.deps;
+    const { metrics, slots, audit } = this.deps;
     let spec: EffectiveSpec;
+    let keyed: Keyed | undefined;
     let release: () => void;
     try {
-      spec = this.plan(input, principal);
+      const admitted = this.admit(input, principal);
+      spec = admitted.spec;
+      keyed = keyedRequest(principal.id, admitted.request);
+      const repeat = keyed && (await this.keys.find(keyed, principal.id));
+      if (repeat) return this.follow(repeat, options);
       audit.assertAvailable();
+      this.deps.rates.admit(principal);
       metrics.queuedRuns.inc();
       try {
         release = await slots.acquire(principal, options.signal);
@@ -83,15 +109,25 @@ export class RunUseCases {
         metrics.queuedRuns.dec();
       }
     } catch (e) {
-      const err = toAppError(e);
-      metrics.rejected.inc({ code: err.code });
-      logger.info(
-        { principal: principal.name, errorCode: err.code, violations: err.violations },
-        'run refused',
-      );
-      throw err;
+      keyed?.started?.();
+      throw this.refused(e, principal);
     }
-    return this.launch(spec, principal, release, options);
+    const runId = keyed ? this.keys.runIdFor(keyed, newRunId) : newRunId();
+    try {
+      return this.launch({ spec, principal, release, options, runId, keyed });
+    } finally {
+      keyed?.started?.();
+    }
+  }
+
+  private refused(e: unknown, principal: Principal): AppError {
+    const err = toAppError(e);
+    this.deps.metrics.rejected.inc({ code: err.code });
+    this.deps.logger.info(
+      { principal: principal.name, errorCode: err.code, violations: err.violations },
+      'run refused',
+    );
+    return err;
   }
 
   /**
@@ -114,14 +150,9 @@ export class RunUseCases {
     return result;
   }
 
-  private launch(
-    spec: EffectiveSpec,
-    principal: Principal,
-    release: () => void,
-    options: StartRunOptions,
-  ): RunHandle {
+  private launch(l: Launch): RunHandle {
     const { backend, logger, metrics } = this.deps;
-    const runId = newRunId();
+    const { spec, principal, release, options, runId, keyed } = l;
     const controller = new AbortController();
     const detach = onAbort(options.signal, () => controller.abort(options.signal?.reason));
     let settle!: () => void;
@@ -134,8 +165,11 @@ export class RunUseCases {
       result: undefined,
       settled: new Promise<void>((r) => (settle = r)),
       live: new LiveOutput(),
+      followers: new Set(),
+      requestDigest: keyed?.digest,
     };
     this.store.add(record);
+    if (keyed) this.keys.recorded(keyed, runId);
     metrics.activeRuns.inc({ backend: backend.name });
     logger.debug(
       { runId, principal: principal.name, template: spec.template, image: spec.image },
@@ -147,9 +181,10 @@ export class RunUseCases {
       principal: principal.name,
       owner: principal.id,
       namespace: principal.namespace,
+      ...(keyed ? { requestDigest: keyed.digest } : {}),
     });
     const relayed = this.relay(execution, record, options.onOutput);
-    const result = this.outcome({ execution, relayed, record, spec }, principal).finally(() => {
+    const result = this.outcome({ execution, relayed, record, spec, keyed }, principal).finally(() => {
       detach();
       metrics.activeRuns.dec({ backend: backend.name });
       release();
@@ -178,8 +213,18 @@ export class RunUseCases {
         // A transport that fails to take output does not fail the run.
       }
     };
-    for await (const chunk of execution.output) hand(live.add(chunk));
-    for (const rest of live.end()) hand(rest);
+    const handAll = (chunk: LiveChunk): void => {
+      hand(chunk);
+      for (const follower of record.followers) {
+        try {
+          follower(chunk);
+        } catch {
+          // Nor does a repeat's.
+        }
+      }
+    };
+    for await (const chunk of execution.output) handAll(live.add(chunk));
+    for (const rest of live.end()) handAll(rest);
   }
 
   /**
@@ -211,11 +256,16 @@ export class RunUseCases {
       );
       if (err.code !== 'BACKEND_ERROR') {
         this.store.finish(record, failed(err));
+        // It never ran: its key is free for a retry (where the backend made a record, the retry finds it there).
+        if (run.keyed) this.keys.forget(run.keyed, record.runId);
         throw err;
       }
       res = failed(err);
     }
     this.store.finish(record, res);
+    // A run another process started (a repeat of its key found it recorded) is counted and audited there.
+    if (execution.adopted?.()) return res;
+    this.deps.rates.output(principal, res.stdoutBytes + res.stderrBytes);
     metrics.runs.inc({ backend: backend.name, phase: res.phase, reason: res.reason ?? '' });
     metrics.runDuration.observe(
       { backend: backend.name, served: res.served ?? 'cold' },
@@ -231,6 +281,16 @@ export class RunUseCases {
       }),
     );
     return res;
+  }
+
+  /** An idempotent repeat of a run this process follows. */
+  private follow(record: RunRecord, options: StartRunOptions): RunHandle {
+    return followRecord(
+      record,
+      options,
+      () => this.store.delivered(record.runId),
+      () => this.current(record),
+    );
   }
 
   /** The run's current state; a principal sees only its own runs. */

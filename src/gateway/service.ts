@@ -15,6 +15,7 @@ import { RunFileUseCases } from './run-files.js';
 import { RunUseCases } from './runs.js';
 import type { SessionJournal } from './session-journal.js';
 import { SessionUseCases, type SessionCaps } from './sessions.js';
+import { RateLimits, type RateLimitOptions } from './rate-limits.js';
 import { Slots, type SlotOptions } from './slots.js';
 import { templatesFor, type TemplateInfo } from './templates.js';
 
@@ -32,6 +33,8 @@ export interface ServiceOptions {
    */
   audit?: AuditTrail;
   slots: SlotOptions;
+  /** Per-principal rate limits (off when absent). */
+  rates?: RateLimitOptions;
   /** How much of finished runs' results stays in memory (RunStore). */
   history?: Partial<HistoryOptions>;
   /** Caps on live sessions and what their logs keep. */
@@ -57,9 +60,9 @@ export class SandpitService {
   private backendHealth: { at: number; health: Promise<BackendHealth> } | undefined;
 
   constructor(options: ServiceOptions) {
-    const { history, sessions, journal, ...deps } = options;
+    const { history, sessions, journal, rates, ...deps } = options;
     const audit = deps.audit ?? createAuditTrail({ logger: deps.logger, metrics: deps.metrics.audit });
-    this.deps = { ...deps, audit, slots: new Slots(deps.slots) };
+    this.deps = { ...deps, audit, slots: new Slots(deps.slots), rates: new RateLimits(rates) };
     this.runs = new RunUseCases(this.deps, history);
     this.runFiles = new RunFileUseCases(this.runs, deps.backend.files);
     this.sessions = new SessionUseCases(this.deps, sessions, journal);

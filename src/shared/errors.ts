@@ -9,6 +9,8 @@ export const ErrorCodes = {
   UNAUTHORIZED: { http: 401, exit: 77, retryable: false },
   FORBIDDEN: { http: 403, exit: 77, retryable: false },
   NOT_FOUND: { http: 404, exit: 66, retryable: false },
+  // A request that cannot be carried out as sent beside what exists (another request under a used idempotency key).
+  CONFLICT: { http: 409, exit: 65, retryable: false },
   TOO_LARGE: { http: 413, exit: 64, retryable: false },
   UNSUPPORTED_MEDIA_TYPE: { http: 415, exit: 64, retryable: false },
   BUSY: { http: 429, exit: 75, retryable: true },
@@ -25,6 +27,8 @@ export const ErrorCodes = {
   UNSUPPORTED: { http: 501, exit: 69, retryable: false },
   // EX_IOERR: the audit file cannot be written, so nothing runs until it can.
   AUDIT_UNAVAILABLE: { http: 503, exit: 74, retryable: true },
+  // An OAuth access token cannot be checked now: the issuer's keys cannot be fetched.
+  AUTH_UNAVAILABLE: { http: 503, exit: 69, retryable: true },
   INTERNAL: { http: 500, exit: 70, retryable: false },
 } as const;
 
@@ -41,6 +45,8 @@ export interface Violation {
 export interface AppErrorOptions {
   hint?: string;
   violations?: Violation[];
+  /** A rate limit's refusal: when the same request would be allowed (HTTP Retry-After). */
+  retryAfterSeconds?: number;
   cause?: unknown;
 }
 
@@ -48,6 +54,7 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly hint: string | undefined;
   readonly violations: Violation[];
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -55,6 +62,7 @@ export class AppError extends Error {
     this.code = code;
     this.hint = options.hint;
     this.violations = options.violations ?? [];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   get httpStatus(): number {
@@ -69,12 +77,19 @@ export class AppError extends Error {
     return ErrorCodes[this.code].retryable;
   }
 
-  toJSON(): { code: ErrorCode; message: string; hint?: string; violations?: Violation[] } {
+  toJSON(): {
+    code: ErrorCode;
+    message: string;
+    hint?: string;
+    violations?: Violation[];
+    retryAfterSeconds?: number;
+  } {
     return {
       code: this.code,
       message: this.message,
       ...(this.hint ? { hint: this.hint } : {}),
       ...(this.violations.length ? { violations: this.violations } : {}),
+      ...(this.retryAfterSeconds !== undefined ? { retryAfterSeconds: this.retryAfterSeconds } : {}),
     };
   }
 }

@@ -7,6 +7,7 @@ import type { DockerBackend } from '../../src/backends/docker/docker-backend.js'
 import { makeBackend, requireDocker, sandpitContainers } from '../support/docker.js';
 import { eventually, sessionContainers } from '../support/sessions.js';
 import { contractCases } from './cases.js';
+import { idempotencyCases } from './idempotency-cases.js';
 import { sessionContractCases } from './session-cases.js';
 import { contractPolicy, CountingBackend, createService, type ContractTarget } from './target.js';
 
@@ -54,10 +55,12 @@ describe('contract: docker backend', () => {
       liveOutputUnderGvisor: true,
       gvisor: { runtime: 'runsc', service },
       overheadMs: 1500,
+      keys: 'process',
     };
   });
   after(() => target?.service.shutdown());
 
   contractCases(() => target);
   sessionContractCases(() => target);
+  idempotencyCases(() => target);
 });

@@ -9,6 +9,7 @@ import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { RunRequestSchema } from '../../src/api/run.js';
 import { principalLabelValue } from '../../src/backends/kubernetes/build-sandbox-run.js';
 import type { KubernetesBackend } from '../../src/backends/kubernetes/kubernetes-backend.js';
+import type { SandpitService } from '../../src/gateway/service.js';
 import { evaluate, type EffectiveSpec } from '../../src/policy/evaluate.js';
 import { isAppError } from '../../src/shared/errors.js';
 import { auditOf } from '../support/audit.js';
@@ -21,6 +22,7 @@ import {
   type Suite,
 } from '../integration/kubernetes/operator-harness.js';
 import { contractCases } from './cases.js';
+import { idempotencyCases } from './idempotency-cases.js';
 import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
 import { sessionContractCases } from './session-cases.js';
 import { bindGatewayRbac, gatewayBackend } from './kube-gateway.js';
@@ -41,6 +43,8 @@ let suite: Suite;
 let inner: KubernetesBackend;
 let target: ContractTarget;
 let failed = false;
+/** The services of other replicas the cases made: shut down after. */
+const replicas: SandpitService[] = [];
 
 async function podsOf(cluster: KubeCluster, ns: string, runId: string): Promise<V1Pod[]> {
   return (await cluster.core.listNamespacedPod({ namespace: ns, labelSelector: `sandpit.dev/run=${runId}` }))
@@ -114,9 +118,23 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
       liveOutputUnderGvisor: false,
       gvisor: { runtime: GVISOR, service: createService(backend, contractPolicy([GVISOR])) },
       overheadMs: 8000,
+      keys: 'record',
+      async runRecordCount() {
+        const runs = (await cluster.kubectl(['get', 'sandboxruns', '-n', ns, '-o', 'name'])).stdout;
+        return runs.split('\n').filter(Boolean).length;
+      },
+      replica() {
+        const service = createService(
+          new CountingBackend(gatewayBackend(cluster, ns, { logger: undefined })),
+          contractPolicy([]),
+        );
+        replicas.push(service);
+        return service;
+      },
     };
   });
   after(async () => {
+    await Promise.all(replicas.map((r) => r.shutdown()));
     await target?.service.shutdown();
     await target?.gvisor.service.shutdown();
     await stopSuite(suite, failed, (l) => process.stderr.write(`# ${l}\n`));
@@ -128,6 +146,10 @@ describe('contract: kubernetes backend', { timeout: 1_800_000 }, () => {
       () => (failed = true),
     );
     sessionContractCases(
+      () => target,
+      () => (failed = true),
+    );
+    idempotencyCases(
       () => target,
       () => (failed = true),
     );

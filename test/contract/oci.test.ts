@@ -10,6 +10,7 @@ import { sessionContractCases } from './session-cases.js';
 import type { OciBackend } from '../../src/backends/oci/oci-backend.js';
 import { makeOciBackend, OCI_LAYOUT, ociLeftovers } from '../support/oci.js';
 import { contractCases } from './cases.js';
+import { idempotencyCases } from './idempotency-cases.js';
 import { contractPolicy, CountingBackend, createService, type ContractTarget } from './target.js';
 
 let target: ContractTarget;
@@ -57,10 +58,12 @@ describe('contract: oci backend', () => {
       liveOutputUnderGvisor: true,
       gvisor: { runtime: 'runsc', service },
       overheadMs: 1500,
+      keys: 'process',
     };
   });
   after(() => target?.service.shutdown());
 
   contractCases(() => target);
   sessionContractCases(() => target);
+  idempotencyCases(() => target);
 });

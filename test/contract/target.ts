@@ -51,6 +51,10 @@ export class CountingBackend implements SandboxBackend {
     return this.inner.sessions;
   }
 
+  get runs(): SandboxBackend['runs'] {
+    return this.inner.runs;
+  }
+
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
     this.starts++;
     return this.inner.start(spec, options);
@@ -109,6 +113,16 @@ export interface ContractTarget {
   idlePrecisionMs: number;
   /** Wall time a run may take on top of its own duration here (container start, scheduling, status round trips). */
   overheadMs: number;
+  /**
+   * How long an idempotency key (requestId) names its run: the allowed difference. `record`
+   * (Kubernetes): as long as its SandboxRun, for every gateway replica; `process` (Docker): as long
+   * as the gateway process that ran it, which alone knows the key.
+   */
+  keys: 'record' | 'process';
+  /** The run records outside the gateway right now (SandboxRuns), where the backend keeps them. */
+  runRecordCount?(): Promise<number>;
+  /** A service over a new backend of the same target: another gateway replica, where there can be one. */
+  replica?(): SandpitService;
 }
 
 export function createService(backend: CountingBackend, policy: Policy): SandpitService {

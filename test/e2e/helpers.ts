@@ -115,15 +115,19 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** `sandpit serve` with `config` as its config file; resolves once it answers GET /health. */
+/**
+ * `sandpit serve` with `config` (or what `config` makes of the server's URL) as its config file;
+ * resolves once it answers GET /health.
+ */
 export async function startServe(
-  config: object,
+  configOf: object | ((url: string) => object),
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<Served> {
   const dir = tempDir('serve');
   const configPath = join(dir, 'config.json');
   const port = await freePort();
+  const config = typeof configOf === 'function' ? configOf(`http://127.0.0.1:${port}`) : configOf;
   // Each server its own instance, so none adopts another's sessions; a test that restarts one names its own.
   const given = (config as { server?: { instanceId?: string } }).server?.instanceId;
   const instanceId = given ?? `e2e-${process.pid}-${port}`;

@@ -45,6 +45,12 @@ export const ANNOTATION_PRINCIPAL = 'sandpit.dev/principal';
  * a run of anyone else is "not found". The name alone would not do: ownership is by token.
  */
 export const ANNOTATION_OWNER = 'sandpit.dev/owner';
+/**
+ * On a run asked for under an idempotency key (its name derived from the owner and the key, set by
+ * the gateway): the sha256 of the request, so that a repeat of the key with another request is
+ * refused as a conflict rather than answered with this run.
+ */
+export const ANNOTATION_REQUEST_DIGEST = 'sandpit.dev/request-digest';
 
 /** The container in every sandbox pod that runs the untrusted program (the one whose log is the output). */
 export const SANDBOX_CONTAINER = 'sandbox';

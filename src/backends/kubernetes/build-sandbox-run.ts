@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import {
   ANNOTATION_OWNER,
   ANNOTATION_PRINCIPAL,
+  ANNOTATION_REQUEST_DIGEST,
   LABEL_MANAGED_BY,
   LABEL_RUN,
   labelValueFor,
@@ -22,13 +23,18 @@ export const MANAGED_BY_GATEWAY = 'sandpit-gateway';
 export const LABEL_PRINCIPAL = 'sandpit.dev/principal';
 
 export interface BuildOptions {
-  /** The gateway's run id: the SandboxRun's name (a DNS label: `run-` and 12 hex digits). */
+  /**
+   * The gateway's run id: the SandboxRun's name (a DNS label: `run-` and 12 hex digits, or for a
+   * run under an idempotency key `r-` and 16 hex digits of sha256(owner, key)).
+   */
   runId: string;
   namespace: string;
   /** Who asked for the run; written as an annotation (the operator's audit record) and hashed as a label. */
   principal: string;
   /** The owner's principal id, written as an annotation: what every gateway replica checks ownership by. */
   owner?: string | undefined;
+  /** The request's digest, for a run under an idempotency key (the conflict check of a repeat). */
+  requestDigest?: string | undefined;
   ttlSecondsAfterFinished: number;
   pendingTimeoutSeconds: number;
   /** Extra labels; the system labels are applied after them, so they cannot be overridden. */
@@ -56,6 +62,9 @@ export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): San
       annotations: {
         [ANNOTATION_PRINCIPAL]: options.principal,
         ...(options.owner !== undefined ? { [ANNOTATION_OWNER]: options.owner } : {}),
+        ...(options.requestDigest !== undefined
+          ? { [ANNOTATION_REQUEST_DIGEST]: options.requestDigest }
+          : {}),
       },
     },
     spec: buildSpec(spec, options),

@@ -8,6 +8,10 @@
  * like the Docker backend's (stdout and stderr interleaved: the pod log has one stream).
  */
 import type { RunResult } from '../../api/run.js';
+import { ANNOTATION_OWNER, ANNOTATION_REQUEST_DIGEST } from '../../api/v1alpha1/labels.js';
+import type { SandboxRun } from '../../api/v1alpha1/sandboxrun.js';
+import { isAlreadyExists } from '../../kube/errors.js';
+import { AppError } from '../../shared/errors.js';
 import { createKubeClient } from '../../kube/client.js';
 import type { KubeConfig } from '../../kube/config.js';
 import type { Logger } from '../../observability/logger.js';
@@ -26,7 +30,7 @@ import type {
 } from '../types.js';
 import { buildSandboxRun } from './build-sandbox-run.js';
 import { checkHealth } from './health.js';
-import { createRunApi, type RunApi } from './run-api.js';
+import { createRunApi, type ObjectRef, type RunApi } from './run-api.js';
 import { createRunFiles } from './run-files.js';
 import { createRunRecords } from './run-records.js';
 import { BACKEND_NAME, resultFromStatus } from './run-result.js';
@@ -59,6 +63,13 @@ export interface KubernetesBackendOptions {
   sessions?: { lingerMs?: number; takeWaitMs?: number };
   /** Overrides for tests. */
   timing?: Partial<Omit<SuperviseTiming, 'pickupTimeoutMs' | 'deadlineMs'>> & { podGoneMs?: number };
+}
+
+/** What start() learns while it makes the run's record. */
+interface Made {
+  /** The run was recorded already (a repeat of its idempotency key): it is followed, not made. */
+  adopted: boolean;
+  markRecorded: () => void;
 }
 
 /** Slack on top of the pending and run time before the gateway gives up on a run. */
@@ -121,18 +132,17 @@ export class KubernetesBackend implements SandboxBackend {
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
     let markRecorded!: () => void;
     const recorded = new Promise<void>((r) => (markRecorded = r));
-    const execution = this.executions.start(spec, options, (ctx) =>
-      this.execute(spec, options, ctx, markRecorded),
-    );
+    const made: Made = { adopted: false, markRecorded };
+    const execution = this.executions.start(spec, options, (ctx) => this.execute(spec, options, ctx, made));
     void execution.result.then(markRecorded, markRecorded);
-    return { ...execution, recorded };
+    return { ...execution, recorded, adopted: () => made.adopted };
   }
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, principal, owner, namespace: tenant }: StartOptions,
+    { runId, signal, principal, owner, namespace: tenant, requestDigest }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
-    markRecorded: () => void,
+    made: Made,
   ): Promise<RunResult> {
     const o = this.options;
     const namespace = tenant ?? this.namespace;
@@ -145,17 +155,31 @@ export class KubernetesBackend implements SandboxBackend {
           namespace,
           principal: principal ?? 'unknown',
           owner,
+          requestDigest,
           ttlSecondsAfterFinished: o.ttlSecondsAfterFinished,
           pendingTimeoutSeconds: o.pendingTimeoutSeconds,
           ...(o.labels ? { labels: o.labels } : {}),
         }),
       );
+      o.logger?.debug({ run: `${namespace}/${runId}` }, 'Created SandboxRun');
     } catch (e) {
-      cleanedUp();
-      throw e;
+      created =
+        requestDigest !== undefined
+          ? await this.adoptable(e, { namespace, name: runId }, owner, requestDigest).catch(
+              (err: unknown) => {
+                cleanedUp();
+                throw err;
+              },
+            )
+          : undefined;
+      if (!created) {
+        cleanedUp();
+        throw e;
+      }
+      made.adopted = true;
+      o.logger?.debug({ run: `${namespace}/${runId}` }, 'Following the SandboxRun of a repeated requestId');
     }
-    o.logger?.debug({ run: `${namespace}/${runId}` }, 'Created SandboxRun');
-    markRecorded();
+    made.markRecorded();
     const stop = new AbortController();
     // An abort while the object was being created counts too: onAbort calls at once if so.
     const detach = onAbort(signal, () => stop.abort());
@@ -167,7 +191,8 @@ export class KubernetesBackend implements SandboxBackend {
         api: this.api,
         namespace,
         name: runId,
-        resourceVersion: created.metadata?.resourceVersion,
+        // An adopted run is read first: it may have ended already, and a watch shows only changes.
+        resourceVersion: made.adopted ? undefined : created.metadata?.resourceVersion,
         window: outputWindow(spec.limits.outputBytes),
         files: spec.outputs.entries.length > 0,
         timing: {
@@ -197,6 +222,34 @@ export class KubernetesBackend implements SandboxBackend {
       this.live.delete(stop);
       void this.cleanUp({ namespace, name: runId }, podName, phase).finally(cleanedUp);
     }
+  }
+
+  /**
+   * The SandboxRun a create under an idempotency key found in its way (AlreadyExists): followed
+   * when it is the same owner's run of the same request; a CONFLICT when it is another request's.
+   * Undefined when the create failed for another reason (the caller rethrows that).
+   */
+  private async adoptable(
+    e: unknown,
+    ref: ObjectRef,
+    owner: string | undefined,
+    requestDigest: string,
+  ): Promise<SandboxRun | undefined> {
+    if (!(e instanceof AppError && isAlreadyExists(e.cause))) return undefined;
+    const existing = await this.api.getRun(ref);
+    if (!existing) return undefined;
+    const a = existing.metadata.annotations ?? {};
+    if (a[ANNOTATION_OWNER] !== owner || a[ANNOTATION_REQUEST_DIGEST] !== requestDigest) {
+      throw new AppError(
+        'CONFLICT',
+        `the requestId of this run was already used for another request (SandboxRun ${ref.namespace}/${ref.name})`,
+        {
+          violations: [{ field: 'requestId', message: 'already used for a different request' }],
+          hint: 'send a new requestId for a new request; repeat a request only with exactly what it sent',
+        },
+      );
+    }
+    return existing;
   }
 
   /** Waits until the run's pod no longer runs (a cancelled run's pod: until it is deleted). */

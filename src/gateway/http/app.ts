@@ -1,6 +1,6 @@
 /**
- * The gateway's HTTP app (express 5): Host-header validation, `GET /health` and `GET /openapi.json`
- * without auth, bearer auth on `/mcp`, `/metrics` and the REST API (`/sessions`, `/runs`), a JSON
+ * The gateway's HTTP app (express 5): Host-header validation, `GET /health`, `GET /openapi.json`
+ * and, with OAuth, the Protected Resource Metadata without auth, bearer auth on `/mcp`, `/metrics` and the REST API (`/sessions`, `/runs`), a JSON
  * body limit derived from policy, and JSON errors only. The MCP routes are given in `mcp`
  * (src/gateway/mcp owns the SDK).
  */
@@ -71,6 +71,9 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     app.get('/health', hostValidation([...deps.allowedHosts, ...LOOPBACK_HOSTS]), health);
   else app.get('/health', health);
   if (deps.allowedHosts) app.use(hostValidation(deps.allowedHosts));
+  const oauth = deps.authenticator.oauth;
+  // RFC 9728: what a client needs before it has a token, so without auth.
+  if (oauth) app.get([...oauth.metadataPaths], (_req, res) => void res.json(oauth.metadata));
   const auth = requireAuth(deps.authenticator);
   const limit = principalRateLimit({ perSecond: deps.maxRequestsPerSecond, anonymousId: deps.anonymousId });
   app.get('/metrics', auth, limit, metricsRoute(deps.metrics));

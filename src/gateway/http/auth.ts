@@ -1,20 +1,23 @@
 /**
- * Bearer auth for /mcp and /metrics: the principal goes on `req.auth` (where the MCP transport finds
- * it); a refusal is a 401 with `WWW-Authenticate` and a JSON body.
+ * Bearer auth for /mcp, /metrics and the REST API: the principal goes on `req.auth` (where the MCP
+ * transport finds it); a refusal is a 401 (or 403 insufficient_scope) with `WWW-Authenticate` and
+ * a JSON body.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { authInfoFor, wwwAuthenticate, type Authenticator } from '../auth.js';
+import { authInfoFor, type Authenticator } from '../auth.js';
 import { toAppError } from '../../shared/errors.js';
 import { sendError } from './errors.js';
 
 export function requireAuth(authenticator: Authenticator) {
-  return (req: Request, res: Response, next: NextFunction): void => {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const header = req.headers.authorization;
     try {
-      (req as Request & { auth?: unknown }).auth = authInfoFor(authenticator.authenticate(header));
+      (req as Request & { auth?: unknown }).auth = authInfoFor(await authenticator.verify(header));
     } catch (e) {
       const err = toAppError(e);
-      res.setHeader('WWW-Authenticate', wwwAuthenticate(header, err));
+      if (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN') {
+        res.setHeader('WWW-Authenticate', authenticator.challenge(header, err));
+      }
       return sendError(req, res, err);
     }
     next();

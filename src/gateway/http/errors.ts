@@ -24,6 +24,7 @@ export function jsonRpcError(code: number, message: string, data?: unknown): obj
 export function sendError(req: Request, res: Response, err: AppError): void {
   if (res.headersSent) return void res.end();
   res.status(err.httpStatus);
+  if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
   if (req.path.startsWith('/mcp')) {
     res.json(jsonRpcError(JSON_RPC_CODES[err.code] ?? -32603, err.message, err.toJSON()));
   } else {

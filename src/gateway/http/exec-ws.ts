@@ -19,7 +19,7 @@ import { parseInput } from '../../api/validate.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { AppError, toAppError } from '../../shared/errors.js';
-import { wwwAuthenticate, type Authenticator } from '../auth.js';
+import type { Authenticator } from '../auth.js';
 import type { Principal } from '../principal.js';
 import type { SandpitService } from '../service.js';
 import type { ExecHandle } from '../session-execs.js';
@@ -93,7 +93,9 @@ export function execWebSocket(deps: ExecWsDeps): ExecWebSocket {
         refuse(
           socket,
           err,
-          err.code === 'UNAUTHORIZED' ? wwwAuthenticate(req.headers.authorization, err) : undefined,
+          err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN'
+            ? deps.authenticator.challenge(req.headers.authorization, err)
+            : undefined,
         );
       });
     },
@@ -129,7 +131,7 @@ async function admit(
       hint: `send the token as "Authorization: Bearer <token>", or as the subprotocol ${BEARER_PROTOCOL}<token>`,
     });
   }
-  const principal = deps.authenticator.authenticate(req.headers.authorization ?? bearerProtocol(req));
+  const principal = await deps.authenticator.verify(req.headers.authorization ?? bearerProtocol(req));
   const sessionId = decodeURIComponent(match[1] ?? '');
   // A session another gateway replica made, or one that ended there, as every route does.
   await deps.service.sessions.serve(sessionId, principal);

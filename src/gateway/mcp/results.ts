@@ -26,7 +26,8 @@ export function toolError(err: AppError): CallToolResult {
     lines.push(`  - ${v.field}: ${v.message}${limit}`);
   }
   lines.push(`hint: ${err.hint ?? (err.retryable ? 'retry later' : 'this request cannot succeed as sent')}`);
-  if (err.retryable) lines.push('retryable: yes');
+  if (err.retryAfterSeconds !== undefined) lines.push(`retry after: ${err.retryAfterSeconds} s`);
+  else if (err.retryable) lines.push('retryable: yes');
   return {
     content: [{ type: 'text', text: lines.join('\n') }],
     isError: true,

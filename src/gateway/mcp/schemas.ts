@@ -54,7 +54,7 @@ function commonListed(policy: Policy) {
       .min(1)
       .max(c.timeoutSeconds)
       .optional()
-      .describe(`Deadline, s (default and maximum ${c.timeoutSeconds})`),
+      .describe(`Seconds (default, max ${c.timeoutSeconds})`),
     resources: z
       .object({
         cpu: quantity('e.g. "0.5" or "500m"').optional(),
@@ -66,7 +66,8 @@ function commonListed(policy: Policy) {
       .optional()
       .describe('Below the ceilings'),
     image: z.string().optional().describe('An allowlisted image instead'),
-    outputs: z.array(z.string()).optional().describe('Files to return, e.g. out/*.csv'),
+    outputs: z.array(z.string()).optional().describe('Files to return (globs)'),
+    requestId: z.string().optional().describe('Idempotency key'),
     ...networkListed(policy),
   };
 }
@@ -121,6 +122,7 @@ const commonParse = {
   outputs: R.outputs,
   runtime: R.runtime,
   network: R.network,
+  requestId: R.requestId,
   language: z.string().optional(),
   template: z.string().optional(),
 };
@@ -186,11 +188,11 @@ export const RunResultOutput = z.looseObject({
   phase: z.string().describe('Succeeded, Failed, TimedOut, Cancelled, …'),
   reason: z.string().optional().describe('Completed, Error, OOMKilled, DeadlineExceeded, …'),
   message: S.message.describe('Detail'),
-  hint: S.hint.describe('What to do about it'),
-  exitCode: S.exitCode.describe('Null if it never exited'),
+  hint: S.hint.describe('Next step'),
+  exitCode: S.exitCode.describe('Null: never exited'),
   timedOut: S.timedOut.describe('The deadline ended it'),
-  stdout: S.stdout.describe('Head and tail if cut'),
-  stderr: S.stderr.describe('Head and tail if cut'),
+  stdout: S.stdout.describe('Head+tail if cut'),
+  stderr: S.stderr.describe('Head+tail if cut'),
   truncated: S.truncated.describe('Output was cut'),
   durationMs: S.durationMs.describe('Wall-clock ms'),
 });

@@ -26,6 +26,7 @@ function record(runId: string): RunRecord {
     result: undefined,
     settled: Promise.resolve(),
     live: new LiveOutput(),
+    followers: new Set(),
   };
 }
 

@@ -16,6 +16,7 @@ describe('ErrorCodes', () => {
     UNAUTHORIZED: [401, 77, false],
     FORBIDDEN: [403, 77, false],
     NOT_FOUND: [404, 66, false],
+    CONFLICT: [409, 65, false],
     TOO_LARGE: [413, 64, false],
     UNSUPPORTED_MEDIA_TYPE: [415, 64, false],
     BUSY: [429, 75, true],
@@ -29,6 +30,7 @@ describe('ErrorCodes', () => {
     GATEWAY_UNAVAILABLE: [502, 69, true],
     UNSUPPORTED: [501, 69, false],
     AUDIT_UNAVAILABLE: [503, 74, true],
+    AUTH_UNAVAILABLE: [503, 69, true],
     INTERNAL: [500, 70, false],
   };
 

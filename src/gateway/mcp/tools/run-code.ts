@@ -22,7 +22,7 @@ export function runCodeTool(schemas: ToolSchemas): ToolSpec {
     title: 'Run code in a sandbox',
     description:
       `Runs code in a fresh sandbox (${'network' in schemas.runCode.listed.shape ? 'no network unless network names an allowlist' : 'no network'}; CPU, memory, time capped): exit code, stdout, stderr. ` +
-      'Output streams as log notifications.',
+      'Streams output as logs.',
     input: schemas.runCode,
     output: RunResultOutput,
     annotations: RUN_ANNOTATIONS,

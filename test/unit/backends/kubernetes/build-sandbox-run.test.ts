@@ -82,6 +82,18 @@ describe('buildSandboxRun', () => {
     });
   });
 
+  test("a run under an idempotency key: its name as given, and the request's digest an annotation", () => {
+    const digest = 'a'.repeat(64);
+    const run = buildSandboxRun(effective(FULL), {
+      ...OPTIONS,
+      runId: 'r-0123456789abcdef',
+      owner: 'token:0123456789abcdef',
+      requestDigest: digest,
+    });
+    assert.equal(run.metadata.name, 'r-0123456789abcdef');
+    assert.equal(run.metadata.annotations?.['sandpit.dev/request-digest'], digest);
+  });
+
   test('spec: code, files as base64, stdin, env, argv, limits, timeout, RuntimeClass, TTL and pending timeout', () => {
     const spec = effective(FULL);
     const run = buildSandboxRun(spec, OPTIONS);
