@@ -6,6 +6,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
+  CallToolRequestSchema,
   ListToolsRequestSchema,
   type CallToolResult,
   type Tool,
@@ -14,7 +15,8 @@ import {
 import * as z from 'zod';
 import type { Policy } from '../../policy/policy.js';
 import type { ToolDeps, ToolExtra } from './context.js';
-import { instrument } from './instrument.js';
+import type { PrincipalTaskStore } from './tasks.js';
+import { toolCallHandler } from './tool-call.js';
 import { buildToolSchemas, type ToolInput, type ToolSchemas } from './schemas.js';
 import { buildSessionSchemas, type SessionSchemas } from './session-schemas.js';
 
@@ -32,6 +34,11 @@ export interface ToolSpec {
   /** Seed-compatible tools can be hidden (`server.seedTools: false`). */
   seed?: boolean;
   handler: (deps: ToolDeps) => (args: never, extra: ToolExtra) => Promise<CallToolResult>;
+  /**
+   * Where a client may also run the tool as an MCP task (tools/list: taskSupport optional): starts
+   * the work, bound to no request, and answers its task id (tasks.ts).
+   */
+  task?: (deps: ToolDeps) => (args: never, extra: ToolExtra) => Promise<string>;
 }
 
 export interface CatalogOptions {
@@ -85,24 +92,18 @@ export function buildCatalog(
     inputSchema: toToolJsonSchema(s.input.listed, 'input'),
     outputSchema: toToolJsonSchema(s.output, 'output'),
     annotations: s.annotations,
+    ...(s.task ? { execution: { taskSupport: 'optional' as const } } : {}),
   }));
   return { specs, list };
 }
 
-/** Registers every tool of the catalog on one server, which then answers tools/list from the catalog. */
-export function registerCatalog(server: McpServer, catalog: ToolCatalog, deps: ToolDeps): void {
-  for (const spec of catalog.specs) {
-    server.registerTool(
-      spec.name,
-      {
-        title: spec.title,
-        description: spec.description,
-        inputSchema: spec.input.parse,
-        outputSchema: spec.output,
-        annotations: spec.annotations,
-      },
-      instrument(spec.name, deps, spec.handler(deps)) as never,
-    );
-  }
+/** Makes one server answer tools/list from the catalog, and tools/call with its tools (tool-call.ts). */
+export function registerCatalog(
+  server: McpServer,
+  catalog: ToolCatalog,
+  deps: ToolDeps,
+  tasks: PrincipalTaskStore,
+): void {
   server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...catalog.list] }));
+  server.server.setRequestHandler(CallToolRequestSchema, toolCallHandler(catalog.specs, deps, tasks));
 }

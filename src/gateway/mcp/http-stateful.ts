@@ -20,6 +20,7 @@ import type { ToolCatalog } from './catalog.js';
 import { principalOfRequest, type ToolDeps } from './context.js';
 import { BoundedEventStore, EVENT_STORE_LIMITS } from './event-store.js';
 import { createMcpServer } from './server.js';
+import type { TaskIndex } from './tasks.js';
 
 /** How soon a client whose stream closed reconnects (the SSE `retry` field). */
 export const RETRY_MS = 1000;
@@ -63,7 +64,12 @@ function isCall(body: unknown): boolean {
   });
 }
 
-export function statefulMcpHttp(deps: ToolDeps, catalog: ToolCatalog, options: StatefulOptions): McpHttp {
+export function statefulMcpHttp(
+  deps: ToolDeps,
+  catalog: ToolCatalog,
+  tasks: TaskIndex,
+  options: StatefulOptions,
+): McpHttp {
   const sessions = new Map<string, Session>();
   const ownerOf = (req: Request): string => {
     const principal = principalOfRequest(req, deps);
@@ -126,7 +132,7 @@ export function statefulMcpHttp(deps: ToolDeps, catalog: ToolCatalog, options: S
       res.status(503).json(jsonRpcError(-32000, `busy, retry later: ${full}`));
       return;
     }
-    const server = createMcpServer(deps, catalog);
+    const server = createMcpServer(deps, catalog, { principal: principalOfRequest(req, deps), index: tasks });
     const now = Date.now();
     const session: Session = {
       server,

@@ -11,8 +11,9 @@ import { principalOfRequest, type ToolDeps } from './context.js';
 import { InflightCalls } from './inflight.js';
 import type { ToolCatalog } from './catalog.js';
 import { createMcpServer } from './server.js';
+import type { TaskIndex } from './tasks.js';
 
-export function statelessMcpHttp(deps: ToolDeps, catalog: ToolCatalog): McpHttp {
+export function statelessMcpHttp(deps: ToolDeps, catalog: ToolCatalog, tasks: TaskIndex): McpHttp {
   const inflight = new InflightCalls();
   const open = new Set<() => Promise<void>>();
   const notAllowed = (_req: Request, res: Response): void => {
@@ -23,10 +24,11 @@ export function statelessMcpHttp(deps: ToolDeps, catalog: ToolCatalog): McpHttp 
   };
   return {
     async post(req: Request, res: Response) {
-      const principal = principalOfRequest(req, deps).id;
+      const caller = principalOfRequest(req, deps);
+      const principal = caller.id;
       const cancelled = inflight.cancelFrom(principal, req.body);
       if (cancelled > 0) deps.logger.debug({ principal, cancelled }, 'client cancelled calls in flight');
-      const server = createMcpServer(deps, catalog);
+      const server = createMcpServer(deps, catalog, { principal: caller, index: tasks });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       const close = (): Promise<void> => server.close().catch(() => undefined);
       const forget = inflight.track(principal, req.body, () => void close());

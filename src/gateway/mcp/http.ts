@@ -7,6 +7,7 @@ import type { ToolDeps } from './context.js';
 import { DEFAULT_STATEFUL, statefulMcpHttp, type StatefulOptions } from './http-stateful.js';
 import { statelessMcpHttp } from './http-stateless.js';
 import { buildToolCatalog } from './server.js';
+import { TaskIndex } from './tasks.js';
 
 export function createMcpHttp(
   deps: ToolDeps,
@@ -15,9 +16,11 @@ export function createMcpHttp(
   const { stateless, seedTools, ...sessions } = options;
   // One tools/list for every session and request.
   const catalog = buildToolCatalog(deps, seedTools === undefined ? {} : { seedTools });
+  // Tasks are the process's: a stateless request, or another session of the same principal, lists them.
+  const tasks = new TaskIndex();
   const mcp = stateless
-    ? statelessMcpHttp(deps, catalog)
-    : statefulMcpHttp(deps, catalog, { ...DEFAULT_STATEFUL, ...sessions });
+    ? statelessMcpHttp(deps, catalog, tasks)
+    : statefulMcpHttp(deps, catalog, tasks, { ...DEFAULT_STATEFUL, ...sessions });
   return {
     post: refuseBatches(mcp.post),
     get: mcp.get,

@@ -9,9 +9,19 @@ import { AppError, toAppError } from '../../shared/errors.js';
 import { principalOf, type ToolDeps, type ToolExtra } from './context.js';
 import { toolError } from './results.js';
 
-export type ToolHandler<A> = (args: A, extra: ToolExtra) => Promise<CallToolResult>;
+export type ToolHandler<A, R = CallToolResult> = (args: A, extra: ToolExtra) => Promise<R>;
 
 export function instrument<A>(tool: string, deps: ToolDeps, handler: ToolHandler<A>): ToolHandler<A> {
+  return instrumentWith(tool, deps, handler, toolError);
+}
+
+/** The same, with `fail` to answer a refusal (a task's creation throws it as a JSON-RPC error). */
+export function instrumentWith<A, R>(
+  tool: string,
+  deps: ToolDeps,
+  handler: ToolHandler<A, R>,
+  fail: (err: AppError) => R,
+): ToolHandler<A, R> {
   return async (args, extra) => {
     const started = performance.now();
     let outcome = 'ok';
@@ -25,7 +35,7 @@ export function instrument<A>(tool: string, deps: ToolDeps, handler: ToolHandler
         err = new AppError('INTERNAL', `internal error (ref ${ref}); the server log has the detail`);
       }
       outcome = err.code.toLowerCase();
-      return toolError(err);
+      return fail(err);
     } finally {
       deps.metrics.toolCalls.inc({ tool, outcome });
       deps.logger.info(

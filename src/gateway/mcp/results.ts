@@ -2,7 +2,7 @@
  * Tool results: structured content with a readable text part, and the one mapping from AppError to
  * an `isError` result that names the violated fields and limits and says how to recover.
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type * as z from 'zod';
 import type { AppError } from '../../shared/errors.js';
 
@@ -20,6 +20,23 @@ export function toolResult<S extends z.ZodObject>(
 }
 
 export function toolError(err: AppError): CallToolResult {
+  return {
+    content: [{ type: 'text', text: errorText(err) }],
+    isError: true,
+    _meta: { 'sandpit.dev/error': err.toJSON() },
+  };
+}
+
+/**
+ * A task that could not be created: a CreateTaskResult cannot carry isError, so the same text is
+ * a JSON-RPC error, with the AppError as its data; the caller's fault is -32602, anything else -32603.
+ */
+export function taskRefused(err: AppError): never {
+  const code = err.httpStatus < 500 && !err.retryable ? ErrorCode.InvalidParams : ErrorCode.InternalError;
+  throw new McpError(code, errorText(err), err.toJSON());
+}
+
+function errorText(err: AppError): string {
   const lines = [`${err.code}: ${err.message}`];
   for (const v of err.violations) {
     const limit = v.limit !== undefined ? ` (limit: ${v.limit})` : '';
@@ -28,9 +45,5 @@ export function toolError(err: AppError): CallToolResult {
   lines.push(`hint: ${err.hint ?? (err.retryable ? 'retry later' : 'this request cannot succeed as sent')}`);
   if (err.retryAfterSeconds !== undefined) lines.push(`retry after: ${err.retryAfterSeconds} s`);
   else if (err.retryable) lines.push('retryable: yes');
-  return {
-    content: [{ type: 'text', text: lines.join('\n') }],
-    isError: true,
-    _meta: { 'sandpit.dev/error': err.toJSON() },
-  };
+  return lines.join('\n');
 }

@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RunRequestInput, RunResult } from '../../api/run.js';
 import { findTemplate } from '../../policy/templates.js';
 import { AppError } from '../../shared/errors.js';
+import type { Principal } from '../principal.js';
 import { clientWants, principalOf, type ToolDeps, type ToolExtra } from './context.js';
 import { OutputRelay } from './relay.js';
 import { renderRun } from './render.js';
@@ -27,16 +28,31 @@ export async function runStreamed(
   return result;
 }
 
+/**
+ * Starts a run as an MCP task: no request waits for it, so neither a closed response nor an ended
+ * session cancels it (tasks/cancel does). Answers its id once every gateway process can read it.
+ */
+export async function startRunTask(
+  deps: ToolDeps,
+  request: RunRequestInput,
+  extra: ToolExtra,
+): Promise<string> {
+  const handle = await deps.service.runs.start(request, principalOf(extra, deps));
+  // Its outcome is read through the run's record (tasks/get, tasks/result).
+  void handle.result.catch(() => undefined);
+  await handle.recorded;
+  return handle.runId;
+}
+
 /** A run's result as a tool result: structured, readable, and its files (images inline, others linked). */
 export async function runToolResult(
   deps: ToolDeps,
   result: RunResult,
-  extra: ToolExtra,
+  principal: Principal,
 ): Promise<CallToolResult> {
   const base = toolResult(RunResultOutput, result, renderRun(result));
   const files = result.outputs?.files ?? [];
   if (files.length === 0) return base;
-  const principal = principalOf(extra, deps);
   const content = await Promise.all(files.map((f) => runFileContent(deps, result.runId, f, principal)));
   return { ...base, content: [...base.content, ...content] };
 }

@@ -42,12 +42,12 @@ function commonListed(policy: Policy) {
           .strict(),
       )
       .optional()
-      .describe('Files in the workspace'),
+      .describe('Workspace files'),
     stdin: R.stdin.describe('Standard input'),
     env: z
       .array(z.object({ name: z.string().describe('Name'), value: z.string().describe('Value') }).strict())
       .optional()
-      .describe('Environment variables'),
+      .describe('Env vars'),
     timeoutSeconds: z
       .number()
       .int()
@@ -65,7 +65,7 @@ function commonListed(policy: Policy) {
       .strict()
       .optional()
       .describe('Below the ceilings'),
-    image: z.string().optional().describe('An allowlisted image instead'),
+    image: z.string().optional().describe('Allowlisted image'),
     outputs: z.array(z.string()).optional().describe('Files to return (globs)'),
     requestId: z.string().optional().describe('Idempotency key'),
     ...networkListed(policy),

@@ -5,6 +5,7 @@ import { buildCatalog, registerCatalog, type CatalogOptions, type ToolCatalog } 
 import type { ToolDeps } from './context.js';
 import { registerRunResources } from './run-resources.js';
 import { registerSessionResources } from './session-resources.js';
+import { PrincipalTaskStore, TaskIndex, type TaskBinding } from './tasks.js';
 import { allTools } from './tools/index.js';
 
 const INSTRUCTIONS =
@@ -19,10 +20,28 @@ export function buildToolCatalog(deps: Pick<ToolDeps, 'service'>, options: Catal
   return buildCatalog(deps.service.policy, allTools, options);
 }
 
-export function createMcpServer(deps: ToolDeps, catalog: ToolCatalog = buildToolCatalog(deps)): McpServer {
+/**
+ * `binding`: whose the server's tasks are (its session's, or its request's, principal) and the
+ * process's index of them; stdio has one server, so one of each.
+ */
+export function createMcpServer(
+  deps: ToolDeps,
+  catalog: ToolCatalog = buildToolCatalog(deps),
+  binding: TaskBinding = { principal: deps.defaultPrincipal, index: new TaskIndex() },
+): McpServer {
+  const tasks = new PrincipalTaskStore(deps, binding);
   const server = new McpServer(
     { name: 'sandpit', version: deps.version },
-    { capabilities: { logging: {} }, instructions: INSTRUCTIONS },
+    {
+      capabilities: {
+        logging: {},
+        tools: { listChanged: true },
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
+      // The SDK answers tasks/get, tasks/result, tasks/list and tasks/cancel from it.
+      taskStore: tasks,
+      instructions: INSTRUCTIONS,
+    },
   );
   // Output notifications honour logging/setLevel; the SDK keeps the level to itself, so keep our own.
   let level: LoggingLevel | undefined;
@@ -31,7 +50,7 @@ export function createMcpServer(deps: ToolDeps, catalog: ToolCatalog = buildTool
     return {};
   });
   const withLevel = { ...deps, clientLogLevel: () => level };
-  registerCatalog(server, catalog, withLevel);
+  registerCatalog(server, catalog, withLevel, tasks);
   registerSessionResources(server, withLevel);
   registerRunResources(server, withLevel);
   return server;

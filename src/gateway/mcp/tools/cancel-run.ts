@@ -14,8 +14,9 @@ export function cancelRunTool(schemas: ToolSchemas): ToolSpec {
     output: RunResultOutput,
     annotations: END_ANNOTATIONS,
     handler: (deps) => async (args: { runId: string }, extra) => {
-      const result = await deps.service.runs.cancel(args.runId, principalOf(extra, deps));
-      return runToolResult(deps, result, extra);
+      const principal = principalOf(extra, deps);
+      const result = await deps.service.runs.cancel(args.runId, principal);
+      return runToolResult(deps, result, principal);
     },
   };
 }

@@ -20,8 +20,9 @@ export function getRunTool(schemas: ToolSchemas): ToolSpec {
     output: RunResultOutput,
     annotations: READ_ANNOTATIONS,
     handler: (deps) => async (args: { runId: string }, extra) => {
-      const result = await deps.service.runs.get(args.runId, principalOf(extra, deps));
-      return runToolResult(deps, result, extra);
+      const principal = principalOf(extra, deps);
+      const result = await deps.service.runs.get(args.runId, principal);
+      return runToolResult(deps, result, principal);
     },
   };
 }

@@ -1,6 +1,7 @@
 /** run_code: code in a language, in one fresh sandbox; output streamed while it runs. */
 import type { ToolSpec } from '../catalog.js';
-import { runStreamed, runToolResult, templateOf } from '../run.js';
+import { principalOf, type ToolDeps } from '../context.js';
+import { runStreamed, runToolResult, startRunTask, templateOf } from '../run.js';
 import { RunResultOutput, type RunToolArgs, type ToolSchemas } from '../schemas.js';
 
 export const RUN_ANNOTATIONS = {
@@ -27,10 +28,14 @@ export function runCodeTool(schemas: ToolSchemas): ToolSpec {
     output: RunResultOutput,
     annotations: RUN_ANNOTATIONS,
     handler: (deps) => async (args: RunToolArgs, extra) => {
-      const { language: _l, template: _t, ...rest } = args;
-      const template = templateOf(deps, args, 'python');
-      const result = await runStreamed(deps, { ...rest, template }, extra);
-      return runToolResult(deps, result, extra);
+      const result = await runStreamed(deps, codeRequest(deps, args), extra);
+      return runToolResult(deps, result, principalOf(extra, deps));
     },
+    task: (deps) => (args: RunToolArgs, extra) => startRunTask(deps, codeRequest(deps, args), extra),
   };
+}
+
+function codeRequest(deps: ToolDeps, args: RunToolArgs) {
+  const { language: _l, template: _t, ...rest } = args;
+  return { ...rest, template: templateOf(deps, args, 'python') };
 }

@@ -1,6 +1,7 @@
 /** run_command: an explicit argv in one fresh sandbox; output streamed while it runs. */
 import type { ToolSpec } from '../catalog.js';
-import { runStreamed, runToolResult, templateOf } from '../run.js';
+import { principalOf, type ToolDeps } from '../context.js';
+import { runStreamed, runToolResult, startRunTask, templateOf } from '../run.js';
 import { RunResultOutput, type RunToolArgs, type ToolSchemas } from '../schemas.js';
 import { RUN_ANNOTATIONS } from './run-code.js';
 
@@ -13,11 +14,16 @@ export function runCommandTool(schemas: ToolSchemas): ToolSpec {
     output: RunResultOutput,
     annotations: RUN_ANNOTATIONS,
     handler: (deps) => async (args: RunToolArgs, extra) => {
-      const { language: _l, template: _t, ...rest } = args;
-      // An image of the caller's choosing needs no template.
-      const template = templateOf(deps, args, args.image === undefined ? 'bash' : undefined);
-      const result = await runStreamed(deps, { ...rest, ...(template ? { template } : {}) }, extra);
-      return runToolResult(deps, result, extra);
+      const result = await runStreamed(deps, commandRequest(deps, args), extra);
+      return runToolResult(deps, result, principalOf(extra, deps));
     },
+    task: (deps) => (args: RunToolArgs, extra) => startRunTask(deps, commandRequest(deps, args), extra),
   };
+}
+
+function commandRequest(deps: ToolDeps, args: RunToolArgs) {
+  const { language: _l, template: _t, ...rest } = args;
+  // An image of the caller's choosing needs no template.
+  const template = templateOf(deps, args, args.image === undefined ? 'bash' : undefined);
+  return { ...rest, ...(template ? { template } : {}) };
 }

@@ -5,6 +5,8 @@ import { OutputRelay } from '../relay.js';
 import { renderRun } from '../render.js';
 import { toolResult } from '../results.js';
 import { ExecResultOutput, type SessionSchemas } from '../session-schemas.js';
+import { execTaskId } from '../tasks.js';
+import { AppError } from '../../../shared/errors.js';
 import { CHANGE_ANNOTATIONS } from './run-code.js';
 
 interface ExecArgs {
@@ -49,6 +51,23 @@ export function sandboxExecTool(schemas: SessionSchemas): ToolSpec {
       const result = await handle.result;
       await relay.end();
       return toolResult(ExecResultOutput, result, renderRun(result));
+    },
+    // As a task, an exec in the session's record: no request's signal, so no disconnect kills it.
+    task: (deps) => async (args: ExecArgs, extra) => {
+      const { sessionId, execId, kill: _kill, ...request } = args;
+      if (execId !== undefined) {
+        throw new AppError(
+          'INVALID_REQUEST',
+          'a task starts an exec; execId reads one (call without a task)',
+          {
+            violations: [{ field: 'execId', message: 'not with a task: send command or shell' }],
+          },
+        );
+      }
+      const principal = principalOf(extra, deps);
+      await deps.service.sessions.serve(sessionId, principal);
+      const handle = deps.service.sessions.exec(sessionId, principal, request);
+      return execTaskId(sessionId, handle.execId);
     },
   };
 }
