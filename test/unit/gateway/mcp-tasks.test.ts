@@ -162,10 +162,10 @@ describe('the task store', () => {
     const task = await a.experimental.tasks.getTask(recorded.runId);
     assert.equal(task.status, 'completed');
     assert.equal(task.statusMessage, 'Succeeded, exit code 0');
-    const result = (await a.experimental.tasks.getTaskResult(
+    const result: CallToolResult = await a.experimental.tasks.getTaskResult(
       recorded.runId,
       CallToolResultSchema,
-    )) as CallToolResult;
+    );
     assert.equal((result.structuredContent as { stdout: string }).stdout, 'done\n');
     await assert.rejects(b.experimental.tasks.getTask(recorded.runId), notFound);
     assert.ok(asked.includes(`${recorded.runId} ${bob.id}`), 'asked as bob, and answered not found');
