@@ -11,7 +11,9 @@ import {
 } from '../../src/backends/kubernetes/kubernetes-backend.js';
 import { GATEWAY_LEASE_ROLE, GATEWAY_ROLE } from '../../src/backends/kubernetes/permissions.js';
 import { REPO_ROOT } from '../support/kube/env.js';
-import { contractPolicy } from './target.js';
+import { startServe, type Served } from '../e2e/helpers.js';
+import type { Suite } from '../integration/kubernetes/operator-harness.js';
+import { CONTRACT_SANDBOX_CONFIG, contractPolicy } from './target.js';
 import type { KubeCluster } from '../support/kube/index.js';
 
 /** The operator's Lease name (the config default the test operators keep). */
@@ -62,5 +64,17 @@ export function gatewayBackend(
     pickupTimeoutSeconds: 30,
     policy: contractPolicy([]),
     ...overrides,
+  });
+}
+
+/** The built CLI's `sandpit serve` in Kubernetes mode: the gateway identity, runs in the suite's namespace. */
+export function serveKubernetesGateway(suite: Suite): Promise<Served> {
+  return startServe({
+    sandbox: { backend: 'kubernetes', ...CONTRACT_SANDBOX_CONFIG },
+    kubernetes: {
+      gateway: { kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath, namespace: suite.ns },
+      operator: { leaseNamespace: suite.ns },
+    },
+    logging: { level: 'debug' },
   });
 }

@@ -10,7 +10,6 @@ import {
   connectHttp,
   ensureBuilt,
   recordNotifications,
-  startServe,
   textOf,
   waitFor,
   type Connected,
@@ -25,7 +24,7 @@ import {
 } from '../integration/kubernetes/operator-harness.js';
 import { withCluster } from '../support/kube/index.js';
 import { outputStreamsBeforeResult } from '../e2e/scenarios.js';
-import { bindGatewayRbac } from './kube-gateway.js';
+import { bindGatewayRbac, serveKubernetesGateway } from './kube-gateway.js';
 import { CONTRACT_SANDBOX_CONFIG } from './target.js';
 
 let suite: Suite;
@@ -44,14 +43,7 @@ describe('sandpit serve with sandbox.backend: kubernetes (built CLI, MCP over St
     ensureBuilt();
     suite = await startSuite(await withCluster(), 'mcp-kubernetes', { sandbox: CONTRACT_SANDBOX_CONFIG });
     await bindGatewayRbac(suite.cluster, suite.ns);
-    served = await startServe({
-      sandbox: { backend: 'kubernetes', ...CONTRACT_SANDBOX_CONFIG },
-      kubernetes: {
-        gateway: { kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath, namespace: suite.ns },
-        operator: { leaseNamespace: suite.ns },
-      },
-      logging: { level: 'debug' },
-    });
+    served = await serveKubernetesGateway(suite);
     conn = await connectHttp(`${served.url}/mcp`);
   });
   after(async () => {

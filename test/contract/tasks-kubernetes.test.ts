@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { connectHttp, ensureBuilt, startServe, waitFor, type Served } from '../e2e/helpers.js';
+import { connectHttp, ensureBuilt, waitFor, type Served } from '../e2e/helpers.js';
 import {
   failureMarkingTest,
   getRun,
@@ -16,7 +16,7 @@ import {
   type Suite,
 } from '../integration/kubernetes/operator-harness.js';
 import { withCluster } from '../support/kube/index.js';
-import { bindGatewayRbac } from './kube-gateway.js';
+import { bindGatewayRbac, serveKubernetesGateway } from './kube-gateway.js';
 import { CONTRACT_SANDBOX_CONFIG } from './target.js';
 
 let suite: Suite;
@@ -44,14 +44,7 @@ async function startTask(client: Client): Promise<Task> {
 
 describe('MCP tasks on Kubernetes survive a gateway restart (built CLI, Streamable HTTP)', () => {
   const serve = async (): Promise<Served> => {
-    const served = await startServe({
-      sandbox: { backend: 'kubernetes', ...CONTRACT_SANDBOX_CONFIG },
-      kubernetes: {
-        gateway: { kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath, namespace: suite.ns },
-        operator: { leaseNamespace: suite.ns },
-      },
-      logging: { level: 'debug' },
-    });
+    const served = await serveKubernetesGateway(suite);
     gateways.push(served);
     return served;
   };

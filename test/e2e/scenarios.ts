@@ -239,7 +239,10 @@ export async function policyDenialNamesTheField(client: Client): Promise<void> {
 
   const invalid = await callTool(client, 'run_code', { code: 'print(1)', language: 'cobol' });
   assert.equal(invalid.isError, true);
-  assert.match(textOf(invalid), /template: unknown template "cobol" \(limit: python, node, bash, c, rust\)/);
+  assert.match(
+    textOf(invalid),
+    /template: unknown template "cobol" \(limit: python, python-data, node, bash, c, rust\)/,
+  );
 
   const missing = await callTool(client, 'get_run', { runId: 'run-000000000000' });
   assert.equal(missing.isError, true);

@@ -148,13 +148,7 @@ export class PrincipalTaskStore implements TaskStore {
         `a task's status follows its run; it cannot be set to ${status}`,
       );
     }
-    const ref = parseTaskId(taskId);
-    const { principal } = this.binding;
-    await this.answer<RunResult | ExecResult>(() =>
-      ref.kind === 'run'
-        ? this.deps.service.runs.cancel(ref.runId, principal)
-        : this.deps.service.sessions.killExec(ref.sessionId, ref.execId, principal),
-    );
+    await this.record(taskId, 'cancel');
   }
 
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
@@ -170,13 +164,20 @@ export class PrincipalTaskStore implements TaskStore {
   }
 
   private read(taskId: string): Promise<RunResult | ExecResult | undefined> {
+    return this.record(taskId, 'get');
+  }
+
+  /** The task's run or exec, read or cancelled (killed) as this store's principal; undefined when it has none. */
+  private record(taskId: string, op: 'get' | 'cancel'): Promise<RunResult | ExecResult | undefined> {
     const ref = parseTaskId(taskId);
     const { principal } = this.binding;
-    return this.answer<RunResult | ExecResult>(() =>
-      ref.kind === 'run'
-        ? this.deps.service.runs.get(ref.runId, principal)
-        : this.deps.service.sessions.execResult(ref.sessionId, ref.execId, principal),
-    );
+    const { runs, sessions } = this.deps.service;
+    return this.answer<RunResult | ExecResult>(() => {
+      if (ref.kind === 'run') return runs[op](ref.runId, principal);
+      return op === 'get'
+        ? sessions.execResult(ref.sessionId, ref.execId, principal)
+        : sessions.killExec(ref.sessionId, ref.execId, principal);
+    });
   }
 
   /** NOT_FOUND is "no such task" (another principal's included); other errors say what failed. */
