@@ -155,6 +155,43 @@ for (const mode of ['stateful', 'stateless'] as const) {
       await c.close();
     });
 
+    test('sandbox_exec as a task: an exec in its session, by <session>:<exec>; cancel kills it', async () => {
+      const c = await connectHttp(mcpUrl, ALICE);
+      const tasks = c.client.experimental.tasks;
+      const created = await callTool(c.client, 'sandbox_create', { language: 'bash' });
+      const sessionId = (created.structuredContent as { id: string }).id;
+      const execTask = async (shell: string): Promise<Task> => {
+        const stream = tasks.callToolStream(
+          { name: 'sandbox_exec', arguments: { sessionId, shell } },
+          CallToolResultSchema,
+          { task: {} },
+        );
+        for await (const m of stream) if (m.type === 'taskCreated') return m.task;
+        return assert.fail('no task');
+      };
+      const done = await execTask('sleep 2; echo from-exec');
+      const killed = await execTask('sleep 60');
+      assert.match(done.taskId, new RegExp(`^${sessionId}:exec-[0-9a-f]{12}$`));
+      assert.equal((await tasks.getTask(killed.taskId)).status, 'working');
+      assert.equal((await tasks.cancelTask(killed.taskId)).status, 'cancelled');
+      const result = await tasks.getTaskResult(done.taskId, CallToolResultSchema);
+      const out = result.structuredContent as {
+        execId: string;
+        sessionId: string;
+        stdout: string;
+        phase: string;
+      };
+      assert.deepEqual(
+        [out.sessionId, `${sessionId}:${out.execId}`, out.stdout, out.phase],
+        [sessionId, done.taskId, 'from-exec\n', 'Succeeded'],
+      );
+      const bob = await connectHttp(mcpUrl, BOB);
+      await assert.rejects(bob.client.experimental.tasks.getTask(done.taskId), notFound);
+      await bob.close();
+      await callTool(c.client, 'sandbox_delete', { sessionId });
+      await c.close();
+    });
+
     test('a plain call of a tool that offers tasks still streams its output, then the result', async () => {
       const c = await connectHttp(mcpUrl, ALICE);
       await outputStreamsBeforeResult(c.client);
