@@ -32,7 +32,11 @@ describe('contract: oci backend', () => {
   before(async () => {
     inner = await makeOciBackend();
     const backend = new CountingBackend(inner);
-    const sandboxesOf = (runId: string): Promise<string[]> => ociLeftovers(containerId(runId));
+    // One sandbox per run (its container id), named with whatever of it is still on the host.
+    const sandboxesOf = async (runId: string): Promise<string[]> => {
+      const traces = await ociLeftovers(containerId(runId));
+      return traces.length > 0 ? [`${containerId(runId)}: ${traces.join(', ')}`] : [];
+    };
     const service = createService(backend, contractPolicy(['runc', 'runsc']));
     target = {
       name: 'oci',

@@ -13,7 +13,9 @@ import { API_VERSION, defineKind } from './group.js';
 
 export const SANDBOX_RUN = defineKind('SandboxRun', 'sandboxruns', ['sbr']);
 
-const { runtime, ...requestShape } = RunRequestSchema.shape;
+// An idempotency key is a gateway's: on Kubernetes it names the SandboxRun (r- and a digest), and
+// a SandboxRun made with kubectl is its own key.
+const { runtime, requestId: _key, ...requestShape } = RunRequestSchema.shape;
 
 export const SandboxRunSpecSchema = z.object({
   ...requestShape,

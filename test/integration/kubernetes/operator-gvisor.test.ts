@@ -32,8 +32,9 @@ function hostCommandMs(): Promise<number> {
 // One at a time: the fork bomb measures the host's responsiveness.
 describe('SandboxRuns under the gvisor RuntimeClass', { timeout: 300_000 }, () => {
   const ops = operatorSuite('operator-gvisor', {
-    // 1Gi for the fork bomb: under gVisor every guest process costs sentry and stub memory
-    sandbox: { maxMemory: '1Gi' },
+    // 1Gi and 60 s for the fork bomb: under gVisor every guest process costs sentry and stub
+    // memory, and ptrace forks slowly
+    sandbox: { maxMemory: '1Gi', timeoutSeconds: 60 },
     kubernetes: { allowedRuntimeClasses: [GVISOR, 'runc'] },
   });
   const { it } = ops;

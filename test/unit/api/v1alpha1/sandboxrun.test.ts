@@ -26,8 +26,8 @@ describe('SandboxRun schema', () => {
     assert.match(run.spec.code ?? '', /print/);
   });
 
-  test('the spec is the run request with runtime spelled runtimeClassName, plus lifecycle fields', () => {
-    const request = Object.keys(RunRequestSchema.shape).filter((k) => k !== 'runtime');
+  test('the spec is the run request with runtime spelled runtimeClassName and no requestId (the run is its own key), plus lifecycle fields', () => {
+    const request = Object.keys(RunRequestSchema.shape).filter((k) => k !== 'runtime' && k !== 'requestId');
     assert.deepEqual(
       Object.keys(SandboxRunSpecSchema.shape).sort(),
       [...request, 'runtimeClassName', 'ttlSecondsAfterFinished', 'pendingTimeoutSeconds', 'cancel'].sort(),
