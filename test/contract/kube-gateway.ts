@@ -68,9 +68,12 @@ export function gatewayBackend(
 }
 
 /** The built CLI's `sandpit serve` in Kubernetes mode: the gateway identity, runs in the suite's namespace. */
-export function serveKubernetesGateway(suite: Suite): Promise<Served> {
+export function serveKubernetesGateway(
+  suite: Suite,
+  sandbox: object = CONTRACT_SANDBOX_CONFIG,
+): Promise<Served> {
   return startServe({
-    sandbox: { backend: 'kubernetes', ...CONTRACT_SANDBOX_CONFIG },
+    sandbox: { backend: 'kubernetes', ...sandbox },
     kubernetes: {
       gateway: { kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath, namespace: suite.ns },
       operator: { leaseNamespace: suite.ns },

@@ -10,15 +10,7 @@ import { after, before, describe } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RunOutputs } from '../../src/api/outputs.js';
 import { MAX_RUN_FILES_BYTES, runFilesName } from '../../src/api/v1alpha1/run-files.js';
-import {
-  callTool,
-  connectHttp,
-  ensureBuilt,
-  startServe,
-  textOf,
-  type Connected,
-  type Served,
-} from '../e2e/helpers.js';
+import { callTool, connectHttp, ensureBuilt, textOf, type Connected, type Served } from '../e2e/helpers.js';
 import {
   failureMarkingTest,
   getRun,
@@ -28,7 +20,7 @@ import {
 } from '../integration/kubernetes/operator-harness.js';
 import { specWith, testTemplates } from '../support/docker.js';
 import { withCluster } from '../support/kube/index.js';
-import { bindGatewayRbac } from './kube-gateway.js';
+import { bindGatewayRbac, serveKubernetesGateway } from './kube-gateway.js';
 import { CONTRACT_SANDBOX_CONFIG, OUTPUT_BYTES } from './target.js';
 import { createPolicy } from '../../src/policy/policy.js';
 import { WRITE_PNG } from '../e2e/outputs-scenarios.js';
@@ -52,16 +44,7 @@ let served: Served;
 let conn: Connected;
 let failed = false;
 
-function serve(): Promise<Served> {
-  return startServe({
-    sandbox: { backend: 'kubernetes', ...SANDBOX },
-    kubernetes: {
-      gateway: { kubeconfig: suite.cluster.env.identities.gateway.kubeconfigPath, namespace: suite.ns },
-      operator: { leaseNamespace: suite.ns },
-    },
-    logging: { level: 'debug' },
-  });
-}
+const serve = (): Promise<Served> => serveKubernetesGateway(suite, SANDBOX);
 
 interface Ran {
   runId: string;
