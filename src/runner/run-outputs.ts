@@ -10,6 +10,17 @@ import type { ReturnedOutputs } from './output-files.js';
 
 const NOT_COLLECTED = 'the sandbox ended before its files were collected';
 
+/** What the sandbox returned, with every file it returned named as not kept, and why. */
+export function notKept(returned: ReturnedOutputs, message: string): ReturnedOutputs {
+  return {
+    files: [],
+    skipped: [
+      ...returned.files.map((f) => ({ entry: f.path, reason: 'Unreadable' as const, message })),
+      ...returned.skipped,
+    ],
+  };
+}
+
 /** Undefined when the run asked for no outputs. */
 export function runOutputsOf(
   asked: EffectiveOutputs,

@@ -14,7 +14,7 @@ import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { Executions, type ExecutionContext } from '../executions.js';
-import { runOutputsOf } from '../../runner/run-outputs.js';
+import { notKept, runOutputsOf } from '../../runner/run-outputs.js';
 import type { ReturnedOutputs } from '../../runner/output-files.js';
 import type { LostSession } from '../sessions.js';
 import type {
@@ -254,14 +254,10 @@ export class DockerBackend implements SandboxBackend {
       return returned;
     } catch (e) {
       this.logger?.warn({ runId, err: String(e) }, 'could not keep the files a run returned');
-      const message = `the gateway could not keep it: ${e instanceof Error ? e.message : String(e)}`;
-      return {
-        files: [],
-        skipped: [
-          ...returned.files.map((f) => ({ entry: f.path, reason: 'Unreadable' as const, message })),
-          ...returned.skipped,
-        ],
-      };
+      return notKept(
+        returned,
+        `the gateway could not keep it: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 

@@ -6,6 +6,7 @@
  * driven by the same job code (../runner-job.ts). The local Docker engine is asked only which
  * image a tag names, every few seconds, and to export an image not unpacked yet.
  */
+import { notKept, runOutputsOf } from '../../runner/run-outputs.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { arch, release } from 'node:os';
 import { join } from 'node:path';
@@ -167,6 +168,11 @@ export class OciBackend implements SandboxBackend {
         finishedAt: Date.now(),
         backend: this.name,
         served: 'cold',
+        // The runner collects them, but this backend has no store for them yet: the result names each.
+        outputs: runOutputsOf(
+          spec.outputs,
+          outcome.outputs && notKept(outcome.outputs, 'the oci backend does not keep output files yet'),
+        ),
       });
     } finally {
       const id = container.id;
