@@ -82,6 +82,13 @@ echo "==> $tier: $tests tests, ${fails:-?} failed, ${cancelled:-?} cancelled" >&
 # The failed tests by name, to $SANDPIT_TEST_FAILURES when set (test/run-all.sh repeats them in its
 # summary, which a truncated CI log still shows).
 if [ "$status" -ne 0 ] && [ -n "${SANDPIT_TEST_FAILURES:-}" ]; then
-  grep -E '^ *not ok [0-9]+ - ' "$log" | sed -E "s/^( *)not ok [0-9]+ - /$tier:\1 /" >>"$SANDPIT_TEST_FAILURES" || true
+  # Each failed test, then the first lines of its error (TAP's YAML block: `error:` and what is
+  # indented under it).
+  awk -v tier="$tier" '
+    /^ *not ok [0-9]+ - / { line = $0; sub(/not ok [0-9]+ - /, "", line); print tier ":" line; grab = 0; next }
+    /^ *error: / { grab = 6; indent = match($0, /[^ ]/); print "    " substr($0, indent); next }
+    grab > 0 && match($0, /[^ ]/) > indent && !/^ *(code|stack|expected|actual|operator|location|failureType|duration_ms):/ { print "      " substr($0, match($0, /[^ ]/)); grab--; next }
+    { grab = 0 }
+  ' "$log" >>"$SANDPIT_TEST_FAILURES" || true
 fi
 exit "$status"

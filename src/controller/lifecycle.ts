@@ -73,14 +73,13 @@ export async function stopPod(
 ): Promise<number | undefined> {
   const pod = deps.pods.get(owner.namespace, podName);
   const step = podStopStep(pod, owner.uid, deps.now(), finished);
-  if (step.action === 'none' || step.action === 'wait' || !pod?.metadata?.uid) return step.recheckMs;
-  const force = step.action === 'force';
+  if (step.action !== 'delete' || !pod?.metadata?.uid) return step.recheckMs;
   const name = pod.metadata.name ?? '';
   try {
-    await deps.kube.deletePod(owner.namespace, name, pod.metadata.uid, force ? 0 : 1);
+    await deps.kube.deletePod(owner.namespace, name, pod.metadata.uid);
     deps.logger.info(
-      { object: `${owner.kind} ${owner.namespace}/${owner.name}`, pod: name, force },
-      force ? 'Forced deletion of a Pod the kubelet did not confirm' : `Deleted Pod of ended ${owner.kind}`,
+      { object: `${owner.kind} ${owner.namespace}/${owner.name}`, pod: name },
+      `Deleted Pod of ended ${owner.kind}`,
     );
   } catch (e) {
     if (!isNotFound(e)) throw e;

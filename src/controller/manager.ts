@@ -25,6 +25,7 @@ import { createEventRecorder } from './events.js';
 import type { KindController, ReconcileContext, Reconciler } from './kind-controller.js';
 import type { OperatorMetrics } from './metrics.js';
 import { ensureNamespacePolicy, NamespacePolicies } from './pod/namespace-policy.js';
+import { UnconfirmedDeletions } from './pod/unconfirmed-deletions.js';
 import {
   configMapSource,
   kindSource,
@@ -70,6 +71,7 @@ export class Manager {
   private readonly leases: InformerSet<Lease>;
   private readonly runtimeClasses: Informer<RuntimeClass>;
   private readonly namespacePolicies = new NamespacePolicies();
+  private readonly unconfirmedDeletions: UnconfirmedDeletions;
   private workers: Promise<void>[] = [];
   private resync: NodeJS.Timeout | undefined;
   private started = false;
@@ -87,6 +89,13 @@ export class Manager {
     this.networkPolicies = set((ns) => networkPolicySource(kube, ns));
     this.leases = set((ns) => leaseSource(kube, ns));
     this.runtimeClasses = this.informer(runtimeClassSource(kube));
+    this.unconfirmedDeletions = new UnconfirmedDeletions({
+      kube,
+      pods: this.pods,
+      logger: options.logger,
+      now: this.now,
+      acting: () => this.acting(),
+    });
     const events = createEventRecorder({
       kube,
       logger: options.logger,
@@ -153,6 +162,7 @@ export class Manager {
       i.on((type, pod) => {
         for (const k of this.kinds) for (const key of k.reconciler.keysForPod?.(pod) ?? []) k.queue.add(key);
         if (this.acting()) for (const k of this.kinds) k.reconciler.observePod?.(type, pod);
+        this.unconfirmedDeletions.observe(type, pod);
       });
     }
     for (const i of this.networkPolicies.informers) {
@@ -270,6 +280,7 @@ export class Manager {
     this.tellActive();
     for (const wake of this.resumed.splice(0)) wake();
     clearInterval(this.resync);
+    this.unconfirmedDeletions.stop();
     for (const k of this.kinds) k.queue.shutDown();
     await Promise.all(this.workers);
     await Promise.all(this.informers().map((i) => i.stop()));

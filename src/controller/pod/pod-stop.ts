@@ -2,9 +2,9 @@
  * What to do about the pod of an owner that has finished (a run cancelled, or failed before it started;
  * a session that ended): a pod still running is deleted gracefully, and a finished one too unless the
  * owner keeps it (a run's pod log holds its output; a session's pod holds only its memory-backed
- * workspace, until the pod is deleted); a deletion the kubelet has not confirmed after
- * FORCE_DELETE_AFTER_MS is forced. A busy kubelet (say, mid container creation) can take minutes
- * to confirm, and the pod object stays until it does; a cancelled sandbox must be gone promptly.
+ * workspace, until the pod is deleted). A deletion the kubelet has not confirmed FORCE_DELETE_AFTER_MS
+ * after its grace period is forced, whoever asked for it (see unconfirmed-deletions.ts); the owner
+ * waits for that.
  */
 import type { Pod } from '../../kube/objects.js';
 import { isControlledBy } from '../children.js';
@@ -13,7 +13,18 @@ import { isPodFinished, observePod } from './observe-pod.js';
 export const FORCE_DELETE_AFTER_MS = 10_000;
 
 export type PodStopStep =
-  { action: 'none'; recheckMs?: undefined } | { action: 'delete' | 'force' | 'wait'; recheckMs: number };
+  { action: 'none'; recheckMs?: undefined } | { action: 'delete' | 'wait'; recheckMs: number };
+
+/**
+ * For a pod being deleted, the ms until its deletion is forced (0 when due); undefined for one
+ * not being deleted. deletionTimestamp is when the grace period ends, about when the delete was
+ * asked for (the operator's pods have 1 s).
+ */
+export function forceDeletionInMs(pod: Pod, now: Date): number | undefined {
+  const deleting = pod.metadata?.deletionTimestamp;
+  if (!deleting) return undefined;
+  return Math.max(0, new Date(deleting).getTime() + FORCE_DELETE_AFTER_MS - now.getTime());
+}
 
 export type FinishedPod = 'keep' | 'delete';
 
@@ -25,15 +36,11 @@ export function podStopStep(
 ): PodStopStep {
   if (!pod?.metadata?.uid) return { action: 'none' };
   if (!isControlledBy(pod, { uid: ownerUid })) return { action: 'none' };
-  const deleting = pod.metadata.deletionTimestamp;
-  if (!deleting) {
+  const forceInMs = forceDeletionInMs(pod, now);
+  if (forceInMs === undefined) {
     return finished === 'keep' && isPodFinished(observePod(pod))
       ? { action: 'none' }
       : { action: 'delete', recheckMs: FORCE_DELETE_AFTER_MS };
   }
-  // deletionTimestamp is when the grace period ends, which is about when the delete was asked for.
-  const pendingMs = now.getTime() - new Date(deleting).getTime();
-  if (pendingMs < FORCE_DELETE_AFTER_MS)
-    return { action: 'wait', recheckMs: FORCE_DELETE_AFTER_MS - pendingMs };
-  return { action: 'force', recheckMs: FORCE_DELETE_AFTER_MS };
+  return { action: 'wait', recheckMs: forceInMs || FORCE_DELETE_AFTER_MS };
 }

@@ -119,6 +119,8 @@ export function limitCases(make: () => Promise<SandboxBackend>): void {
     ].join('\n');
     const r = await runToEnd(backend, { template: 'python', code, resources: { cpu: '500m' } });
     const share = Number(r.stdout.trim());
-    assert.ok(share > 0.2 && share < 0.75, `used ${share} CPUs under a 0.5 limit`);
+    // The bound that matters is the upper one. The lower one only shows that the threads ran: a
+    // loaded machine (the other CI lane) can leave them far less than their limit.
+    assert.ok(share > 0.05 && share < 0.75, `used ${share} CPUs under a 0.5 limit`);
   });
 }

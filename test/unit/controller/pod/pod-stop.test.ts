@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Pod } from '../../../../src/kube/objects.js';
-import { FORCE_DELETE_AFTER_MS, podStopStep } from '../../../../src/controller/pod/pod-stop.js';
+import { FORCE_DELETE_AFTER_MS, forceDeletionInMs, podStopStep } from '../../../../src/controller/pod/pod-stop.js';
 import { RUN } from '../fixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00Z');
@@ -55,15 +55,20 @@ describe('podStopStep', () => {
     });
   });
 
-  test('a deletion the kubelet has not confirmed yet is waited for, then forced', () => {
+  test('a deletion the kubelet has not confirmed yet is waited for (unconfirmed-deletions.ts forces it)', () => {
     assert.deepEqual(podStopStep(pod({ deletedAgoMs: 3000 }), RUN.uid, NOW), {
       action: 'wait',
       recheckMs: FORCE_DELETE_AFTER_MS - 3000,
     });
-    assert.deepEqual(podStopStep(pod({ deletedAgoMs: FORCE_DELETE_AFTER_MS }), RUN.uid, NOW), {
-      action: 'force',
+    assert.deepEqual(podStopStep(pod({ phase: 'Failed', deletedAgoMs: 60_000 }), RUN.uid, NOW), {
+      action: 'wait',
       recheckMs: FORCE_DELETE_AFTER_MS,
     });
-    assert.equal(podStopStep(pod({ phase: 'Failed', deletedAgoMs: 60_000 }), RUN.uid, NOW).action, 'force');
+  });
+
+  test('forceDeletionInMs counts from the end of the grace period', () => {
+    assert.equal(forceDeletionInMs(pod(), NOW), undefined);
+    assert.equal(forceDeletionInMs(pod({ deletedAgoMs: 3000 }), NOW), FORCE_DELETE_AFTER_MS - 3000);
+    assert.equal(forceDeletionInMs(pod({ deletedAgoMs: 60_000 }), NOW), 0);
   });
 });
