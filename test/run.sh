@@ -79,6 +79,10 @@ if [ -z "$tests" ] || [ "$tests" -eq 0 ]; then
   exit 1
 fi
 echo "==> $tier: $tests tests, ${fails:-?} failed, ${cancelled:-?} cancelled" >&2
+# Where the tier's time went: its top-level suites, slowest first.
+awk '/^(not )?ok [0-9]+ - / { name = $0; sub(/^(not )?ok [0-9]+ - /, "", name) }
+     /^  duration_ms: / && name != "" { printf "%6.0fs  %s\n", $2 / 1000, name; name = "" }' "$log" |
+  sort -rn | head -8 | sed "s/^/==> $tier slowest: /" >&2
 # The failed tests by name, to $SANDPIT_TEST_FAILURES when set (test/run-all.sh repeats them in its
 # summary, which a truncated CI log still shows).
 if [ "$status" -ne 0 ] && [ -n "${SANDPIT_TEST_FAILURES:-}" ]; then
