@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|e2e-measured|e2e-rest|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [--list] [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
-# folder, sorted). A tier that runs zero tests fails, as does one whose engine or cluster is missing.
+# folder, sorted; --list prints them). A tier that runs zero tests fails, as does one whose engine or
+# cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|e2e-measured|e2e-rest|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [--list] [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
   docker) dirs=(test/integration/docker) ;;
-  # The Docker tier again with warm pools pre-warmed for every template: the files whose backend
-  # comes from test/support (makeBackend, directly or through the shared cases), where pools change
-  # the path a run or session takes.
-  docker-pools) dirs=(test/integration/docker) && export SANDPIT_TEST_POOL=on ;;
+  # The Docker tier again with warm pools pre-warmed for every template: the files where pools
+  # change the path a run or session takes (the core and session cases under both runtimes, limits,
+  # I/O, output files, clean-up, the runner's channel).
+  docker-pools) dirs=(test/integration/docker) && export SANDPIT_TEST_POOL=on &&
+    only='/(runc|runsc|sessions|sessions-runsc|limits|io|outputs|lifecycle|runner-channel)\.test\.ts$' ;;
   # The oci backend (runc and runsc driven directly; needs root and the engine's images): the Docker
   # tier's core properties and limits against it, its clean-up on every path and after a SIGKILL.
   oci) dirs=(test/integration/oci) ;;
@@ -35,22 +37,29 @@ case $tier in
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;
+  # Its halves (test/run-all.sh): the file that measures the gateway's responsiveness under a
+  # hostile client, which runs alone, and the rest, which runs beside other tiers.
+  e2e-measured) dirs=(test/e2e) && only='/gateway-exhaustion\.test\.ts$' ;;
+  e2e-rest) dirs=(test/e2e) && except='/gateway-exhaustion\.test\.ts$' ;;
   *) echo "unknown tier: $tier" >&2; exit 64 ;;
 esac
 
+list_only=0
+[ "${1:-}" = --list ] && list_only=1 && shift
 if [ $# -gt 0 ]; then
   files=("$@")
 else
   mapfile -t files < <(find "${dirs[@]}" -name '*.test.ts' 2>/dev/null | sort)
   [ -n "${only:-}" ] && mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -E "$only")
   [ -n "${except:-}" ] && mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -vE "$except")
-  if [ "$tier" = docker-pools ] && [ ${#files[@]} -gt 0 ]; then
-    mapfile -t files < <(grep -lE 'makeBackend|core-cases|session-cases|support/service' "${files[@]}")
-  fi
 fi
 if [ ${#files[@]} -eq 0 ]; then
   echo "test/run.sh: no test files for tier $tier" >&2
   exit 1
+fi
+if [ "$list_only" = 1 ]; then
+  printf '%s\n' "${files[@]}"
+  exit 0
 fi
 
 # The commands the tests start write their audit trail under $XDG_STATE_HOME: never the user's own.

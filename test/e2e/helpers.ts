@@ -3,13 +3,12 @@
  * processes, real MCP clients, and checks on the containers a server left behind. Servers started
  * here are stopped here, by their own pid.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -18,31 +17,8 @@ import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcon
 import { LABELS, OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 import { requireDocker } from '../support/docker.js';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CLI = join(ROOT, 'dist/cmd/cli.js');
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** `npm run build` when dist/ is missing or older than any source file. */
-export function ensureBuilt(): void {
-  const newest = Math.max(newestMtime(join(ROOT, 'src')), statSync(join(ROOT, 'package.json')).mtimeMs);
-  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newest) return;
-  try {
-    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
-  } catch (e) {
-    const err = e as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`npm run build failed:\n${String(err.stdout ?? '')}${String(err.stderr ?? '')}`, {
-      cause: e,
-    });
-  }
-}
+export { BUILT_CLI as CLI, ROOT, ensureBuilt } from '../support/built-cli.js';
+import { BUILT_CLI as CLI } from '../support/built-cli.js';
 
 const SEED_VARS = [
   'MCP_PORT',

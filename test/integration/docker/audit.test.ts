@@ -23,16 +23,18 @@ import { AppError } from '../../../src/shared/errors.js';
 import { pollUntil } from '../../../src/shared/time.js';
 import { freePort } from '../../e2e/helpers.js';
 import { readAuditFile } from '../../support/audit.js';
+import { BUILT_CLI, ensureBuilt } from '../../support/built-cli.js';
 import { requireDocker } from '../../support/docker.js';
 import { dockerService } from '../../support/service.js';
 import { fill, mountTmpfs, type Tmpfs } from '../../support/tmpfs.js';
 
-const CLI = ['--import', 'tsx', 'src/cmd/cli.ts'];
+const CLI = [BUILT_CLI];
 const dir = mkdtempSync(join(tmpdir(), 'sandpit-audit-docker-'));
 const mounts: Tmpfs[] = [];
 let docker: Docker;
 
 before(async () => {
+  ensureBuilt();
   docker = await requireDocker();
 });
 after(() => {

@@ -5,9 +5,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
+import { BUILT_CLI, ensureBuilt } from '../../support/built-cli.js';
 import { requireDocker } from '../../support/docker.js';
 
-const CLI = ['--import', 'tsx', 'src/cmd/cli.ts'];
+const CLI = [BUILT_CLI];
 const dir = mkdtempSync(join(tmpdir(), 'sandpit-cli-'));
 
 function sandpit(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
@@ -21,6 +22,7 @@ function sandpit(args: string[], options: { input?: string; env?: Record<string,
 }
 
 before(async () => {
+  ensureBuilt();
   await requireDocker();
 });
 

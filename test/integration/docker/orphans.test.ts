@@ -10,10 +10,12 @@ import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { buildContainerConfig } from '../../../src/backends/docker/container-config.js';
 import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { BUILT_CLI, ensureBuilt } from '../../support/built-cli.js';
 import { requireDocker, runId, spec } from '../../support/docker.js';
 
 let docker: Docker;
 before(async () => {
+  ensureBuilt();
   docker = await requireDocker();
 });
 
@@ -37,7 +39,7 @@ const state = async (id: string): Promise<string | undefined> =>
 test('a running job stops by itself once the gateway that attached it dies (kill -9)', async () => {
   const cli = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cmd/cli.ts', 'run', '-t', 'python', '-c', 'import time; time.sleep(120)'],
+    [BUILT_CLI, 'run', '-t', 'python', '-c', 'import time; time.sleep(120)'],
     {
       stdio: 'ignore',
       env: { ...process.env, SANDPIT_POOL_ENABLED: 'false' },

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import type { KubeCluster } from '../../support/kube/index.js';
+import { BUILT_CLI, ensureBuilt } from '../../support/built-cli.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
 
 export interface OperatorConfig {
@@ -91,10 +92,9 @@ export class OperatorProcess {
     const dir = mkdtempSync(path.join(tmpdir(), `sandpit-${identity}-`));
     const configFile = path.join(dir, 'config.yaml');
     writeFileSync(configFile, stringify(operatorConfig(config)));
+    ensureBuilt();
     const args = [
-      '--import',
-      'tsx',
-      path.join(REPO_ROOT, 'src/cmd/cli.ts'),
+      BUILT_CLI,
       'operator',
       '--config',
       configFile,

@@ -10,11 +10,13 @@ import { after, before, test } from 'node:test';
 import { containerId } from '../../../src/backends/oci/layout.js';
 import { mountPointsOf } from '../../../src/backends/oci/host-mounts.js';
 import type { OciBackend } from '../../../src/backends/oci/oci-backend.js';
+import { BUILT_CLI, ensureBuilt } from '../../support/built-cli.js';
 import { runId, spec } from '../../support/docker.js';
 import { makeOciBackend, OCI_LAYOUT, ociLeftovers } from '../../support/oci.js';
 
 let backend: OciBackend;
 before(async () => {
+  ensureBuilt();
   backend = await makeOciBackend();
 });
 after(() => backend.close());
@@ -80,16 +82,7 @@ test('the shared root is mounted read-only on the host, and a run cannot change 
 test('a gateway killed with SIGKILL mid-run leaves nothing running, and the next one reaps the rest', async () => {
   const cli = spawn(
     process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/cmd/cli.ts',
-      'run',
-      '-t',
-      'python',
-      '-c',
-      'print("up", flush=True)\nimport time\ntime.sleep(25)',
-    ],
+    [BUILT_CLI, 'run', '-t', 'python', '-c', 'print("up", flush=True)\nimport time\ntime.sleep(25)'],
     { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, SANDPIT_SANDBOX_BACKEND: 'oci' } },
   );
   let out = '';
