@@ -267,10 +267,11 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
     }
     const sorted = [...times].sort((a, b) => a - b);
     const p50 = (sorted[4]! + sorted[5]!) / 2;
+    // Reported, not bounded: speed is the benchmarks' to judge (bench/), against the raw engine
+    // measured in the same run; a bound here would only measure how loaded the machine is.
     t.diagnostic(
       `${x.name}: hello world p50 ${p50.toFixed(0)} ms, min ${sorted[0]!.toFixed(0)} ms, max ${sorted[9]!.toFixed(0)} ms`,
     );
-    assert.ok(p50 < 1000 + x.overheadMs, `p50 ${p50.toFixed(0)} ms`);
   });
 
   it('under gVisor: hello world, Succeeded/Completed, the exact output, from gVisor’s kernel', async (_t, x) => {

@@ -73,7 +73,10 @@ export class UnconfirmedDeletions {
       );
     } catch (e) {
       if (isNotFound(e)) return;
-      logger.warn({ pod: `${namespace}/${name}`, err: (e as Error).message }, 'Could not force a Pod deletion');
+      logger.warn(
+        { pod: `${namespace}/${name}`, err: (e as Error).message },
+        'Could not force a Pod deletion',
+      );
       this.schedule(pod, FORCE_DELETE_AFTER_MS);
     }
   }

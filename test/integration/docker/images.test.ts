@@ -155,17 +155,17 @@ test("the python image has no PEP 668 marker, so pip works outside sandpit's tem
   assert.match(r.stdout, /True\n$/);
 });
 
-test('rebuilding the images is a fast no-op', async () => {
+test('rebuilding the images is a no-op: every image found up to date, none rebuilt', async (t) => {
   const ids = await Promise.all(
-    BUILTIN_TEMPLATES.map(async (t) => (await docker.getImage(t.image).inspect()).Id),
+    BUILTIN_TEMPLATES.map(async (tpl) => (await docker.getImage(tpl.image).inspect()).Id),
   );
   const t0 = performance.now();
   const r = spawnSync('bash', ['images/build.sh'], { encoding: 'utf8' });
-  const seconds = (performance.now() - t0) / 1000;
+  t.diagnostic(`a no-op build: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   assert.equal(r.status, 0, r.stderr);
-  assert.ok(seconds < 15, `a no-op build took ${seconds.toFixed(1)} s`);
+  assert.match(r.stderr, /==> all \d+ image\(s\) up to date/, r.stderr);
   const after = await Promise.all(
-    BUILTIN_TEMPLATES.map(async (t) => (await docker.getImage(t.image).inspect()).Id),
+    BUILTIN_TEMPLATES.map(async (tpl) => (await docker.getImage(tpl.image).inspect()).Id),
   );
   assert.deepEqual(after, ids);
 });

@@ -58,7 +58,9 @@ async function waitChildrenGone(s: Suite, run: SandboxRun, timeoutMs: number): P
     timeoutMs,
   });
   if (!gone)
-    throw new Error(`timed out after ${timeoutMs} ms: children of ${run.metadata?.name} left: ${left.join(', ')}`);
+    throw new Error(
+      `timed out after ${timeoutMs} ms: children of ${run.metadata?.name} left: ${left.join(', ')}`,
+    );
 }
 
 describe('SandboxRun lifecycle on the real cluster', { concurrency: true, timeout: 300_000 }, () => {

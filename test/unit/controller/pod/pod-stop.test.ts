@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Pod } from '../../../../src/kube/objects.js';
-import { FORCE_DELETE_AFTER_MS, forceDeletionInMs, podStopStep } from '../../../../src/controller/pod/pod-stop.js';
+import {
+  FORCE_DELETE_AFTER_MS,
+  forceDeletionInMs,
+  podStopStep,
+} from '../../../../src/controller/pod/pod-stop.js';
 import { RUN } from '../fixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00Z');

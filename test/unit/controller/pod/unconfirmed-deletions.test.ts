@@ -116,7 +116,11 @@ describe('UnconfirmedDeletions', () => {
     mock.timers.tick(FORCE_DELETE_AFTER_MS);
     await settle();
     assert.deepEqual(forced, ['agents/pod-a a grace=0']);
-    deleteError = new KubeApiError('delete Pod agents/pod-b: not found', { code: 'NOT_FOUND', status: 404, reason: 'NotFound' });
+    deleteError = new KubeApiError('delete Pod agents/pod-b: not found', {
+      code: 'NOT_FOUND',
+      status: 404,
+      reason: 'NotFound',
+    });
     seen(pod('b', START + FORCE_DELETE_AFTER_MS));
     mock.timers.tick(FORCE_DELETE_AFTER_MS);
     await settle();
