@@ -57,9 +57,10 @@ export const poolOfPod = (pod: Pod): string | undefined =>
 /**
  * The margin a claimed pod's hard end leaves past its owner's own deadline. The pod already runs, so
  * it covers the job's write and the runner's own kill and report, not a pull and a start (a cold
- * pod's startGraceSeconds).
+ * pod's startGraceSeconds). 15 s was too little under a burst of 100 runs on 2 cores: a job written
+ * late let the kubelet end a print before the runner's own deadline did.
  */
-export const CLAIM_GRACE_SECONDS = 15;
+export const CLAIM_GRACE_SECONDS = 30;
 
 export interface ClaimInput {
   pod: Pod;
