@@ -78,10 +78,12 @@ export function superviseRun(input: SuperviseInput): Promise<Supervised> {
 
 class RunSupervisor {
   private readonly i: SuperviseInput;
-  private readonly output: LogOutput;
+  private output: LogOutput;
   private readonly stop = new AbortController();
   private latest: SandboxRunStatus | undefined;
   private log: LogReader | undefined;
+  /** The pod whose log is followed. */
+  private logPod: string | undefined;
   /** The output came whole from the status: no log was read. */
   private outputFromStatus = false;
   private cancelling = false;
@@ -91,8 +93,13 @@ class RunSupervisor {
 
   constructor(input: SuperviseInput) {
     this.i = input;
-    this.output = new LogOutput(input.window, (c) => input.onChunk(c));
-    if (input.files) this.output.expectFiles();
+    this.output = this.newOutput();
+  }
+
+  private newOutput(): LogOutput {
+    const output = new LogOutput(this.i.window, (c) => this.i.onChunk(c));
+    if (this.i.files) output.expectFiles();
+    return output;
   }
 
   private get key(): string {
@@ -149,6 +156,7 @@ class RunSupervisor {
       );
     this.latest = status;
     const finished = isTerminal(status.phase);
+    this.dropLogOfAnotherPod(status.podName);
     if (this.log || this.outputFromStatus || !status.podName || !LOG_PHASES.has(status.phase))
       return finished;
     // Finished before it was seen running: when the status holds the whole output exactly, the log adds nothing.
@@ -163,8 +171,20 @@ class RunSupervisor {
     return finished;
   }
 
+  /**
+   * The operator served the run again on another pod (its job never reached the first one, whose
+   * runner said so in its log): what was read of the first pod's log is not the run's output.
+   */
+  private dropLogOfAnotherPod(podName: string | undefined): void {
+    if (!this.log || podName === this.logPod) return;
+    this.log.abort();
+    this.log = undefined;
+    this.output = this.newOutput();
+  }
+
   private startLog(pod: string): void {
     this.i.logger?.debug({ run: this.key, pod }, 'Following pod log');
+    this.logPod = pod;
     this.log = readLog(
       this.i.api,
       { pod: { namespace: this.i.namespace, name: pod }, follow: true },
