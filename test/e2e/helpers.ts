@@ -15,10 +15,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { LABELS, OWNED_FILTERS } from '../../src/backends/docker/labels.js';
+import { BUILT_CLI as CLI, ROOT, ensureBuilt } from '../support/built-cli.js';
 import { requireDocker } from '../support/docker.js';
 
-export { BUILT_CLI as CLI, ROOT, ensureBuilt } from '../support/built-cli.js';
-import { BUILT_CLI as CLI } from '../support/built-cli.js';
+export { CLI, ROOT, ensureBuilt };
 
 const SEED_VARS = [
   'MCP_PORT',

@@ -1,7 +1,8 @@
 /**
  * The built CLI (dist/), for tests that spawn `sandpit` as a user would: it starts in a fraction
  * of the CPU time that transpiling the source through tsx takes, which adds up on two loaded cores.
- * ensureBuilt() runs `npm run build` when dist/ is missing or older than any source file.
+ * ensureBuilt() runs `npm run build` when dist/ is missing or older than any source file; it looks
+ * once per test process (a file may start many operators).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -20,11 +21,18 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
+let built = false;
+
 export function ensureBuilt(): void {
+  if (built) return;
   const newest = Math.max(newestMtime(join(ROOT, 'src')), statSync(join(ROOT, 'package.json')).mtimeMs);
-  if (existsSync(BUILT_CLI) && statSync(BUILT_CLI).mtimeMs >= newest) return;
+  if (existsSync(BUILT_CLI) && statSync(BUILT_CLI).mtimeMs >= newest) {
+    built = true;
+    return;
+  }
   try {
     execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
+    built = true;
   } catch (e) {
     const err = e as { stdout?: Buffer; stderr?: Buffer };
     throw new Error(`npm run build failed:\n${String(err.stdout ?? '')}${String(err.stderr ?? '')}`, {

@@ -6,7 +6,6 @@
  * driven by the same job code (../runner-job.ts). The local Docker engine is asked only which
  * image a tag names, every few seconds, and to export an image not unpacked yet.
  */
-import { notKept, runOutputsOf } from '../../runner/run-outputs.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { arch, release } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { RunnerReader } from '../../runner/reader.js';
+import { notKept, runOutputsOf } from '../../runner/run-outputs.js';
 import { AppError } from '../../shared/errors.js';
 import { within } from '../../shared/time.js';
 import { currentOwner } from '../docker/owner.js';
