@@ -32,7 +32,7 @@ const TWENTY_SECONDS = {
   timeoutSeconds: 30,
 };
 
-/** A plain call's run: streamed to its caller, who the gateway's shutdown cancels it for. */
+/** A plain call's run: streamed to its caller, and cancelled by a gateway's shutdown. */
 const PLAIN = { language: 'bash', code: 'echo plain; sleep 60', timeoutSeconds: 90 };
 
 /** How the first gateway ends: killed, or stopped gracefully; and the exit code that gives. */
