@@ -292,10 +292,9 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   /**
-   * Stops accepting runs, cancels the live ones (those released before are not followed any more)
-   * and waits for their results (the operator removes
-   * their pods: the waits for them to go end here, or their watches would keep the process alive
-   * for as long as a pod takes to be deleted). Sessions are let go, still running: their Leases
+   * Stops accepting runs, cancels the live ones (a released run is not followed any more) and
+   * waits for their results (the operator removes their pods: the waits for them to go end here,
+   * or their watches would keep the process alive for as long as a pod takes to be deleted). Sessions are let go, still running: their Leases
    * released, for any replica.
    */
   async close(): Promise<void> {

@@ -3,9 +3,9 @@
  * pod runs, its log is followed and fed through the same head/tail capture as the Docker backend's
  * output (a warm run's without the runner's exit trailer, log-output.ts); an abort sets
  * `spec.cancel` and waits for the operator to confirm, while a release only stops following (the
- * run goes on, for any gateway process to read from the SandboxRun). The gateway's own clocks bound every wait:
- * a run no operator picks up fails fast, a run that never ends fails at its deadline, and a cancel
- * the operator does not confirm ends Cancelled anyway.
+ * run goes on, for any gateway process to read from the SandboxRun). The gateway's own clocks
+ * bound every wait: a run no operator picks up fails fast, a run that never ends fails at its
+ * deadline, and a cancel the operator does not confirm ends Cancelled anyway.
  *
  * A warm run's status says Running (with its pod) before the operator writes the job, so the log
  * is followed from the job's start. Its terminal status comes from the attach stream, before the
@@ -59,7 +59,7 @@ export interface SuperviseInput {
   signal?: AbortSignal | undefined;
   /**
    * Aborting stops following the run and leaves it running (spec.cancel is not set): its watch
-   * and log close, and the supervision rejects with ENGINE_UNAVAILABLE unless the run had ended.
+   * and log close, and the supervision rejects with ENGINE_UNAVAILABLE unless it had seen the end.
    */
   release?: AbortSignal | undefined;
   logger?: Logger | undefined;
