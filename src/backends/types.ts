@@ -47,6 +47,14 @@ export interface RunExecution {
    * through another replica) and followed it rather than starting it.
    */
   adopted?: () => boolean;
+  /**
+   * Where the run's record outlives this process (`runs`; Kubernetes: the SandboxRun): stops
+   * following the run WITHOUT stopping it (nothing is cancelled). Its watches and log stream close,
+   * and `result` rejects with ENGINE_UNAVAILABLE unless the run had ended already; the run goes on,
+   * and any gateway process answers for it from its record. Absent where a run cannot outlive the
+   * process that follows it (Docker: the gateway owns its containers).
+   */
+  release?: () => void;
 }
 
 export interface BackendHealth {

@@ -36,6 +36,11 @@ export interface StartRunOptions {
   signal?: AbortSignal | undefined;
   /** Each piece of output as the program writes it (the head of each stream). */
   onOutput?: ((chunk: LiveChunk) => void) | undefined;
+  /**
+   * The run backs an MCP task (task id = run id). Where the backend records runs beyond this
+   * process (Kubernetes), a shutdown of the gateway leaves it running instead of cancelling it.
+   */
+  task?: boolean | undefined;
 }
 
 interface Launch {
@@ -183,6 +188,7 @@ export class RunUseCases {
       namespace: principal.namespace,
       ...(keyed ? { requestDigest: keyed.digest } : {}),
     });
+    if (options.task) record.release = execution.release;
     const relayed = this.relay(execution, record, options.onOutput);
     const result = this.outcome({ execution, relayed, record, spec, keyed }, principal).finally(() => {
       detach();
@@ -250,6 +256,12 @@ export class RunUseCases {
     } catch (e) {
       await run.relayed;
       const err = toAppError(e, 'BACKEND_ERROR');
+      if (record.released) {
+        // Not this process's to record, count or audit: it goes on, and its record answers for it.
+        this.store.forget(record.runId);
+        logger.info({ runId: record.runId }, 'run left running: the gateway no longer follows it');
+        throw err;
+      }
       logger.warn(
         { runId: record.runId, errorCode: err.code, err: err.message },
         'run failed in the backend',
@@ -342,10 +354,21 @@ export class RunUseCases {
     return this.current(record);
   }
 
-  /** Cancels every live run and waits until each has settled. */
-  async cancelAll(message: string): Promise<void> {
+  /**
+   * Stops following every live run and waits until each has settled: a run that backs a task is
+   * released where the backend lets it go on without this process (its record answers for it, on
+   * a restarted gateway too); every other run is cancelled.
+   */
+  async shutdown(message: string): Promise<void> {
     const active = this.store.active();
-    for (const record of active) record.controller.abort(new AppError('CANCELLED', message));
+    for (const record of active) {
+      if (record.release) {
+        record.released = true;
+        record.release();
+      } else {
+        record.controller.abort(new AppError('CANCELLED', message));
+      }
+    }
     await Promise.all(active.map((r) => r.settled));
   }
 

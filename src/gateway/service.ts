@@ -91,12 +91,13 @@ export class SandpitService {
   }
 
   /**
-   * Cancels every live run (and ends the sessions, when asked), waits for the backend to clean up,
-   * and writes the last audit records.
+   * Cancels every live run, or releases it where it backs a task that can outlive this process
+   * (RunUseCases.shutdown), ends the sessions when asked, waits for the backend to clean up, and
+   * writes the last audit records.
    */
   async shutdown(options: ShutdownOptions = {}): Promise<void> {
     await Promise.all([
-      this.runs.cancelAll('the server is shutting down'),
+      this.runs.shutdown('the server is shutting down'),
       options.endSessions ? this.sessions.endAll('the server shut down') : undefined,
     ]);
     await this.deps.backend.close();

@@ -3,7 +3,7 @@
  * SandboxRun in its tenant's namespace (else the configured one); the operator makes and watches
  * the pod, and the gateway only reads what it made: the run's status by watch, the pod's log while
  * it runs. The SandboxRun is also the run store (run-records.ts): any replica answers get and
- * cancel. The result's
+ * cancel, so a run can also be let go (release) and go on without this process. The result's
  * phase, reason and exit code are the operator's; its output is the log, captured head and tail
  * like the Docker backend's (stdout and stderr interleaved: the pod log has one stream).
  */
@@ -70,6 +70,8 @@ interface Made {
   /** The run was recorded already (a repeat of its idempotency key): it is followed, not made. */
   adopted: boolean;
   markRecorded: () => void;
+  /** Aborted by the execution's release(): stop following, cancel nothing. */
+  released: AbortSignal;
 }
 
 /** Slack on top of the pending and run time before the gateway gives up on a run. */
@@ -132,10 +134,11 @@ export class KubernetesBackend implements SandboxBackend {
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
     let markRecorded!: () => void;
     const recorded = new Promise<void>((r) => (markRecorded = r));
-    const made: Made = { adopted: false, markRecorded };
+    const release = new AbortController();
+    const made: Made = { adopted: false, markRecorded, released: release.signal };
     const execution = this.executions.start(spec, options, (ctx) => this.execute(spec, options, ctx, made));
     void execution.result.then(markRecorded, markRecorded);
-    return { ...execution, recorded, adopted: () => made.adopted };
+    return { ...execution, recorded, adopted: () => made.adopted, release: () => release.abort() };
   }
 
   private async execute(
@@ -204,6 +207,7 @@ export class KubernetesBackend implements SandboxBackend {
         },
         onChunk: (c) => output.push(c),
         signal: stop.signal,
+        release: made.released,
         logger: o.logger,
       });
       podName = done.status.podName;
@@ -288,9 +292,9 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   /**
-   * Stops accepting runs, cancels the live ones and waits for their results (the operator removes
-   * their pods: the waits for them to go end here, or their watches would keep the process alive
-   * for as long as a pod takes to be deleted). Sessions are let go, still running: their Leases
+   * Stops accepting runs, cancels the live ones (a released run is not followed any more) and
+   * waits for their results (the operator removes their pods: the waits for them to go end here,
+   * or their watches would keep the process alive for as long as a pod takes to be deleted). Sessions are let go, still running: their Leases
    * released, for any replica.
    */
   async close(): Promise<void> {

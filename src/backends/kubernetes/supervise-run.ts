@@ -2,9 +2,10 @@
  * superviseRun(): follows one created SandboxRun to its end. Its status comes by watch; once the
  * pod runs, its log is followed and fed through the same head/tail capture as the Docker backend's
  * output (a warm run's without the runner's exit trailer, log-output.ts); an abort sets
- * `spec.cancel` and waits for the operator to confirm. The gateway's own clocks bound every wait:
- * a run no operator picks up fails fast, a run that never ends fails at its deadline, and a cancel
- * the operator does not confirm ends Cancelled anyway.
+ * `spec.cancel` and waits for the operator to confirm, while a release only stops following (the
+ * run goes on, for any gateway process to read from the SandboxRun). The gateway's own clocks
+ * bound every wait: a run no operator picks up fails fast, a run that never ends fails at its
+ * deadline, and a cancel the operator does not confirm ends Cancelled anyway.
  *
  * A warm run's status says Running (with its pod) before the operator writes the job, so the log
  * is followed from the job's start. Its terminal status comes from the attach stream, before the
@@ -56,6 +57,11 @@ export interface SuperviseInput {
   onChunk(chunk: OutputChunk): void;
   /** Aborting cancels the run. */
   signal?: AbortSignal | undefined;
+  /**
+   * Aborting stops following the run and leaves it running (spec.cancel is not set): its watch
+   * and log close, and the supervision rejects with ENGINE_UNAVAILABLE unless it had seen the end.
+   */
+  release?: AbortSignal | undefined;
   logger?: Logger | undefined;
 }
 
@@ -90,6 +96,7 @@ class RunSupervisor {
   private cancelTimer: NodeJS.Timeout | undefined;
   private unconfirmedCancel = false;
   private failure: AppError | undefined;
+  private released = false;
 
   constructor(input: SuperviseInput) {
     this.i = input;
@@ -119,6 +126,7 @@ class RunSupervisor {
       setTimeout(() => this.fail(this.overdue()), timing.deadlineMs),
     ];
     const detach = onAbort(this.i.signal, () => this.cancel());
+    const detachRelease = onAbort(this.i.release, () => this.letGo());
     let end: FollowEnd = 'aborted';
     try {
       end = await this.i.api.followRun(this.ref, {
@@ -133,11 +141,16 @@ class RunSupervisor {
       timers.forEach(clearTimeout);
       clearTimeout(this.cancelTimer);
       detach();
+      detachRelease();
     }
     if (this.failure) {
       this.log?.abort();
       if (!this.cancelling) await this.i.api.cancelRun(this.ref).catch(() => undefined);
       throw this.failure;
+    }
+    if (this.released) {
+      this.log?.abort();
+      throw this.leftRunning();
     }
     const status = this.finalStatus(end);
     const { output, note } = await this.collectOutput(status);
@@ -205,9 +218,27 @@ class RunSupervisor {
     }, this.i.timing.cancelWaitMs);
   }
 
+  /** Stops following; a run that has failed already is still cancelled (run()). */
+  private letGo(): void {
+    if (this.failure) return;
+    this.i.logger?.debug({ run: this.key }, 'Releasing SandboxRun: it goes on, unfollowed');
+    this.released = true;
+    this.stop.abort();
+  }
+
+  /** Once released, nothing is cancelled: a later failure is the next follower's to see. */
   private fail(err: AppError): void {
+    if (this.released) return;
     this.failure ??= err;
     this.stop.abort();
+  }
+
+  private leftRunning(): AppError {
+    return new AppError(
+      'ENGINE_UNAVAILABLE',
+      `this gateway process stopped following SandboxRun ${this.key} and left it running`,
+      { hint: 'any gateway process answers for the run from its SandboxRun (get_run, tasks/get)' },
+    );
   }
 
   private noOperator(): AppError {

@@ -30,14 +30,15 @@ export async function runStreamed(
 
 /**
  * Starts a run as an MCP task: no request waits for it, so neither a closed response nor an ended
- * session cancels it (tasks/cancel does). Answers its id once every gateway process can read it.
+ * session cancels it (tasks/cancel does), nor, on Kubernetes, a gateway shutdown. Answers its id
+ * once every gateway process can read it.
  */
 export async function startRunTask(
   deps: ToolDeps,
   request: RunRequestInput,
   extra: ToolExtra,
 ): Promise<string> {
-  const handle = await deps.service.runs.start(request, principalOf(extra, deps));
+  const handle = await deps.service.runs.start(request, principalOf(extra, deps), { task: true });
   // Its outcome is read through the run's record (tasks/get, tasks/result).
   void handle.result.catch(() => undefined);
   await handle.recorded;

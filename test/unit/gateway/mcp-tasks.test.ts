@@ -3,7 +3,8 @@
  * runs stay live until cancelled: which tools offer tasks, the task store bound to its principal
  * (another principal's task is not found, in get, result, cancel and list), the status a run's
  * phase maps to, a run recorded elsewhere (another replica, a restarted gateway) answered as a
- * task, and a task's creation refused as a JSON-RPC error.
+ * task, a task's run left running by a shutdown where the backend records runs, and a task's
+ * creation refused as a JSON-RPC error.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -33,6 +34,7 @@ import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { cancelledResult } from '../../support/cancelled-result.js';
+import { liveRunsBackend } from '../../support/live-runs-backend.js';
 
 const alice: Principal = { id: 'token:aaaaaaaaaaaaaaaa', name: 'alice', scope: {} };
 const bob: Principal = { id: 'token:bbbbbbbbbbbbbbbb', name: 'bob', scope: {} };
@@ -50,9 +52,9 @@ const backend: SandboxBackend = {
   close: () => Promise.resolve(),
 };
 
-function serviceWith(runs?: RunRecords): SandpitService {
+function serviceWith(runs?: RunRecords, base: SandboxBackend = backend): SandpitService {
   return new SandpitService({
-    backend: { ...backend, runs },
+    backend: runs ? { ...base, runs } : base,
     policy: createPolicy(),
     logger: silentLogger(),
     metrics: createMetrics(),
@@ -170,6 +172,23 @@ describe('the task store', () => {
     await assert.rejects(b.experimental.tasks.getTask(recorded.runId), notFound);
     assert.ok(asked.includes(`${recorded.runId} ${bob.id}`), 'asked as bob, and answered not found');
     await Promise.all([a.close(), b.close()]);
+  });
+
+  test('a shutdown leaves a task’s run running where the backend records runs, and cancels a plain call’s', async () => {
+    const { backend: recording, started } = liveRunsBackend(true);
+    const service = serviceWith(undefined, recording);
+    const client = await clientOf(service, alice, new TaskIndex());
+    const plain = client.callTool({ name: 'run_code', arguments: { code: 'print(1)' } });
+    const taskId = await createTask(client, 'run_code', { code: 'print(2)' });
+    while (started.size < 2) await new Promise((r) => setTimeout(r, 5));
+    await service.shutdown();
+    assert.equal(started.get(taskId)?.released, true);
+    assert.equal(started.get(taskId)?.signal.aborted, false);
+    const result = (await plain) as CallToolResult;
+    assert.equal((result.structuredContent as { phase: string }).phase, 'Cancelled');
+    const plainRun = [...started.keys()].find((id) => id !== taskId);
+    assert.equal(plainRun && started.get(plainRun)?.released, false);
+    await client.close();
   });
 
   test('a refused task is a JSON-RPC error with the AppError; a tool without tasks is method-not-found', async () => {
