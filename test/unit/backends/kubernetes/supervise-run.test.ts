@@ -1,7 +1,8 @@
-// superviseRun(): a release stops following a SandboxRun and leaves it running (spec.cancel is never
-// set, not even when a deadline passes afterwards), while an abort cancels it, over a stand-in for
-// the apiserver calls whose run stays Running until the follower's signal aborts.
+// superviseRun() over a stand-in for the apiserver calls: a release stops following a SandboxRun
+// and leaves it running (spec.cancel is never set, not even when a deadline passes afterwards), an
+// abort cancels it, and a run served again on another pod takes that pod's log alone.
 import assert from 'node:assert/strict';
+import type { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import type { SandboxRun } from '../../../../src/api/v1alpha1/sandboxrun.js';
 import type { FollowEnd, Following } from '../../../../src/backends/kubernetes/follow-object.js';
@@ -59,6 +60,7 @@ function input(api: RunApi, over: Partial<SuperviseInput> = {}): SuperviseInput 
 }
 
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const tick = () => new Promise<void>((r) => setImmediate(r));
 
 describe('superviseRun: release and cancel', () => {
   test('a release ends the follow and rejects ENGINE_UNAVAILABLE; nothing is cancelled', async () => {
@@ -108,4 +110,42 @@ describe('superviseRun: release and cancel', () => {
     await failed;
     assert.equal(cancels(), 1);
   });
+});
+
+// The operator claimed pool pod A, the job never reached it (its runner said so in its log and
+// ended), so the operator served the run again on pool pod B: the run's output is B's log alone.
+test("a run served again on another pod: the output is the second pod's log, not the first's", async () => {
+  const logs: Record<string, string> = {
+    'pod-a': 'sandpit-runner: no job arrived: stdin ended first\n',
+    'pod-b': 'burst 80\n',
+  };
+  const followed: string[] = [];
+  const run = (status: Record<string, unknown>) => ({ status }) as unknown as SandboxRun;
+  const api = {
+    followRun: async (_ref: unknown, following: { onObject: (o: SandboxRun) => boolean }) => {
+      const startTime = '2026-12-03T09:00:00Z';
+      for (const status of [
+        { phase: 'Running', podName: 'pod-a', served: 'warm', pool: 'p', startTime },
+        { phase: 'Pending', message: 'serving the run again: its job never reached its pod' },
+        { phase: 'Running', podName: 'pod-b', served: 'warm', pool: 'p', startTime },
+        { phase: 'Succeeded', reason: 'Completed', exitCode: 0, podName: 'pod-b', served: 'warm', startTime },
+      ]) {
+        following.onObject(run(status));
+        await tick();
+        await tick();
+      }
+      return 'seen' as const;
+    },
+    streamLog: (pod: { name: string }, sink: Writable): Promise<AbortController> => {
+      followed.push(pod.name);
+      sink.end(Buffer.from(logs[pod.name] ?? ''));
+      return Promise.resolve(new AbortController());
+    },
+    cancelRun: () => Promise.resolve(),
+  } as unknown as RunApi;
+
+  const done = await superviseRun(input(api));
+  assert.deepEqual(followed, ['pod-a', 'pod-b']);
+  assert.equal(done.status.phase, 'Succeeded');
+  assert.equal(done.output.text, 'burst 80\n');
 });
