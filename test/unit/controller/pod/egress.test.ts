@@ -123,6 +123,7 @@ describe('the NetworkPolicy of a run with an allowlist', () => {
     assert.deepEqual(runNetworkPolicy({ egress: EGRESS }, RUN, none).spec?.egress, []);
     assert.deepEqual(runNetworkPolicy({}, RUN, spec).spec?.egress, []);
     assert.deepEqual(egressRules(none.network, EGRESS), []);
+    assert.deepEqual(egressRules(spec.network, undefined), []);
   });
 });
 
@@ -141,7 +142,7 @@ describe("the run's Secret and its pod's env", () => {
   test('the pod takes the proxy variables from that Secret (no credential in the pod spec)', () => {
     const pod = buildRunPod(RUN, spec, SETTINGS);
     const env = pod.spec!.containers[0]!.env ?? [];
-    assert.deepEqual(env, egressPodEnv(runChildMeta(RUN).name!));
+    assert.deepEqual(env, egressPodEnv(spec.network, runChildMeta(RUN).name!));
     for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) {
       const v = env.find((e) => e.name === name);
       assert.equal(v?.value, undefined, name);
