@@ -1,8 +1,8 @@
 // What the egress tests on the real cluster share (issue 17). This cluster enforces no
 // NetworkPolicy and tests never send traffic to pod or Service addresses, so they check the objects
-// the operator makes. Here: the proxy key in a file the operator reads, the proxy's Service as the
-// chart makes it (its cluster IP goes into the proxy URLs; no proxy pod runs behind it), the
-// operator's config with NetworkPolicy enforcement declared or not, and the checks of a sandbox's
+// the operator makes. Here: a namespace with the proxy key in a file the operator reads, the proxy's
+// Service as the chart makes it (its cluster IP goes into the proxy URLs; no proxy pod runs behind
+// it), operators with NetworkPolicy enforcement declared or not, and the checks of a sandbox's
 // NetworkPolicy (egress only to the proxy's pods on its port, plus the CIDR entry) and its Secret.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,8 +10,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { NetworkingV1Api, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
 import { egressCredential, type EgressOwnerKind } from '../../../src/egress/credential.js';
-import type { KubeCluster } from '../../support/kube/index.js';
-import type { OperatorConfig } from './operator-harness.js';
+import { withCluster, type KubeCluster } from '../../support/kube/index.js';
+import { bindGatewayRbac } from '../../contract/kube-gateway.js';
+import {
+  bindLeaseRole,
+  installOperatorApi,
+  OperatorProcess,
+  type OperatorConfig,
+} from './operator-harness.js';
 
 export const EGRESS_KEY = Buffer.from('sandpit-egress-test-key-0123456789abcdef');
 const PROXY_LABELS = { 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' };
@@ -21,16 +27,24 @@ export const EGRESS_ALLOW = [{ host: 'pypi.sandpit.test' }, { cidr: '192.0.2.0/2
 /** The operator's ceiling, which EGRESS_ALLOW stays within. */
 export const EGRESS_CEILING = ['pypi.sandpit.test', '192.0.2.0/28:5432'];
 
-export interface EgressSetup {
-  keyFile: string;
+export interface EgressSuite {
+  cluster: KubeCluster;
+  ns: string;
   /** The proxy Service's cluster IP: the host of every proxy URL. */
   proxyIp: string;
-  /** The operator's config, declaring NetworkPolicy enforced for egress or not. */
-  config(enforced: boolean): Omit<OperatorConfig, 'namespace'>;
-  remove(): void;
+  /** The operator with NetworkPolicy enforcement declared for egress or not, its caches synced. */
+  start(enforced: boolean): Promise<OperatorProcess>;
+  /** Stops the operators still running, deletes the namespace and the key. */
+  close(): Promise<void>;
 }
 
-export async function setUpEgress(cluster: KubeCluster, ns: string): Promise<EgressSetup> {
+/** A namespace with the operator's API and Lease role (and the gateway's roles), the key, the proxy's Service. */
+export async function startEgressSuite(hint: string, o: { gateway?: boolean } = {}): Promise<EgressSuite> {
+  const cluster = await withCluster();
+  await installOperatorApi(cluster);
+  const ns = await cluster.createNamespace(hint);
+  await bindLeaseRole(cluster, ns);
+  if (o.gateway) await bindGatewayRbac(cluster, ns);
   const keyDir = mkdtempSync(path.join(tmpdir(), 'sandpit-egress-key-'));
   const keyFile = path.join(keyDir, 'key');
   writeFileSync(keyFile, EGRESS_KEY, { mode: 0o600 });
@@ -43,27 +57,39 @@ export async function setUpEgress(cluster: KubeCluster, ns: string): Promise<Egr
   });
   const proxyIp = service.spec?.clusterIP ?? '';
   assert.ok(proxyIp, 'the proxy Service has a cluster IP');
+  const operators: OperatorProcess[] = [];
+  const config = (enforced: boolean): Omit<OperatorConfig, 'namespace'> => ({
+    sandbox: {
+      imageAllowlist: ['sandpit/*', `${EGRESS_IMAGE.split('/')[0]}/*`],
+      disableNetwork: false,
+      egress: { allow: EGRESS_CEILING },
+    },
+    kubernetes: {
+      egress: {
+        enabled: true,
+        networkPolicyEnforced: enforced,
+        namespace: ns,
+        keyFile,
+        podLabels: PROXY_LABELS,
+        namespaceLabels: PROXY_NAMESPACE_LABELS,
+      },
+    },
+  });
   return {
-    keyFile,
+    cluster,
+    ns,
     proxyIp,
-    config: (enforced) => ({
-      sandbox: {
-        imageAllowlist: ['sandpit/*', `${EGRESS_IMAGE.split('/')[0]}/*`],
-        disableNetwork: false,
-        egress: { allow: EGRESS_CEILING },
-      },
-      kubernetes: {
-        egress: {
-          enabled: true,
-          networkPolicyEnforced: enforced,
-          namespace: ns,
-          keyFile,
-          podLabels: PROXY_LABELS,
-          namespaceLabels: PROXY_NAMESPACE_LABELS,
-        },
-      },
-    }),
-    remove: () => rmSync(keyDir, { recursive: true, force: true }),
+    async start(enforced) {
+      const op = OperatorProcess.start(cluster, { namespace: ns, ...config(enforced) });
+      operators.push(op);
+      await op.waitForLog((l) => l.msg === 'Synced caches', 60_000, 'Synced caches');
+      return op;
+    },
+    async close() {
+      for (const op of operators) await op.stop();
+      await cluster.deleteNamespace(ns);
+      rmSync(keyDir, { recursive: true, force: true });
+    },
   };
 }
 

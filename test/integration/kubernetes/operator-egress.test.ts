@@ -7,25 +7,15 @@
 // an operator whose config does not declare NetworkPolicy enforced for egress refuses the run.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { withCluster } from '../../support/kube/index.js';
 import {
   assertEgressPolicy,
   assertEgressSecret,
   EGRESS_ALLOW as ALLOW,
   EGRESS_IMAGE as IMAGE,
-  setUpEgress,
-  type EgressSetup,
+  startEgressSuite,
+  type EgressSuite,
 } from './egress-harness.js';
-import {
-  bindLeaseRole,
-  createRun,
-  installOperatorApi,
-  OperatorProcess,
-  podsOf,
-  sandboxRun,
-  waitForFinished,
-  type Suite,
-} from './operator-harness.js';
+import { createRun, podsOf, sandboxRun, waitForFinished, type OperatorProcess } from './operator-harness.js';
 import { createPool, waitPoolReady } from './pool-harness.js';
 
 // Reads the proxy variables the runner passed on; opens no socket and resolves no name.
@@ -36,32 +26,19 @@ const PROBE = [
 ].join('\n');
 
 describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
-  let suite: Suite | undefined;
-  let egress: EgressSetup | undefined;
-  const started = async (op: OperatorProcess): Promise<void> => {
-    await op.waitForLog((l) => l.msg === 'Synced caches', 60_000, 'Synced caches');
-  };
+  let suite: EgressSuite | undefined;
+  let operator: OperatorProcess;
 
   before(async () => {
-    const cluster = await withCluster();
-    await installOperatorApi(cluster);
-    const ns = await cluster.createNamespace('operator-egress');
-    await bindLeaseRole(cluster, ns);
-    egress = await setUpEgress(cluster, ns);
-    suite = { cluster, ns, operator: undefined as unknown as OperatorProcess };
+    suite = await startEgressSuite('operator-egress');
   });
 
-  after(async () => {
-    if (suite?.operator) await suite.operator.stop();
-    if (suite) await suite.cluster.deleteNamespace(suite.ns);
-    egress?.remove();
-  });
+  after(async () => suite?.close());
 
   test('is Rejected (PolicyDenied) while egress.networkPolicyEnforced is not set', async () => {
     const s = suite!;
-    const op = OperatorProcess.start(s.cluster, { namespace: s.ns, ...egress!.config(false) });
+    const op = await s.start(false);
     try {
-      await started(op);
       await createRun(
         s.cluster,
         s.ns,
@@ -87,8 +64,7 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
 
   test('runs with its NetworkPolicy, Secret and env, and the program sees the proxy (no connection made)', async () => {
     const s = suite!;
-    s.operator = OperatorProcess.start(s.cluster, { namespace: s.ns, ...egress!.config(true) });
-    await started(s.operator);
+    operator = await s.start(true);
     const run = await createRun(
       s.cluster,
       s.ns,
@@ -102,7 +78,7 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
     const uid = run.metadata?.uid ?? '';
     const done = await waitForFinished(s.cluster, s.ns, 'allowed', 120_000);
     assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
-    const ip = egress!.proxyIp;
+    const ip = s.proxyIp;
     assert.equal(done.status?.output?.tail, `${ip} 3128 run-${uid} True localhost,127.0.0.1,::1\n`);
 
     const [pod] = await podsOf(s, done);
@@ -117,7 +93,7 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
     });
     // The stored policy reads as the one the operator wants: it was never 'restored'.
     assert.equal(
-      s.operator.find(
+      operator.find(
         (l) => typeof l.msg === 'string' && /NetworkPolicyRestored|restored its rules/.test(l.msg),
       ),
       undefined,
@@ -145,7 +121,7 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
     ).items;
     assert.ok(idle, 'the pool pod');
     const idleEnv = JSON.parse(JSON.stringify(idle.spec?.containers[0]?.env ?? [])) as unknown;
-    assert.deepEqual(idleEnv, [{ name: 'SANDPIT_EGRESS_PROXY', value: `${egress!.proxyIp}:3128` }]);
+    assert.deepEqual(idleEnv, [{ name: 'SANDPIT_EGRESS_PROXY', value: `${s.proxyIp}:3128` }]);
 
     const run = await createRun(
       s.cluster,
@@ -162,10 +138,7 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
     assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
     assert.equal(done.status?.served, 'warm', JSON.stringify(done.status));
     assert.equal(done.status?.podName, idle.metadata?.name);
-    assert.equal(
-      done.status?.output?.tail,
-      `${egress!.proxyIp} 3128 run-${uid} True localhost,127.0.0.1,::1\n`,
-    );
+    assert.equal(done.status?.output?.tail, `${s.proxyIp} 3128 run-${uid} True localhost,127.0.0.1,::1\n`);
     // The claimed pod is selected by the run's policy: egress to the proxy and the CIDR entry.
     await assertEgressPolicy(s.cluster, s.ns, { uid, selector: { 'sandpit.dev/run-uid': uid } });
   });

@@ -3,24 +3,23 @@
 // programs make no connection. An operator not declared to enforce NetworkPolicy refuses the
 // Sandbox (Failed, PolicyDenied); one declared to enforce it makes the Sandbox Ready with its
 // NetworkPolicy, its own Secret and the pod's env from it; and through the gateway's backend an
-// exec in such a session sees HTTPS_PROXY pointing at the proxy with the session's credential.
+// exec in such a session sees HTTPS_PROXY pointing at the proxy with the session's credential (the
+// last test runs on the operator the one before it started).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { toEntry } from '../../../src/api/egress.js';
 import { createPolicy } from '../../../src/policy/policy.js';
-import { withCluster } from '../../support/kube/index.js';
 import { runExec, sessionId, sessionSpec } from '../../support/sessions.js';
-import { bindGatewayRbac, gatewayBackend } from '../../contract/kube-gateway.js';
+import { gatewayBackend } from '../../contract/kube-gateway.js';
 import {
   assertEgressPolicy,
   assertEgressSecret,
   EGRESS_ALLOW,
   EGRESS_CEILING,
   EGRESS_IMAGE,
-  setUpEgress,
-  type EgressSetup,
+  startEgressSuite,
+  type EgressSuite,
 } from './egress-harness.js';
-import { bindLeaseRole, installOperatorApi, OperatorProcess, type Suite } from './operator-harness.js';
 import { createSandbox, sandbox, sessionPods, waitForEnd, waitForReady } from './sandbox-harness.js';
 
 const NETWORK = { egress: 'allowlist', allow: EGRESS_ALLOW } as const;
@@ -28,34 +27,17 @@ const NETWORK = { egress: 'allowlist', allow: EGRESS_ALLOW } as const;
 const PROBE = 'import os; print(os.environ["HTTPS_PROXY"], os.environ["http_proxy"], os.environ["NO_PROXY"])';
 
 describe('a Sandbox with an egress allowlist', { timeout: 300_000 }, () => {
-  let suite: Suite | undefined;
-  let egress: EgressSetup | undefined;
-  const start = async (enforced: boolean): Promise<OperatorProcess> => {
-    const s = suite!;
-    const op = OperatorProcess.start(s.cluster, { namespace: s.ns, ...egress!.config(enforced) });
-    await op.waitForLog((l) => l.msg === 'Synced caches', 60_000, 'Synced caches');
-    return op;
-  };
+  let suite: EgressSuite | undefined;
 
   before(async () => {
-    const cluster = await withCluster();
-    await installOperatorApi(cluster);
-    const ns = await cluster.createNamespace('session-egress');
-    await bindLeaseRole(cluster, ns);
-    await bindGatewayRbac(cluster, ns);
-    egress = await setUpEgress(cluster, ns);
-    suite = { cluster, ns, operator: undefined as unknown as OperatorProcess };
+    suite = await startEgressSuite('session-egress', { gateway: true });
   });
 
-  after(async () => {
-    if (suite?.operator) await suite.operator.stop();
-    if (suite) await suite.cluster.deleteNamespace(suite.ns);
-    egress?.remove();
-  });
+  after(async () => suite?.close());
 
   test('is Failed (PolicyDenied) while egress.networkPolicyEnforced is not set, with no pod', async () => {
     const s = suite!;
-    const op = await start(false);
+    const op = await s.start(false);
     try {
       await createSandbox(
         s.cluster,
@@ -79,7 +61,7 @@ describe('a Sandbox with an egress allowlist', { timeout: 300_000 }, () => {
 
   test('is Ready with its NetworkPolicy, its own Secret and the pod env from it', async () => {
     const s = suite!;
-    s.operator = await start(true);
+    await s.start(true);
     const created = await createSandbox(
       s.cluster,
       s.ns,
@@ -100,14 +82,13 @@ describe('a Sandbox with an egress allowlist', { timeout: 300_000 }, () => {
       kind: 'sandbox',
       uid,
       name: np.metadata?.name ?? '',
-      proxyIp: egress!.proxyIp,
+      proxyIp: s.proxyIp,
       pod,
     });
   });
 
   test("through the gateway: an exec sees HTTPS_PROXY at the proxy with the session's credential", async () => {
     const s = suite!;
-    s.operator ??= await start(true);
     const policy = createPolicy({
       imageAllowlist: ['sandpit/*', `${EGRESS_IMAGE.split('/')[0]}/*`],
       egress: { disabled: false, ceiling: EGRESS_CEILING.map(toEntry) },
@@ -121,7 +102,7 @@ describe('a Sandbox with an egress allowlist', { timeout: 300_000 }, () => {
       assert.equal(exec.outcome.phase, 'Succeeded', exec.stderr.text);
       const [https, http, noProxy] = exec.stdout.text.trim().split(' ');
       const url = new URL(https ?? '');
-      assert.equal(url.host, `${egress!.proxyIp}:3128`);
+      assert.equal(url.host, `${s.proxyIp}:3128`);
       const [pod] = (
         await s.cluster.core.listNamespacedPod({
           namespace: s.ns,
@@ -135,7 +116,7 @@ describe('a Sandbox with an egress allowlist', { timeout: 300_000 }, () => {
         kind: 'sandbox',
         uid: owner?.uid ?? '',
         name: pod.metadata?.name ?? '',
-        proxyIp: egress!.proxyIp,
+        proxyIp: s.proxyIp,
         pod,
       });
       assert.equal(https, secretUrl.href.replace(/\/$/, ''), 'the proxy URL of the session’s Secret');

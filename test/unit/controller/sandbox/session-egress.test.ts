@@ -5,34 +5,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { toEntry } from '../../../../src/api/egress.js';
-import type { ObjectRef } from '../../../../src/controller/children.js';
-import { egressRules, PROXY_URL_KEY, type ClusterEgress } from '../../../../src/controller/pod/egress.js';
+import { egressRules, PROXY_URL_KEY } from '../../../../src/controller/pod/egress.js';
 import { evaluateSandbox } from '../../../../src/controller/sandbox/evaluate-sandbox.js';
 import { buildSessionChildren } from '../../../../src/controller/sandbox/session-children.js';
 import { sessionChildMeta } from '../../../../src/controller/sandbox/sandbox-ref.js';
 import { evaluateRun } from '../../../../src/controller/sandboxrun/evaluate-run.js';
 import { egressCredential } from '../../../../src/egress/credential.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
-import { SETTINGS } from '../fixtures.js';
+import { CLUSTER_EGRESS, EGRESS_KEY, SANDBOX, SETTINGS } from '../fixtures.js';
 
-const SBX: ObjectRef = {
-  apiVersion: 'sandpit.dev/v1alpha1',
-  kind: 'Sandbox',
-  name: 'notebook',
-  namespace: 'agents',
-  uid: '7c1d2e3f-aaaa-bbbb-cccc-ddddeeeeffff',
-};
-const KEY = Buffer.from('0123456789abcdef0123456789abcdef');
-const EGRESS: ClusterEgress = {
-  service: { ip: '10.0.0.42', port: 3128 },
-  peer: {
-    namespaceLabels: { 'kubernetes.io/metadata.name': 'sandpit-system' },
-    podLabels: { 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' },
-    port: 3128,
-  },
-  key: KEY,
-  networkPolicyEnforced: true,
-};
+const SBX = SANDBOX;
+const KEY = EGRESS_KEY;
+const EGRESS = CLUSTER_EGRESS;
 const policy = createPolicy({
   egress: { disabled: false, ceiling: ['pypi.org', '10.1.2.0/24:5432'].map(toEntry) },
 });
