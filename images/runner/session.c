@@ -484,11 +484,11 @@ static int inherit_env(const char *p, uint32_t n)
 	memcpy(name, p, n);
 	name[n] = 0;
 	const char *value = getenv(name);
-	for (int j = 0; value && j < n_session_env; j++)
-		if (strncmp(session_env[j], name, n) == 0 && session_env[j][n] == '=')
-			return 0;
 	if (!value)
 		return 0;
+	for (int j = 0; j < n_session_env; j++)
+		if (strncmp(session_env[j], name, n) == 0 && session_env[j][n] == '=')
+			return 0;
 	size_t len = n + 1 + strlen(value);
 	char *var = malloc(len + 1);
 	if (!var)
