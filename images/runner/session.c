@@ -28,6 +28,9 @@
  *                   proxy inside the sandbox; the runner forwards 127.0.0.1:3128 to it and gives
  *                   every exec HTTP_PROXY, HTTPS_PROXY and NO_PROXY unless the session sets its own
  *                   (egress.h). The forwarder is not one of the session's processes ('P')
+ *                 v NAME (protocol 7, repeatable): a variable of the runner's own environment that
+ *                   every exec gets too, unless the session sets it (Kubernetes: the proxy
+ *                   variables the pod has from its Sandbox's Secret); absent there, nothing
  *   'X' exec      a argv element (repeatable)  e NAME=VALUE  c cwd (workspace-relative)
  *                 t u32 deadline ms  o u32 head u32 tail: output bytes per stream
  *                 i stdin bytes | s (stdin streamed with 'D'/'Z')  y u16 cols u16 rows (a tty)
@@ -472,6 +475,30 @@ static int add_env(const char *p, uint32_t n)
 	return 0;
 }
 
+/* A variable of the runner's own environment ('v'), for every exec unless the session sets it. */
+static int inherit_env(const char *p, uint32_t n)
+{
+	if (n == 0 || n >= 256 || memchr(p, 0, n) || memchr(p, '=', n))
+		return -1;
+	char name[256];
+	memcpy(name, p, n);
+	name[n] = 0;
+	const char *value = getenv(name);
+	if (!value)
+		return 0;
+	for (int j = 0; j < n_session_env; j++)
+		if (strncmp(session_env[j], name, n) == 0 && session_env[j][n] == '=')
+			return 0;
+	size_t len = n + 1 + strlen(value);
+	char *var = malloc(len + 1);
+	if (!var)
+		return -1;
+	snprintf(var, len + 1, "%s=%s", name, value);
+	int rc = add_env(var, (uint32_t)len);
+	free(var);
+	return rc;
+}
+
 /* The forwarder to the egress proxy, and the variables that point every exec at it. */
 static int start_egress(uint32_t id, const char *socket_path)
 {
@@ -560,11 +587,16 @@ static void do_open(uint32_t id, const char *body, size_t len)
 			egress_socket[r.len] = 0;
 			break;
 		case 'k':
+		case 'v': /* after every 'e', below: the session's own variables come first */
 			break;
 		default:
 			return send_error(id, "INVALID_REQUEST", NULL, "unknown open record 0x%02x", (unsigned char)r.tag);
 		}
 	}
+	off = 0;
+	while (next_rec(body, len, &off, &r) > 0)
+		if (r.tag == 'v' && inherit_env(r.p, r.len) != 0)
+			return send_error(id, "INVALID_REQUEST", "env", "bad or too many inherited variables");
 	while (strlen(ws_path) > 1 && ws_path[strlen(ws_path) - 1] == '/')
 		ws_path[strlen(ws_path) - 1] = 0;
 	ws_fd = open(ws_path, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -14,7 +14,7 @@
 int session_main(int argc, char **argv);
 
 /* Bump with every change to the session wire format, with src/runner/session-protocol.ts. */
-#define SESSION_PROTOCOL_VERSION 6u
+#define SESSION_PROTOCOL_VERSION 7u
 
 #define KEY_LEN 16
 /* PIPE_BUF: one write of at most this size reaches the pipe whole, never mixed with another's. */

@@ -13,7 +13,7 @@ commands:
   serve     MCP (Streamable HTTP) and REST gateway                  sandpit serve --port 8080
   sessions  sandboxes that last across commands (exec, cp, shell)   sandpit sessions ls
   operator  Kubernetes operator for SandboxRuns and Sandboxes       sandpit operator
-  egress-proxy  Kubernetes: the egress proxy of allowlisted runs     sandpit egress-proxy
+  egress-proxy  Kubernetes: egress proxy of allowlisted sandboxes     sandpit egress-proxy
   audit     the audit trail: who ran what, and how it ended          sandpit audit --since 1h
   doctor    check the engine, images and runtime; name the fixes    sandpit doctor
   setup     install/start the Docker engine and build the images    sandpit setup   (root)

@@ -1,30 +1,29 @@
 /**
  * `sandpit egress-proxy`: the egress proxy of a Kubernetes cluster (a Deployment in the chart).
  * Sandbox pods with an allowlist reach it, and only it, through their NetworkPolicy; each request
- * carries its run's credential, and the proxy finds the run by the credential and the source pod's
- * address (src/egress/cluster-tenants.ts) in its caches of sandpit's pods and SandboxRuns, holds the
- * connection to the run's allowlist and the SSRF floor, and writes one audit record per connection.
+ * carries its run's or session's credential, and the proxy finds the SandboxRun or Sandbox by the
+ * credential and the source pod's address (src/egress/cluster-tenants.ts, cluster-lookups.ts) in
+ * its caches of sandpit's pods, SandboxRuns and Sandboxes, holds the connection to that allowlist
+ * and the SSRF floor, and writes one audit record per connection.
  */
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { isTerminal, type Phase } from '../api/run.js';
-import { ANNOTATION_PRINCIPAL, LABEL_RUN_UID } from '../api/v1alpha1/labels.js';
+import { SANDBOX } from '../api/v1alpha1/sandbox.js';
 import { SANDBOX_RUN } from '../api/v1alpha1/sandboxrun.js';
 import { operatorPolicy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import { listenProbes } from '../controller/probes.js';
-import { evaluateRunSpec } from '../controller/sandboxrun/evaluate-run.js';
 import { kindSource, podSource } from '../controller/sources.js';
-import { createClusterTenants, type ClusterLookups } from '../egress/cluster-tenants.js';
+import { createClusterTenants } from '../egress/cluster-tenants.js';
 import { createKubeClient, type KubeClient } from '../kube/client.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { Informer, InformerSet, type InformerSource } from '../kube/informer.js';
 import type { KubeObject, Pod } from '../kube/objects.js';
 import type { Logger } from '../observability/logger.js';
 import { createAuditMetrics, createEgressMetrics } from '../observability/metrics.js';
-import type { Policy } from '../policy/policy.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { parse, printHelp } from './args.js';
+import { clusterLookups, type RunObject, type SandboxObject } from './cluster-lookups.js';
 import { createProxy, egressKey } from './egress.js';
 import { aborted, kubeconfigSource, shutdownSignal, toPort } from './process.js';
 import { loadContext, openAudit } from './wiring.js';
@@ -32,9 +31,9 @@ import { loadContext, openAudit } from './wiring.js';
 export const EGRESS_PROXY_USAGE = `
 usage: sandpit egress-proxy [options]
 
-The egress proxy of a Kubernetes cluster: sandbox pods whose SandboxRun has an egress allowlist
-connect here (HTTP CONNECT and plain HTTP) with their run's credential, and reach only what the
-allowlist names. Settings: kubernetes.egress (keyFile, port, listenHost, probePort) and
+The egress proxy of a Kubernetes cluster: sandbox pods whose SandboxRun or Sandbox has an egress
+allowlist connect here (HTTP CONNECT and plain HTTP) with their run's or session's credential, and
+reach only what the allowlist names. Settings: kubernetes.egress (keyFile, port, listenHost, probePort) and
 sandbox.egress (limits, internalCidrs) in the config; it watches kubernetes.operator.namespaces.
 
 options:
@@ -57,43 +56,6 @@ const OPTIONS = {
 const SWEEP_MS = 60_000;
 const WATCH_TIMEOUT_SECONDS = 300;
 
-interface RunObject extends KubeObject {
-  spec?: unknown;
-  status?: { phase?: Phase };
-}
-
-/** The lookups the proxy's tenants need, over the caches of sandpit's pods and SandboxRuns. */
-export function clusterLookups(
-  pods: { list(): Pod[] },
-  runs: { list(): RunObject[] },
-  policy: Policy,
-): ClusterLookups {
-  return {
-    ownerAt(address) {
-      const pod = pods
-        .list()
-        .find(
-          (p) =>
-            p.status?.phase === 'Running' && p.status.podIP === address && !p.metadata?.deletionTimestamp,
-        );
-      const uid = pod?.metadata?.labels?.[LABEL_RUN_UID];
-      return uid ? { kind: 'run', uid } : undefined;
-    },
-    sandbox(id) {
-      if (id.kind !== 'run') return undefined;
-      const run = runs.list().find((r) => r.metadata?.uid === id.uid);
-      if (!run || (run.status?.phase && isTerminal(run.status.phase))) return undefined;
-      const evaluated = evaluateRunSpec(run.spec, policy);
-      if (!evaluated.allowed) return undefined;
-      return {
-        name: `${run.metadata?.namespace}/${run.metadata?.name}`,
-        principal: run.metadata?.annotations?.[ANNOTATION_PRINCIPAL] ?? 'kubectl',
-        network: evaluated.effective.network,
-      };
-    },
-  };
-}
-
 function caches(kube: KubeClient, namespaces: string[], logger: Logger) {
   const informer = <T extends KubeObject>(source: InformerSource<T>) =>
     new Informer<T>(kube, source, { logger, watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS });
@@ -101,6 +63,9 @@ function caches(kube: KubeClient, namespaces: string[], logger: Logger) {
     pods: new InformerSet<Pod>(namespaces, (ns) => informer(podSource(kube, ns))),
     runs: new InformerSet<RunObject>(namespaces, (ns) =>
       informer(kindSource<RunObject>(kube, SANDBOX_RUN, ns)),
+    ),
+    sandboxes: new InformerSet<SandboxObject>(namespaces, (ns) =>
+      informer(kindSource<SandboxObject>(kube, SANDBOX, ns)),
     ),
   };
 }
@@ -129,10 +94,11 @@ export async function egressProxyCommand(argv: string[]): Promise<number> {
   collectDefaultMetrics({ register: registry });
   const audit = await openAudit(ctx, 'operator', createAuditMetrics(registry));
   const namespaces = config.kubernetes.operator.namespaces;
-  const { pods, runs } = caches(kube, namespaces, logger);
-  const informers = [...pods.informers, ...runs.informers];
+  const cached = caches(kube, namespaces, logger);
+  const { pods, runs, sandboxes } = cached;
+  const informers = [...pods.informers, ...runs.informers, ...sandboxes.informers];
   for (const i of informers) i.start();
-  const tenants = createClusterTenants(egressKey(config), clusterLookups(pods, runs, operatorPolicy(config)));
+  const tenants = createClusterTenants(egressKey(config), clusterLookups(cached, operatorPolicy(config)));
   const sweep = setInterval(() => tenants.sweep(), SWEEP_MS);
   const proxy = createProxy(config, {
     audit,
@@ -149,7 +115,7 @@ export async function egressProxyCommand(argv: string[]): Promise<number> {
   const probes = await listenProbes(
     {
       registry,
-      isReady: () => pods.hasSynced() && runs.hasSynced(),
+      isReady: () => pods.hasSynced() && runs.hasSynced() && sandboxes.hasSynced(),
       isHealthy: () => true,
     },
     e.listenHost,

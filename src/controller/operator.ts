@@ -48,6 +48,7 @@ export function createOperator(options: OperatorOptions): Operator {
         pod: options.pod,
         defaultPendingTimeoutSeconds: options.runSettings.defaultPendingTimeoutSeconds,
         networkPolicyEnforced: options.networkPolicyEnforced,
+        egress: options.egress,
       }),
       sandboxPoolController({
         policy: options.policy,

@@ -42,9 +42,9 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   { apiGroup: '', resource: 'pods/log', verbs: ['get'], scope: 'cluster' },
   // informer; the job; a run's output files (get: the one a pass made before a conflict)
   { apiGroup: '', resource: 'configmaps', verbs: ['create', 'get', 'list', 'watch'], scope: 'cluster' },
-  // a run with an egress allowlist: its own Secret (its proxy URL, credential in it); a live read of
-  // one that exists already, to check that the run controls it (creating pods in a namespace lets
-  // one read its Secrets anyway)
+  // a run or session with an egress allowlist: its own Secret (its proxy URL, credential in it); a
+  // live read of one that exists already, to check that its owner controls it (creating pods in a
+  // namespace lets one read its Secrets anyway)
   { apiGroup: '', resource: 'secrets', verbs: ['create', 'get'], scope: 'cluster' },
   // Events on SandboxRuns and Sandboxes; the kubelet's Events on a pod whose sandbox it cannot create
   { apiGroup: '', resource: 'events', verbs: ['create', 'list'], scope: 'cluster' },

@@ -1,9 +1,9 @@
 /**
  * Whose a connection to `sandpit egress-proxy` is, on Kubernetes: the credential in its
- * Proxy-Authorization (credential.ts) names a SandboxRun by UID and proves it, and the source
- * address must be the pod that run holds now. So a credential read off one pod is worth nothing from
- * another, and a pod with no credential (a pool pod not yet claimed) gets nothing. The run's
- * allowlist is the operator's own evaluation of its spec. Pure over the lookups it is given (the
+ * Proxy-Authorization (credential.ts) names a SandboxRun or a Sandbox by UID and proves it, and the
+ * source address must be the pod that run or session holds now. So a credential read off one pod
+ * is worth nothing from another, and a pod with no credential (a pool pod not yet claimed) gets
+ * nothing. The allowlist is the operator's own evaluation of the run's or session's spec. Pure over the lookups it is given (the
  * composition root feeds them from informers).
  */
 import type { IncomingMessage } from 'node:http';
@@ -15,7 +15,7 @@ import { createTenant, type EgressTenant } from './tenant.js';
 
 /** A sandbox as the proxy sees it: who owns it, and its evaluated network. */
 export interface ClusterSandbox {
-  /** `namespace/name` of the SandboxRun, for the audit record. */
+  /** `namespace/name` of the SandboxRun or Sandbox, for the audit record. */
   name: string;
   principal: string;
   network: EffectiveNetwork;
@@ -47,7 +47,7 @@ export function sourceAddress(remote: string | undefined): string | undefined {
 }
 
 export function createClusterTenants(key: Buffer, lookups: ClusterLookups): ClusterTenants {
-  // Usage counts per sandbox, across its connections (the limits are per run, not per connection).
+  // Usage counts per sandbox, across its connections (the limits are per run or session, not per connection).
   const tenants = new Map<string, EgressTenant>();
 
   const tenantOf = (req: IncomingMessage): TenantLookup => {
@@ -64,7 +64,8 @@ export function createClusterTenants(key: Buffer, lookups: ClusterLookups): Clus
     const user = proxyUser(id);
     let tenant = tenants.get(user);
     if (!tenant) {
-      tenant = createTenant({ runId: sandbox.name }, sandbox.principal, sandbox.network);
+      const subject = id.kind === 'run' ? { runId: sandbox.name } : { sessionId: sandbox.name };
+      tenant = createTenant(subject, sandbox.principal, sandbox.network);
       tenants.set(user, tenant);
     }
     return { tenant };

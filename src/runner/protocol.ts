@@ -47,6 +47,15 @@ export const EGRESS_SOCKET_DIR = '/run/sandpit-egress';
 export const EGRESS_SOCKET_PATH = `${EGRESS_SOCKET_DIR}/proxy.sock`;
 export const EGRESS_LOCAL_PORT = 3128;
 
+/** The variables that point a program at the egress proxy. */
+export const EGRESS_PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'] as const;
+export const NO_PROXY_VALUE = 'localhost,127.0.0.1,::1';
+/**
+ * Kubernetes: what the runner passes on to the program from its pod's environment (the proxy
+ * variables from the sandbox's Secret), when a job or a session's open names them ('v').
+ */
+export const EGRESS_ENV_NAMES: readonly string[] = [...EGRESS_PROXY_VARS, 'NO_PROXY', 'no_proxy'];
+
 const MAGIC = Buffer.from('SPJ3');
 export const KEY_BYTES = 16;
 /** PIPE_BUF: the largest write a pipe keeps whole; a keyed frame never exceeds it. */

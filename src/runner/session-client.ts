@@ -77,6 +77,11 @@ export interface OpenParams {
   openFiles: number;
   /** The egress proxy's socket inside the sandbox (Docker, a session with an allowlist; protocol 6). */
   egressSocket?: string | undefined;
+  /**
+   * Variables of the runner's own environment every exec gets too, unless the session sets them
+   * (Kubernetes, a session with an allowlist: the proxy variables its pod has from its Secret; protocol 7).
+   */
+  inheritEnv?: readonly string[] | undefined;
 }
 
 export interface ExecParams {
@@ -530,6 +535,7 @@ export class SessionClient {
       field.u64u32('l', p.fileSizeBytes, p.openFiles),
       ...p.env.map((e) => field.bytes('e', `${e.name}=${e.value}`)),
       ...(p.egressSocket ? [field.bytes('p', p.egressSocket)] : []),
+      ...(p.inheritEnv ?? []).map((name) => field.bytes('v', name)),
     ];
     return this.request('S', fields, OpenedSchema).promise.then((r) => (this.runnerVersion = r.version));
   }

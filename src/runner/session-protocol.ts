@@ -18,9 +18,14 @@ import { FILE_TYPES } from '../api/session.js';
 import { ExitReportSchema } from './protocol.js';
 
 /** The session protocol this code speaks; the runner announces its own in the ready frame. */
-export const SESSION_PROTOCOL_VERSION = 6;
+export const SESSION_PROTOCOL_VERSION = 7;
 /** The first session runner whose open takes an egress proxy socket ('p'). */
 export const EGRESS_SESSION_VERSION = 6;
+/**
+ * The first session runner whose open takes variables of its own environment for every exec ('v'):
+ * a session with an allowlist on Kubernetes needs it (an older runner refuses the record).
+ */
+export const INHERIT_ENV_SESSION_VERSION = 7;
 /** The oldest session-mode runner this code accepts. */
 export const MIN_SESSION_PROTOCOL_VERSION = 3;
 

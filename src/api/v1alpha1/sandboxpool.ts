@@ -70,7 +70,8 @@ export const SandboxPoolSpecSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['egress'],
-        message: 'sessions with an egress allowlist are not available on Kubernetes yet: use mode run',
+        message:
+          "sessions with an egress allowlist are not served from pools (a pool pod cannot take a session's proxy credential): each gets a pod of its own; use mode run",
       });
     }
   });

@@ -9,7 +9,7 @@ import { isCidrEntry, type EffectiveNetwork } from '../../api/egress.js';
 import type { Violation } from '../../shared/errors.js';
 import { egressCredential, proxyUser, type ProxyIdentity } from '../../egress/credential.js';
 import type { Container, NetworkPolicyEgressRule, ObjectMeta, Secret } from '../../kube/objects.js';
-import { EGRESS_LOCAL_PORT } from '../../runner/protocol.js';
+import { EGRESS_LOCAL_PORT, EGRESS_PROXY_VARS, NO_PROXY_VALUE } from '../../runner/protocol.js';
 
 /** How this cluster's sandboxes reach the egress proxy (config `kubernetes.egress`). */
 export interface ClusterEgress {
@@ -25,10 +25,6 @@ export interface ClusterEgress {
    */
   networkPolicyEnforced: boolean;
 }
-
-/** The variables that point a program at the proxy; the pod's env and the job name them. */
-export const EGRESS_PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'] as const;
-export const NO_PROXY_VALUE = 'localhost,127.0.0.1,::1';
 
 /** The proxy's address, `ip:port` (`[ip]:port` for IPv6): what a pool pod carries before any run. */
 export function proxyAddress(egress: ClusterEgress): string {
@@ -54,9 +50,15 @@ export function egressEnv(egress: ClusterEgress, id: ProxyIdentity): { name: str
   ];
 }
 
-/** The NetworkPolicy egress rules of a sandbox with an allowlist: the proxy, and each CIDR entry. */
-export function egressRules(network: EffectiveNetwork, egress: ClusterEgress): NetworkPolicyEgressRule[] {
-  if (network.egress === 'none') return [];
+/**
+ * The NetworkPolicy egress rules of a sandbox: with an allowlist, the proxy and each CIDR entry;
+ * without one, or without the proxy, none (deny-all).
+ */
+export function egressRules(
+  network: EffectiveNetwork,
+  egress: ClusterEgress | undefined,
+): NetworkPolicyEgressRule[] {
+  if (network.egress === 'none' || !egress) return [];
   return [
     {
       to: [
@@ -99,7 +101,7 @@ export function egressRefusal(egress: ClusterEgress | undefined): Violation | un
 /** The key of the Secret that holds a sandbox's proxy URL (its credential in it). */
 export const PROXY_URL_KEY = 'proxy-url';
 
-/** A sandbox's own Secret: its proxy URL, credential included (no ConfigMap holds it). */
+/** The Secret that holds a sandbox's proxy URL. */
 export function buildEgressSecret(meta: ObjectMeta, egress: ClusterEgress, id: ProxyIdentity): Secret {
   return {
     apiVersion: 'v1',
@@ -111,8 +113,22 @@ export function buildEgressSecret(meta: ObjectMeta, egress: ClusterEgress, id: P
   };
 }
 
-/** The proxy variables of a pod whose sandbox has egress, taken from its Secret. */
-export function egressPodEnv(secretName: string): NonNullable<Container['env']> {
+/**
+ * A sandbox's own Secret when it has an allowlist (and the cluster the proxy): its proxy URL,
+ * credential included (no ConfigMap holds it). Its meta is the sandbox pod's: same name.
+ */
+export function egressSecretOf(
+  meta: ObjectMeta,
+  network: EffectiveNetwork,
+  egress: { cluster: ClusterEgress | undefined; id: ProxyIdentity },
+): Secret | undefined {
+  if (network.egress === 'none' || !egress.cluster) return undefined;
+  return buildEgressSecret(meta, egress.cluster, egress.id);
+}
+
+/** The proxy variables of a pod whose sandbox has an allowlist, taken from its Secret (none without). */
+export function egressPodEnv(network: EffectiveNetwork, secretName: string): NonNullable<Container['env']> {
+  if (network.egress === 'none') return [];
   return [
     ...EGRESS_PROXY_VARS.map((name) => ({
       name,
@@ -122,9 +138,6 @@ export function egressPodEnv(secretName: string): NonNullable<Container['env']> 
     { name: 'no_proxy', value: NO_PROXY_VALUE },
   ];
 }
-
-/** What the runner passes on to the program from its pod's environment (its job names them). */
-export const EGRESS_ENV_NAMES: readonly string[] = [...EGRESS_PROXY_VARS, 'NO_PROXY', 'no_proxy'];
 
 /** Where the proxy listens in its pods by default (the same port the runner forwards on Docker). */
 export const DEFAULT_PROXY_PORT = EGRESS_LOCAL_PORT;

@@ -13,11 +13,12 @@
  * with kubectl stays up for kubectl exec). The session's exact TTL is enforced by the operator
  * (status.expiresAt, recomputed from spec.ttlSeconds) and by the runner of an opened session.
  */
-import type { Pod } from '../../kube/objects.js';
+import type { Container, Pod } from '../../kube/objects.js';
 import type { EffectiveSessionSpec } from '../../policy/session.js';
 import { RUNNER_PATH } from '../../runner/protocol.js';
 import type { ObjectRef } from '../children.js';
 import { buildSandboxPod, type PodSettings, type SandboxProgram } from '../pod/build-sandbox-pod.js';
+import { egressPodEnv } from '../pod/egress.js';
 import { sessionChildMeta } from './sandbox-ref.js';
 
 export function buildSessionPod(
@@ -26,14 +27,17 @@ export function buildSessionPod(
   settings: PodSettings,
   options: { requireNoNetwork: boolean; maxTtlSeconds: number },
 ): Pod {
+  const meta = sessionChildMeta(sandbox);
   return buildSandboxPod({
-    meta: sessionChildMeta(sandbox),
+    meta,
     spec,
     settings,
     program: sessionProgram({
       openWithinSeconds: options.maxTtlSeconds,
       requireNoNetwork: options.requireNoNetwork,
-      env: spec.env,
+      // With an allowlist, the proxy variables from the session's Secret (same name as the pod),
+      // which the gateway's open has the runner pass on to every exec.
+      env: [...spec.env, ...egressPodEnv(spec.network, meta.name ?? '')],
     }),
     activeDeadlineSeconds: options.maxTtlSeconds + settings.startGraceSeconds,
   });
@@ -46,7 +50,7 @@ export function buildSessionPod(
 export function sessionProgram(o: {
   openWithinSeconds: number;
   requireNoNetwork: boolean;
-  env?: { name: string; value: string }[];
+  env?: NonNullable<Container['env']>;
 }): SandboxProgram {
   return {
     command: [

@@ -4,13 +4,14 @@
  * a Sandbox made with kubectl gets exactly the limits one made through sandpit gets. Egress none
  * fails closed as a run's does: unless the cluster is declared to enforce the session's deny-all
  * NetworkPolicy, the session runner refuses a sandbox with any interface but lo before it starts.
- * Pure.
+ * An egress allowlist is admitted exactly when a run's would be (egressRefusal()). Pure.
  */
 import { SessionRequestSchema } from '../../api/session.js';
 import { issuesToViolations } from '../../api/validate.js';
 import { SandboxSpecSchema, toSessionRequestInput, type SandboxSpec } from '../../api/v1alpha1/sandbox.js';
 import type { Policy } from '../../policy/policy.js';
 import { evaluateSession, type EffectiveSessionSpec } from '../../policy/session.js';
+import { egressRefusal } from '../pod/egress.js';
 import type { ClusterFacts } from '../sandboxrun/evaluate-run.js';
 import { denied, type Denial } from '../verdict.js';
 
@@ -18,7 +19,14 @@ export type SandboxVerdict =
   | { allowed: true; spec: SandboxSpec; effective: EffectiveSessionSpec; requireNoNetwork: boolean }
   | Denial<SandboxSpec>;
 
-export function evaluateSandbox(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): SandboxVerdict {
+/**
+ * The policy's evaluation of a Sandbox's spec alone, whatever the cluster: what the egress proxy
+ * reads a session's allowlist from, so that it holds the session to exactly what the operator admitted.
+ */
+export function evaluateSandboxSpec(
+  rawSpec: unknown,
+  policy: Policy,
+): Denial<SandboxSpec> | { allowed: true; spec: SandboxSpec; effective: EffectiveSessionSpec } {
   const parsed = SandboxSpecSchema.safeParse(rawSpec ?? {});
   if (!parsed.success) return denied(undefined, 'invalid spec', issuesToViolations(parsed.error.issues));
   const spec = parsed.data;
@@ -26,22 +34,17 @@ export function evaluateSandbox(rawSpec: unknown, policy: Policy, cluster: Clust
   if (!request.success) return denied(spec, 'invalid spec', issuesToViolations(request.error.issues));
   const evaluation = evaluateSession(request.data, policy);
   if (!evaluation.ok) return denied(spec, 'denied by policy', evaluation.violations);
-  if (evaluation.spec.network.egress === 'allowlist') {
-    // The session's runner gets its proxy variables from neither a job nor the gateway yet.
-    return denied(spec, 'denied by policy', [
-      {
-        field: 'network.egress',
-        message:
-          'an egress allowlist is not available for sessions on Kubernetes yet (runs have it; on Docker sessions do too)',
-        limit: 'none',
-        requested: 'allowlist',
-      },
-    ]);
-  }
-  return {
-    allowed: true,
-    spec,
-    effective: evaluation.spec,
-    requireNoNetwork: !cluster.networkPolicyEnforced,
-  };
+  return { allowed: true, spec, effective: evaluation.spec };
+}
+
+export function evaluateSandbox(rawSpec: unknown, policy: Policy, cluster: ClusterFacts): SandboxVerdict {
+  const evaluated = evaluateSandboxSpec(rawSpec, policy);
+  if (!evaluated.allowed) return evaluated;
+  const { spec, effective } = evaluated;
+  const egress = effective.network.egress === 'allowlist';
+  const refusal = egress ? egressRefusal(cluster.egress) : undefined;
+  if (refusal) return denied(spec, 'denied by policy', [refusal]);
+  // An allowlisted session (admitted only where NetworkPolicy is enforced) has the pod's network,
+  // cut down by its policy to the proxy.
+  return { allowed: true, spec, effective, requireNoNetwork: !egress && !cluster.networkPolicyEnforced };
 }

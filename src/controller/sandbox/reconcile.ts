@@ -1,7 +1,7 @@
 /**
  * reconcileSandbox(): one level-triggered, idempotent pass over one Sandbox, by key. It reads the
- * Sandbox from the cache, takes the shared policy's verdict on it, makes sure its NetworkPolicy and
- * Pod exist (the shared ensureChildren()), reads the runner's ready frame at the start of the pod's
+ * Sandbox from the cache, takes the shared policy's verdict on it, makes sure its NetworkPolicy,
+ * Secret (with an egress allowlist) and Pod exist (session-children.ts, the shared ensureChildren()), reads the runner's ready frame at the start of the pod's
  * log once the pod is Ready, reads the session Lease's renewTime as the last activity, computes the status purely, writes it
  * once if it changed (PUT with the resourceVersion), reports the transition, and deletes the pod of
  * a session that ended, a pod that finished by itself too (nothing reads it after the end). It never writes the spec, never writes the Lease, and never touches
@@ -36,9 +36,9 @@ import {
   type StatusWriteDeps,
   type StopDeps,
 } from '../lifecycle.js';
-import { buildNetworkPolicy } from '../pod/build-network-policy.js';
-import { CLAIM_GRACE_SECONDS } from '../pod/claim-pool-pod.js';
+import { CLAIM_GRACE_SECONDS, type ClaimRequest } from '../pod/claim-pool-pod.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
+import type { ClusterEgress } from '../pod/egress.js';
 import {
   ensureChildren,
   NOTHING_OBSERVED,
@@ -46,11 +46,11 @@ import {
   type PodObservation,
 } from '../pod/ensure-children.js';
 import type { StatusOverlay } from '../status-overlay.js';
-import { buildSessionPod } from './build-session-pod.js';
+import { buildSessionChildren } from './session-children.js';
 import { computeSandboxStatus, sandboxRequeueMs } from './compute-status.js';
 import { evaluateSandbox, type SandboxVerdict } from './evaluate-sandbox.js';
 import { reportSandbox, type SandboxReportDeps } from './report.js';
-import { sandboxRef, sessionChildMeta, sessionPodSelector } from './sandbox-ref.js';
+import { sandboxRef, sessionChildMeta } from './sandbox-ref.js';
 
 export interface SandboxSettings {
   policy: Policy;
@@ -59,6 +59,8 @@ export interface SandboxSettings {
   defaultPendingTimeoutSeconds: number;
   /** The cluster enforces NetworkPolicy (declared in the config): without it the runner checks its interfaces. */
   networkPolicyEnforced: boolean;
+  /** The egress proxy, when the cluster runs one: a session with an allowlist needs it. */
+  egress?: ClusterEgress | undefined;
 }
 
 export interface SandboxReconcileDeps extends ChildrenDeps, SandboxReportDeps, StopDeps, StatusWriteDeps {
@@ -178,31 +180,42 @@ function observeChildren(
   verdict: Extract<SandboxVerdict, { allowed: true }>,
 ): Promise<PodObservation> {
   const { ref } = sandbox;
-  const { maxTtlSeconds } = deps.settings.policy.sessions;
-  const meta = sessionChildMeta(ref);
   return ensureChildren(
     deps,
     { ...ref, podRecorded: sandbox.status.podName !== undefined, recordedPod: sandbox.status.podName },
     {
-      networkPolicy: buildNetworkPolicy(meta, sessionPodSelector(ref)),
-      pod: buildSessionPod(ref, verdict.effective, deps.settings.pod, {
-        requireNoNetwork: verdict.requireNoNetwork,
-        maxTtlSeconds,
+      ...buildSessionChildren(ref, verdict, {
+        pod: deps.settings.pod,
+        maxTtlSeconds: deps.settings.policy.sessions.maxTtlSeconds,
+        egress: deps.settings.egress,
       }),
-      runtimeClass: verdict.effective.runtime,
-      claim: {
-        owner: ref,
-        ownerLabels: meta.labels ?? {},
-        shapeLabel: poolShapeLabel(verdict.effective, 'session'),
-        // The backstop a session's own pod has: the TTL ceiling (an extension never passes it).
-        remainingSeconds: maxTtlSeconds + CLAIM_GRACE_SECONDS,
-        // A pool's session pods carry the pool's variables (its template's): the session's must be those.
-        fits: (pod) => sameEnv(sandboxContainer(pod)?.env ?? [], verdict.effective.env),
-        countClaim: (result) => deps.metrics.poolClaims.inc({ result }),
-        now: deps.now(),
-      },
+      claim: poolClaim(deps, ref, verdict),
     },
   );
+}
+
+/**
+ * How a SandboxPool's ready pod may serve the session. Not at all with an allowlist: a pool's
+ * pods have no proxy variables from the session's Secret in their env, nor a way to take them
+ * later, so such a session always gets a pod of its own.
+ */
+function poolClaim(
+  deps: SandboxReconcileDeps,
+  ref: ObjectRef,
+  verdict: Extract<SandboxVerdict, { allowed: true }>,
+): ClaimRequest | undefined {
+  if (verdict.effective.network.egress !== 'none') return undefined;
+  return {
+    owner: ref,
+    ownerLabels: sessionChildMeta(ref).labels ?? {},
+    shapeLabel: poolShapeLabel(verdict.effective, 'session'),
+    // The backstop a session's own pod has: the TTL ceiling (an extension never passes it).
+    remainingSeconds: deps.settings.policy.sessions.maxTtlSeconds + CLAIM_GRACE_SECONDS,
+    // A pool's session pods carry the pool's variables (its template's): the session's must be those.
+    fits: (pod) => sameEnv(sandboxContainer(pod)?.env ?? [], verdict.effective.env),
+    countClaim: (result) => deps.metrics.poolClaims.inc({ result }),
+    now: deps.now(),
+  };
 }
 
 const sandboxContainer = (pod: Pod) => pod.spec?.containers.find((c) => c.name === SANDBOX_CONTAINER);

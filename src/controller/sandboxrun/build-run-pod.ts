@@ -27,7 +27,7 @@ export function buildRunPod(run: ObjectRef, spec: EffectiveSpec, settings: PodSe
     settings,
     program: {
       command: [RUNNER_PATH, '--job', `${JOB_DIR}/${JOB_KEY}`, '--plain'],
-      ...(spec.network.egress === 'allowlist' ? { env: egressPodEnv(meta.name ?? '') } : {}),
+      env: egressPodEnv(spec.network, meta.name ?? ''),
       inputs: [
         {
           mount: { name: 'job', mountPath: JOB_DIR },

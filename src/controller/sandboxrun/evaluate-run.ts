@@ -14,11 +14,11 @@ import {
 } from '../../api/v1alpha1/sandboxrun.js';
 import { evaluate, type EffectiveSpec } from '../../policy/evaluate.js';
 import type { Policy } from '../../policy/policy.js';
-import { encodeJob, type JobOptions } from '../../runner/protocol.js';
+import { EGRESS_ENV_NAMES, encodeJob, type JobOptions } from '../../runner/protocol.js';
 import { formatSize } from '../../shared/quantity.js';
 import { denied, type Denial } from '../verdict.js';
 import { MAX_RUN_FILES_BYTES } from '../../api/v1alpha1/run-files.js';
-import { EGRESS_ENV_NAMES, egressRefusal, type ClusterEgress } from '../pod/egress.js';
+import { egressRefusal, type ClusterEgress } from '../pod/egress.js';
 import { MAX_JOB_BYTES } from './build-config-map.js';
 
 export type RunVerdict =

@@ -8,7 +8,7 @@ import type { Pod } from '../../kube/objects.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { ObjectRef } from '../children.js';
 import { buildNetworkPolicy } from '../pod/build-network-policy.js';
-import { buildEgressSecret, egressRules, type ClusterEgress } from '../pod/egress.js';
+import { egressRules, egressSecretOf, type ClusterEgress } from '../pod/egress.js';
 import type { PodSettings } from '../pod/build-sandbox-pod.js';
 import {
   ensureChildren,
@@ -43,8 +43,11 @@ export function runNetworkPolicy(
   run: ObjectRef,
   effective: EffectiveSpec,
 ) {
-  const rules = deps.egress ? egressRules(effective.network, deps.egress) : [];
-  return buildNetworkPolicy(runChildMeta(run), runPodSelector(run), rules);
+  return buildNetworkPolicy(
+    runChildMeta(run),
+    runPodSelector(run),
+    egressRules(effective.network, deps.egress),
+  );
 }
 
 export interface Observed extends PodObservation {
@@ -91,12 +94,12 @@ export async function ensureRunChildren(
   effective: EffectiveSpec,
   job: Buffer,
 ): Promise<Observed> {
-  const egress = effective.network.egress === 'allowlist' ? deps.egress : undefined;
   const seen = await ensureChildren(deps, run, {
     configMap: buildConfigMap(run, job),
-    ...(egress
-      ? { secret: buildEgressSecret(runChildMeta(run), egress, { kind: 'run', uid: run.uid }) }
-      : {}),
+    secret: egressSecretOf(runChildMeta(run), effective.network, {
+      cluster: deps.egress,
+      id: { kind: 'run', uid: run.uid },
+    }),
     networkPolicy: runNetworkPolicy(deps, run, effective),
     pod: buildRunPod(run, effective, deps.pod),
     runtimeClass: effective.runtime,

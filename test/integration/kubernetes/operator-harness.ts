@@ -305,7 +305,7 @@ export function operatorSuite(hint: string, config: Omit<OperatorConfig, 'namesp
 }
 
 /** The pods of a run, found by its run-uid label. */
-export async function podsOf(s: Suite, run: SandboxRun): Promise<V1Pod[]> {
+export async function podsOf(s: Pick<Suite, 'cluster' | 'ns'>, run: SandboxRun): Promise<V1Pod[]> {
   const uid = run.metadata?.uid ?? '';
   return (
     await s.cluster.core.listNamespacedPod({ namespace: s.ns, labelSelector: `sandpit.dev/run-uid=${uid}` })

@@ -9,6 +9,7 @@ import {
 import type { Pod } from '../../../src/kube/objects.js';
 import type { ObjectRef } from '../../../src/controller/children.js';
 import type { PodSettings } from '../../../src/controller/pod/build-sandbox-pod.js';
+import type { ClusterEgress } from '../../../src/controller/pod/egress.js';
 import { evaluate, type EffectiveSpec } from '../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 
@@ -18,6 +19,27 @@ export const RUN: ObjectRef = {
   name: 'hello',
   namespace: 'agents',
   uid: '0b5a4c3e-1111-2222-3333-444455556666',
+};
+
+export const SANDBOX: ObjectRef = {
+  apiVersion: 'sandpit.dev/v1alpha1',
+  kind: 'Sandbox',
+  name: 'notebook',
+  namespace: 'agents',
+  uid: '7c1d2e3f-aaaa-bbbb-cccc-ddddeeeeffff',
+};
+
+/** The key of the sandboxes' proxy credentials, and a cluster with the egress proxy that enforces NetworkPolicy. */
+export const EGRESS_KEY = Buffer.from('0123456789abcdef0123456789abcdef');
+export const CLUSTER_EGRESS: ClusterEgress = {
+  service: { ip: '10.0.0.42', port: 3128 },
+  peer: {
+    namespaceLabels: { 'kubernetes.io/metadata.name': 'sandpit-system' },
+    podLabels: { 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' },
+    port: 3128,
+  },
+  key: EGRESS_KEY,
+  networkPolicyEnforced: true,
 };
 
 export const SETTINGS: PodSettings = {

@@ -90,16 +90,49 @@ describe('session client: untrusted runner frames', () => {
   });
 });
 
-describe('session client: bulk reads', () => {
-  /** The record tags of the body of the last request sent. */
-  function tagsOfLast(sent: Buffer[]): string[] {
-    const req = sent.at(-1)!;
-    const body = req.subarray(9, 9 + req.readUInt32BE(5));
-    const tags: string[] = [];
-    for (let off = 0; off < body.length; off += 5 + body.readUInt32BE(off + 1))
-      tags.push(String.fromCharCode(body[off]!));
-    return tags;
+/** The records (tag, text) of the body of the last request sent. */
+function recordsOfLast(sent: Buffer[]): [string, string][] {
+  const req = sent.at(-1)!;
+  const body = req.subarray(9, 9 + req.readUInt32BE(5));
+  const records: [string, string][] = [];
+  for (let off = 0; off < body.length; off += 5 + body.readUInt32BE(off + 1)) {
+    const data = body.subarray(off + 5, off + 5 + body.readUInt32BE(off + 1));
+    records.push([String.fromCharCode(body[off]!), data.toString('latin1')]);
   }
+  return records;
+}
+
+const OPEN = {
+  ttlMs: 1000,
+  idleMs: 1000,
+  maxExecs: 1,
+  env: [],
+  workdir: '/workspace',
+  meta: '',
+  fileSizeBytes: 1,
+  openFiles: 1,
+};
+
+describe('session client: the open', () => {
+  test("names the variables of the runner's own environment each exec gets ('v', protocol 7), after the session's own", () => {
+    const { c, sent } = client();
+    c.open({ ...OPEN, env: [{ name: 'A', value: '1' }], inheritEnv: ['HTTPS_PROXY', 'NO_PROXY'] }).catch(
+      () => {},
+    );
+    const records = recordsOfLast(sent).filter(([tag]) => tag === 'e' || tag === 'v');
+    assert.deepEqual(records, [
+      ['e', 'A=1'],
+      ['v', 'HTTPS_PROXY'],
+      ['v', 'NO_PROXY'],
+    ]);
+    c.open(OPEN).catch(() => {});
+    assert.ok(!recordsOfLast(sent).some(([tag]) => tag === 'v'), 'none unless asked for');
+    c.end({ reason: 'TransportClosed', message: 'done' });
+  });
+});
+
+describe('session client: bulk reads', () => {
+  const tagsOfLast = (sent: Buffer[]): string[] => recordsOfLast(sent).map(([tag]) => tag);
 
   for (const [version, bulk] of [
     [3, false],
@@ -107,16 +140,7 @@ describe('session client: bulk reads', () => {
   ] as const) {
     test(`a read asks a protocol ${version} runner for bulk records: ${bulk}`, async () => {
       const { c, key, sent } = client();
-      const opened = c.open({
-        ttlMs: 1000,
-        idleMs: 1000,
-        maxExecs: 1,
-        env: [],
-        workdir: '/workspace',
-        meta: '',
-        fileSizeBytes: 1,
-        openFiles: 1,
-      });
+      const opened = c.open(OPEN);
       c.push(record(key, 'A', 1, `{"version":${version}}`));
       assert.equal(await opened, version);
       void c.read('f', 10).catch(() => {});
@@ -130,16 +154,7 @@ describe('session client: bulk reads', () => {
 describe('session client: the exec history (protocol 5)', () => {
   const opened = async (version: number) => {
     const t = client();
-    const open = t.c.open({
-      ttlMs: 1000,
-      idleMs: 1000,
-      maxExecs: 1,
-      env: [],
-      workdir: '/workspace',
-      meta: '',
-      fileSizeBytes: 1,
-      openFiles: 1,
-    });
+    const open = t.c.open(OPEN);
     t.c.push(record(t.key, 'A', 1, `{"version":${version}}`));
     assert.equal(await open, version);
     return t;

@@ -3,7 +3,8 @@
  * reconciles into a long-lived, hardened pod whose runner serves the session protocol on its
  * attached stdin. The gateway creates the Sandbox, waits for Ready by watch, creates the session's
  * Lease (the runner's channel key on it), checks that the pod is the Sandbox's own, attaches, and
- * opens the session (variables and secrets in the open request only, as on Docker).
+ * opens the session (variables and secrets in the open request only, as on Docker; with an egress
+ * allowlist, the names of the proxy variables its pod has from its Secret: open-session.ts).
  *
  * Any replica can serve any session: what it needs is in the Sandbox (owner, pod), the Lease (who
  * is attached, the key) and the runner (the session record, its execs). A restarted replica finds
@@ -23,7 +24,7 @@ import { newKey } from '../../../runner/session-protocol.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError, toAppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
-import { adoptedSpec, openRequest, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
+import { adoptedSpec, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
 import type {
   AdoptedSession,
   Adoption,
@@ -38,6 +39,7 @@ import { followObject } from '../follow-object.js';
 import { buildSandbox } from './build-sandbox.js';
 import { LeasedSession, verifiedPod, type LeasedSessionDeps } from './leased-session.js';
 import { listedSession } from './listed-session.js';
+import { kubernetesOpenRequest, openFailure } from './open-session.js';
 import { deleteSandbox, PodChannel, type SandboxRef } from './pod-channel.js';
 import { sandboxFailure, type SandboxObject } from './sandbox-checks.js';
 import { SessionLease } from './session-lease.js';
@@ -145,7 +147,9 @@ export class KubernetesSessions implements SessionBackend {
       const channel = await PodChannel.attach(kube, ref, key);
       const meta = { sessionId, principal, createdAt };
       await withTimeout(
-        channel.client.open(openRequest(spec, meta)),
+        channel.client.open(kubernetesOpenRequest(spec, meta)).catch((e: unknown) => {
+          throw openFailure(e, spec);
+        }),
         OPEN_TIMEOUT_MS,
         "the session's runner did not answer its open request",
       );

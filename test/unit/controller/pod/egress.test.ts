@@ -12,7 +12,6 @@ import {
   egressRefusal,
   egressRules,
   PROXY_URL_KEY,
-  type ClusterEgress,
 } from '../../../../src/controller/pod/egress.js';
 import { sameNetworkPolicySpec } from '../../../../src/controller/pod/build-network-policy.js';
 import { buildRunPod } from '../../../../src/controller/sandboxrun/build-run-pod.js';
@@ -25,21 +24,12 @@ import { egressCredential, verifyProxyAuthorization } from '../../../../src/egre
 import { evaluate, type EffectiveSpec } from '../../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
 import { encodeJob } from '../../../../src/runner/protocol.js';
-import { RUN, SETTINGS } from '../fixtures.js';
+import { CLUSTER_EGRESS, EGRESS_KEY, RUN, SETTINGS } from '../fixtures.js';
 import { buildPoolPod } from '../../../../src/controller/sandboxpool/build-pool-pod.js';
 import { evaluatePool, poolShapeLabel } from '../../../../src/controller/sandboxpool/evaluate-pool.js';
 
-const KEY = Buffer.from('0123456789abcdef0123456789abcdef');
-const EGRESS: ClusterEgress = {
-  service: { ip: '10.0.0.42', port: 3128 },
-  peer: {
-    namespaceLabels: { 'kubernetes.io/metadata.name': 'sandpit-system' },
-    podLabels: { 'app.kubernetes.io/name': 'sandpit', 'app.kubernetes.io/component': 'egress-proxy' },
-    port: 3128,
-  },
-  key: KEY,
-  networkPolicyEnforced: true,
-};
+const KEY = EGRESS_KEY;
+const EGRESS = CLUSTER_EGRESS;
 const CEILING = ['pypi.org', '*.pythonhosted.org', '10.1.2.0/24:5432', '192.0.2.0/28'].map(toEntry);
 const policy = createPolicy({ egress: { disabled: false, ceiling: CEILING } });
 const ALLOWLIST = {
@@ -123,6 +113,7 @@ describe('the NetworkPolicy of a run with an allowlist', () => {
     assert.deepEqual(runNetworkPolicy({ egress: EGRESS }, RUN, none).spec?.egress, []);
     assert.deepEqual(runNetworkPolicy({}, RUN, spec).spec?.egress, []);
     assert.deepEqual(egressRules(none.network, EGRESS), []);
+    assert.deepEqual(egressRules(spec.network, undefined), []);
   });
 });
 
@@ -141,7 +132,7 @@ describe("the run's Secret and its pod's env", () => {
   test('the pod takes the proxy variables from that Secret (no credential in the pod spec)', () => {
     const pod = buildRunPod(RUN, spec, SETTINGS);
     const env = pod.spec!.containers[0]!.env ?? [];
-    assert.deepEqual(env, egressPodEnv(runChildMeta(RUN).name!));
+    assert.deepEqual(env, egressPodEnv(spec.network, runChildMeta(RUN).name!));
     for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) {
       const v = env.find((e) => e.name === name);
       assert.equal(v?.value, undefined, name);

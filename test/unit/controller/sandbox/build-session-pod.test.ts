@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SessionRequestSchema } from '../../../../src/api/session.js';
-import type { ObjectRef } from '../../../../src/controller/children.js';
 import { buildSessionPod } from '../../../../src/controller/sandbox/build-session-pod.js';
 import { evaluateSandbox } from '../../../../src/controller/sandbox/evaluate-sandbox.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
 import { evaluateSession } from '../../../../src/policy/session.js';
-import { SETTINGS } from '../fixtures.js';
+import { SANDBOX, SETTINGS } from '../fixtures.js';
 
-const SBX: ObjectRef = {
-  apiVersion: 'sandpit.dev/v1alpha1',
-  kind: 'Sandbox',
-  name: 'notebook',
-  namespace: 'agents',
-  uid: '7c1d2e3f-aaaa-bbbb-cccc-ddddeeeeffff',
-};
+const SBX = SANDBOX;
 
 function session(input: Record<string, unknown>) {
   const r = evaluateSession(SessionRequestSchema.parse(input), createPolicy());
