@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import Docker from 'dockerode';
 import { DockerBackend } from '../backends/docker/docker-backend.js';
 import { OciBackend } from '../backends/oci/oci-backend.js';
+import type { RunFilesOptions } from '../backends/run-file-store.js';
 import { BUILTIN_TEMPLATES } from '../policy/templates.js';
 import type { SandboxBackend } from '../backends/types.js';
 import { auditFileFor } from '../config/audit.js';
@@ -113,10 +114,7 @@ export async function wireDocker(
     metrics,
     logger,
     instanceId: options.instanceId,
-    runFiles: {
-      dir: join(defaultStateDir(process.env), 'run-files'),
-      maxBytes: config.docker.runFilesBytes,
-    },
+    runFiles: runFilesOf(config),
     gates,
   });
   let reaped: string[] = [];
@@ -139,6 +137,11 @@ export async function wireDocker(
   const journal = options.instanceId ? sessionJournalFor(ctx, options.instanceId) : undefined;
   const service = await createService(ctx, { backend, policy, metrics, journal, audit });
   return { service, backend, metrics };
+}
+
+/** Where the backends of one machine (Docker, oci) keep runs' output files: under the state directory. */
+function runFilesOf(config: Config): RunFilesOptions {
+  return { dir: join(defaultStateDir(process.env), 'run-files'), maxBytes: config.docker.runFilesBytes };
 }
 
 /** Where a gateway instance remembers its live sessions: under the state directory, one folder per instance. */
@@ -183,6 +186,7 @@ export function ociBackend(config: Config, extra: { logger?: Logger; metrics?: M
     binaries: { runc: config.oci.runcPath, runsc: config.oci.runscPath },
     images: BUILTIN_TEMPLATES.map((t) => t.image),
     imageRefreshMs: config.oci.imageRefreshSeconds * 1000,
+    runFiles: runFilesOf(config),
     ...extra,
   });
 }

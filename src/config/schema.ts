@@ -449,7 +449,7 @@ export const ConfigSchema = z
         runFilesBytes: size()
           .default(1024 ** 3)
           .describe(
-            "Disk for runs' output files (outputs) under the state directory, per gateway process; past it the oldest runs' files go first",
+            "Disk for runs' output files (outputs) under the state directory, per gateway process (Docker and oci backends); past it the oldest runs' files go first",
           ),
       })
       .strict()

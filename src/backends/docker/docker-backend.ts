@@ -13,18 +13,11 @@ import { createTenant } from '../../egress/tenant.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
+import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
 import { Executions, type ExecutionContext } from '../executions.js';
-import { notKept, runOutputsOf } from '../../runner/run-outputs.js';
-import type { ReturnedOutputs } from '../../runner/output-files.js';
+import { runOutputsOf } from '../../runner/run-outputs.js';
 import type { LostSession } from '../sessions.js';
-import type {
-  BackendHealth,
-  RunExecution,
-  RunFiles,
-  RunOwner,
-  SandboxBackend,
-  StartOptions,
-} from '../types.js';
+import type { BackendHealth, RunExecution, RunFiles, SandboxBackend, StartOptions } from '../types.js';
 import { AttachedRunner } from './attached-runner.js';
 import { buildContainerConfig } from './container-config.js';
 import { ENGINE_HINT, engineError } from './engine-errors.js';
@@ -32,7 +25,6 @@ import { currentOwner } from './owner.js';
 import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
 import { reapLeftovers, type ReapOptions } from './reaper.js';
-import { RunFileStore } from './run-file-store.js';
 import { LABELS, MANAGED_FILTER } from './labels.js';
 import { AppError } from '../../shared/errors.js';
 import { DockerSessions } from './session/docker-sessions.js';
@@ -54,20 +46,14 @@ export interface DockerBackendOptions {
   instanceId?: string | undefined;
   /** Told of every session container the reaper removed (its runner had ended), to be audited. */
   onSessionLost?: ((lost: LostSession) => void) | undefined;
-  /**
-   * Where runs' output files are kept (`${state}/run-files`; a temporary folder when absent), and
-   * how many bytes of them this process keeps at most (oldest runs' files go first).
-   */
-  runFiles?: { dir?: string | undefined; maxBytes?: number | undefined };
+  /** Where runs' output files are kept, and how many bytes of them at most. */
+  runFiles?: RunFilesOptions | undefined;
   /**
    * The egress proxy's per-sandbox sockets: a sandbox with an allowlist gets one, mounted, as its
    * only way out. Absent: an allowlist run fails (policy refuses them anyway while egress is off).
    */
   gates?: SocketGates | undefined;
 }
-
-/** What a process keeps of its runs' output files by default. */
-export const DEFAULT_RUN_FILES_BYTES = 1024 ** 3;
 
 /** Extra life a container's expiry label gets beyond its deadline, for slow starts and removal. */
 const EXPIRY_SLACK_MS = 5 * 60_000;
@@ -112,18 +98,8 @@ export class DockerBackend implements SandboxBackend {
           logger: options.logger,
         })
       : undefined;
-    this.fileStore = new RunFileStore({
-      dir: options.runFiles?.dir,
-      maxBytes: options.runFiles?.maxBytes ?? DEFAULT_RUN_FILES_BYTES,
-      processOwner: this.owner,
-      onWriteError: (runId, message) =>
-        this.logger?.warn({ runId, err: message }, "could not write a run's files under the state directory"),
-    });
-    const store = this.fileStore;
-    this.files = {
-      read: (runId: string, path: string, owner: RunOwner) => store.read(runId, path, owner.id),
-      release: (runId: string) => store.release(runId),
-    };
+    this.fileStore = runFileStore(options.runFiles, this.owner, this.logger);
+    this.files = this.fileStore.runFiles;
     this.sessions = new DockerSessions({
       docker: this.docker,
       owner: this.owner,
@@ -220,7 +196,7 @@ export class DockerBackend implements SandboxBackend {
         );
       }
       const finishedAt = Date.now();
-      const kept = this.keepFiles(runId, owner ?? '', outcome.outputs);
+      const kept = this.fileStore.keep(runId, owner ?? '', outcome.outputs);
       return buildResult({
         runId,
         subject: spec,
@@ -236,28 +212,6 @@ export class DockerBackend implements SandboxBackend {
     } finally {
       this.track(runner.remove(), cleanedUp);
       if (served === 'warm') setImmediate(() => this.pool?.replenish());
-    }
-  }
-
-  /**
-   * Keeps the files a run returned in the store; a file the store could not keep is named as
-   * not returned, with why.
-   */
-  private keepFiles(
-    runId: string,
-    owner: string,
-    returned: ReturnedOutputs | undefined,
-  ): ReturnedOutputs | undefined {
-    if (!returned || returned.files.length === 0) return returned;
-    try {
-      this.fileStore.save(runId, owner, returned.files);
-      return returned;
-    } catch (e) {
-      this.logger?.warn({ runId, err: String(e) }, 'could not keep the files a run returned');
-      return notKept(
-        returned,
-        `the gateway could not keep it: ${e instanceof Error ? e.message : String(e)}`,
-      );
     }
   }
 

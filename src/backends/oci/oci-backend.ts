@@ -17,15 +17,16 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import { RunnerReader } from '../../runner/reader.js';
-import { notKept, runOutputsOf } from '../../runner/run-outputs.js';
+import { runOutputsOf } from '../../runner/run-outputs.js';
 import { AppError } from '../../shared/errors.js';
 import { within } from '../../shared/time.js';
 import { currentOwner } from '../docker/owner.js';
 import { LABELS, MANAGED_BY } from '../docker/labels.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { resolvConf, SANDBOX_HOSTNAME } from '../hardening.js';
+import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
 import { runJob, type RunnerSandbox } from '../runner-job.js';
-import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '../types.js';
+import type { BackendHealth, RunExecution, RunFiles, SandboxBackend, StartOptions } from '../types.js';
 import { checkHost, type HostCheck } from './host-check.js';
 import { cgroupsPath, containerId, etcFiles, type OciLayout, type OciRuntime } from './layout.js';
 import { OciContainer, type OciHost } from './oci-container.js';
@@ -44,6 +45,8 @@ export interface OciBackendOptions {
   images: readonly string[];
   /** How often a tag is checked for a new image (ms). */
   imageRefreshMs?: number;
+  /** Where runs' output files are kept, and how many bytes of them at most. */
+  runFiles?: RunFilesOptions | undefined;
   metrics?: Metrics | undefined;
   logger?: Logger | undefined;
 }
@@ -67,6 +70,9 @@ export class OciBackend implements SandboxBackend {
   private readonly live = new Set<string>();
   /** Long-lived sessions, one container each; they end with this process. */
   readonly sessions: OciSessions;
+  private readonly fileStore: RunFileStore;
+  /** The files runs returned, kept on disk by this process. */
+  readonly files: RunFiles;
   private prepared: Promise<void> | undefined;
   private reaping: NodeJS.Timeout | undefined;
 
@@ -83,6 +89,8 @@ export class OciBackend implements SandboxBackend {
     this.images = options.images;
     this.metrics = options.metrics;
     this.logger = options.logger;
+    this.fileStore = runFileStore(options.runFiles, this.owner, this.logger);
+    this.files = this.fileStore.runFiles;
   }
 
   /** The shared read-only /etc files, written once. */
@@ -130,7 +138,7 @@ export class OciBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal }: StartOptions,
+    { runId, signal, owner }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
@@ -168,11 +176,7 @@ export class OciBackend implements SandboxBackend {
         finishedAt: Date.now(),
         backend: this.name,
         served: 'cold',
-        // The runner collects them, but this backend has no store for them yet: the result names each.
-        outputs: runOutputsOf(
-          spec.outputs,
-          outcome.outputs && notKept(outcome.outputs, 'the oci backend does not keep output files yet'),
-        ),
+        outputs: runOutputsOf(spec.outputs, this.fileStore.keep(runId, owner ?? '', outcome.outputs)),
       });
     } finally {
       const id = container.id;
@@ -298,6 +302,7 @@ export class OciBackend implements SandboxBackend {
     await this.sessions.closeAll();
     await this.executions.settled();
     await Promise.all(this.cleanups);
+    await this.fileStore.close();
   }
 }
 

@@ -1,11 +1,11 @@
-/** The Docker backend's store of output files: on disk, bounded, oldest first, per process. */
+/** The store of output files of runs on one machine (Docker, oci): on disk, bounded, oldest first, per process. */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { currentOwner } from '../../../../src/backends/docker/owner.js';
-import { RunFileStore } from '../../../../src/backends/docker/run-file-store.js';
+import { currentOwner } from '../../../src/backends/docker/owner.js';
+import { RunFileStore } from '../../../src/backends/run-file-store.js';
 
 const dirs: string[] = [];
 after(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
@@ -55,6 +55,28 @@ describe('RunFileStore', () => {
     assert.equal(store.bytes, 4);
     await assert.rejects(store.read('mid', 'y', 'o'), { code: 'NOT_FOUND', hint: /listed in its result/ });
     assert.throws(() => store.save('huge', 'o', [file('h', 11)]), { code: 'TOO_LARGE' });
+    await store.close();
+  });
+
+  test('keep(): files the store cannot take come back named as not kept, with why, and it says so', async () => {
+    const told: string[] = [];
+    const store = new RunFileStore({
+      dir: await base(),
+      maxBytes: 10,
+      processOwner: me,
+      onError: (runId, message) => told.push(`${runId}: ${message}`),
+    });
+    const fits = { files: [file('a.png', 4)], skipped: [] };
+    assert.equal(store.keep('r1', 'o', fits), fits);
+    assert.equal((await store.runFiles.read('r1', 'a.png', { id: 'o' })).length, 4);
+    const kept = store.keep('r2', 'o', { files: [file('big.csv', 11)], skipped: [] });
+    assert.deepEqual(kept?.files, []);
+    assert.equal(kept?.skipped[0]?.entry, 'big.csv');
+    assert.equal(kept?.skipped[0]?.reason, 'Unreadable');
+    assert.match(kept?.skipped[0]?.message ?? '', /could not keep it: .*exceed the store's cap/);
+    assert.match(told.join('\n'), /^r2: could not keep them/);
+    store.runFiles.release('r1');
+    assert.equal(store.bytes, 0);
     await store.close();
   });
 

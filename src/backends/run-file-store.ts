@@ -1,7 +1,7 @@
 /**
- * The output files of Docker runs (issue 18), on disk under the state directory:
- * `<dir>/<process>/<run>/<n>`, where the names are this process's (hex of its owner id), the run's
- * id and an index: never a path the sandbox chose. A Docker run is known only to the process that
+ * The output files of runs on one machine (Docker and oci; issue 18), on disk under the state
+ * directory: `<dir>/<process>/<run>/<n>`, where the names are this process's (hex of its owner id),
+ * the run's id and an index: never a path the sandbox chose. Such a run is known only to the process that
  * ran it, so its files live as long as that process's record of the run (released with it) and
  * go with the process; a process that died leaves its folder to the next one, which removes it.
  * The store is bounded in total: past `maxBytes`, the oldest runs' files go first, and reading one
@@ -11,9 +11,12 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ReturnedFile } from '../../runner/output-files.js';
-import { AppError } from '../../shared/errors.js';
-import { ownerAlive } from './owner.js';
+import type { ReturnedFile, ReturnedOutputs } from '../runner/output-files.js';
+import type { Logger } from '../observability/logger.js';
+import { notKept } from '../runner/run-outputs.js';
+import { AppError } from '../shared/errors.js';
+import { ownerAlive } from './docker/owner.js';
+import type { RunFiles, RunOwner } from './types.js';
 
 export interface RunFileStoreOptions {
   /** Where every sandpit process keeps its folder (`${state}/run-files`); a fresh temporary one when absent. */
@@ -22,8 +25,8 @@ export interface RunFileStoreOptions {
   maxBytes: number;
   /** This process (currentOwner()): its folder's name. */
   processOwner: string;
-  /** Told when a run's files could not be written (reading them then says so). */
-  onWriteError?: ((runId: string, message: string) => void) | undefined;
+  /** Told when a run's files could not be kept or written (reading them then says so). */
+  onError?: ((runId: string, message: string) => void) | undefined;
 }
 
 interface StoredRun {
@@ -35,6 +38,31 @@ interface StoredRun {
   pending: Buffer[] | undefined;
   /** Why they could not be written, when they could not. */
   failed?: string;
+}
+
+/** Where a backend keeps its runs' output files, as its options give it. */
+export interface RunFilesOptions {
+  /** `${state}/run-files`; a fresh temporary folder when absent. */
+  dir?: string | undefined;
+  /** Bytes of files kept in all by this process (oldest runs' files go first). */
+  maxBytes?: number | undefined;
+}
+
+/** What a process keeps of its runs' output files by default. */
+export const DEFAULT_RUN_FILES_BYTES = 1024 ** 3;
+
+/** The store of a backend's process (`processOwner`), its troubles logged. */
+export function runFileStore(
+  options: RunFilesOptions | undefined,
+  processOwner: string,
+  logger: Logger | undefined,
+): RunFileStore {
+  return new RunFileStore({
+    dir: options?.dir,
+    maxBytes: options?.maxBytes ?? DEFAULT_RUN_FILES_BYTES,
+    processOwner,
+    onError: (runId, message) => logger?.warn({ runId, err: message }, "a run's output files were not kept"),
+  });
 }
 
 /** Runs whose files were evicted, remembered so that a read says why (bounded). */
@@ -95,13 +123,37 @@ export class RunFileStore {
     const write = this.write(runId, run)
       .catch((e: unknown) => {
         run.failed = e instanceof Error ? e.message : String(e);
-        this.options.onWriteError?.(runId, run.failed);
+        this.options.onError?.(runId, `could not write them under the state directory: ${run.failed}`);
       })
       .finally(() => {
         run.pending = undefined;
         this.writes.delete(write);
       });
     this.writes.add(write);
+  }
+
+  /**
+   * Keeps the files a run returned, as `save()` does; a file the store could not keep is named as
+   * not returned, with why, in what comes back.
+   */
+  keep(runId: string, owner: string, returned: ReturnedOutputs | undefined): ReturnedOutputs | undefined {
+    if (!returned || returned.files.length === 0) return returned;
+    try {
+      this.save(runId, owner, returned.files);
+      return returned;
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      this.options.onError?.(runId, `could not keep them: ${message}`);
+      return notKept(returned, `the gateway could not keep it: ${message}`);
+    }
+  }
+
+  /** The store as the gateway reads it. */
+  get runFiles(): RunFiles {
+    return {
+      read: (runId: string, path: string, owner: RunOwner) => this.read(runId, path, owner.id),
+      release: (runId: string) => this.release(runId),
+    };
   }
 
   private async write(runId: string, run: StoredRun): Promise<void> {
