@@ -37,10 +37,11 @@ export interface StartRunOptions {
   /** Each piece of output as the program writes it (the head of each stream). */
   onOutput?: ((chunk: LiveChunk) => void) | undefined;
   /**
-   * The run backs an MCP task (task id = run id). Where the backend records runs beyond this
-   * process (Kubernetes), a shutdown of the gateway leaves it running instead of cancelling it.
+   * No call waits on this process for the run: it backs an MCP task (task id = run id), or is a
+   * REST `?wait=false` run. Where the backend records runs beyond this process (Kubernetes), a
+   * shutdown of the gateway leaves it running instead of cancelling it; its record answers for it.
    */
-  task?: boolean | undefined;
+  detached?: boolean | undefined;
 }
 
 interface Launch {
@@ -141,7 +142,7 @@ export class RunUseCases {
    * another replica finds it. How it ends is read with get().
    */
   async submit(input: unknown, principal: Principal): Promise<RunResult> {
-    const handle = await this.start(input, principal);
+    const handle = await this.start(input, principal, { detached: true });
     void handle.result.catch(() => undefined);
     await handle.recorded;
     return this.get(handle.runId, principal);
@@ -188,7 +189,7 @@ export class RunUseCases {
       namespace: principal.namespace,
       ...(keyed ? { requestDigest: keyed.digest } : {}),
     });
-    if (options.task) record.release = execution.release;
+    if (options.detached) record.release = execution.release;
     const relayed = this.relay(execution, record, options.onOutput);
     const result = this.outcome({ execution, relayed, record, spec, keyed }, principal).finally(() => {
       detach();

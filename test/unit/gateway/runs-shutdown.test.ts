@@ -1,6 +1,6 @@
 /**
- * What a gateway shutdown does to the runs it follows: a run that backs an MCP task, on a backend
- * that records runs beyond the process (Kubernetes), is released (followed no more, nothing
+ * What a gateway shutdown does to the runs it follows: a run that no call waits on (an MCP task's,
+ * a REST `?wait=false` run), on a backend that records runs beyond the process (Kubernetes), is released (followed no more, nothing
  * cancelled, its slot free, its record answering for it); every other run is cancelled, and on a
  * backend whose runs live in the process (Docker) a task's run is cancelled too.
  */
@@ -44,7 +44,7 @@ test('on a backend that records runs, a task is released and a plain run cancell
   const metrics = createMetrics();
   const service = serviceOf(backend, metrics);
   const plain = await service.runs.start(RUN, LOCAL_PRINCIPAL);
-  const task = await service.runs.start(RUN, LOCAL_PRINCIPAL, { task: true });
+  const task = await service.runs.start(RUN, LOCAL_PRINCIPAL, { detached: true });
   assert.equal((await service.health()).running, 2);
 
   await service.shutdown();
@@ -76,7 +76,7 @@ test('on a backend that records runs, a task is released and a plain run cancell
 test('a run that is not live at shutdown is neither cancelled nor released', async () => {
   const { backend, started } = liveRunsBackend(true);
   const service = serviceOf(backend);
-  const task = await service.runs.start(RUN, LOCAL_PRINCIPAL, { task: true });
+  const task = await service.runs.start(RUN, LOCAL_PRINCIPAL, { detached: true });
   await service.runs.cancel(task.runId, LOCAL_PRINCIPAL);
   await service.shutdown();
   assert.equal(started.get(task.runId)?.released, false);
@@ -86,9 +86,21 @@ test('a run that is not live at shutdown is neither cancelled nor released', asy
 test('on a backend whose runs live in the process (Docker), a task is cancelled like any run', async () => {
   const { backend, started } = liveRunsBackend(false);
   const service = serviceOf(backend);
-  const task = await service.runs.start(RUN, LOCAL_PRINCIPAL, { task: true });
+  const task = await service.runs.start(RUN, LOCAL_PRINCIPAL, { detached: true });
   await service.shutdown();
   assert.equal(started.get(task.runId)?.signal.aborted, true);
   assert.equal(((await settle(task)) as RunResult).phase, 'Cancelled');
   assert.equal((await service.health()).running, 0);
+});
+
+test('a REST ?wait=false run (submit) is released like a task where runs are recorded, cancelled where not', async () => {
+  for (const recorded of [true, false]) {
+    const { backend, started } = liveRunsBackend(recorded);
+    const service = serviceOf(backend);
+    const submitted = await service.runs.submit(RUN, LOCAL_PRINCIPAL);
+    await service.shutdown();
+    const run = started.get(submitted.runId);
+    assert.equal(run?.released, recorded, `released: ${recorded}`);
+    assert.equal(run?.signal.aborted, !recorded, `cancelled: ${!recorded}`);
+  }
 });
