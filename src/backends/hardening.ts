@@ -87,3 +87,16 @@ export function sandboxRlimits(limits: SandboxShape['limits']): Rlimit[] {
 export function resolvConf(): string {
   return `nameserver ${UNROUTABLE_NAMESERVER}\noptions ${RESOLVER_OPTIONS.join(' ')}\n`;
 }
+
+/**
+ * The host directory mounted read-only at EGRESS_SOCKET_DIR (it holds the egress proxy's socket):
+ * an allowlist sandbox's gate directory; none for a sandbox without egress, whatever is offered.
+ */
+export function egressDirOf(
+  shape: Pick<SandboxShape, 'network'>,
+  egressDir: string | undefined,
+): string | undefined {
+  if (shape.network.egress === 'none') return undefined;
+  if (!egressDir) throw new Error('an egress sandbox needs the directory of its proxy socket');
+  return egressDir;
+}

@@ -1,6 +1,6 @@
 /**
  * Composition of egress: the proxy the config describes (limits, the SSRF floor with this host's
- * own addresses and the configured internal ranges), and on Docker its per-sandbox sockets.
+ * own addresses and the configured internal ranges), and on Docker and oci its per-sandbox sockets.
  */
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
@@ -63,7 +63,7 @@ export interface EgressParts {
   audit: AuditTrail;
   metrics: EgressMetrics;
   logger: Logger;
-  backend: 'docker' | 'kubernetes';
+  backend: 'docker' | 'oci' | 'kubernetes';
   /** Tests: a resolver of test names, a dialer that stays on loopback. */
   resolve?: Resolver;
   dial?: Dialer;
@@ -83,20 +83,18 @@ export function createProxy(config: Config, parts: EgressParts): EgressProxy {
 }
 
 /**
- * The Docker gateway's egress: the proxy in this process and its per-sandbox sockets; none while
- * DISABLE_NETWORK is on (no sandbox may have an allowlist then). Logs how egress stands.
+ * The egress of a gateway on one machine (the Docker or the oci backend): the proxy in this
+ * process and its per-sandbox sockets; none while DISABLE_NETWORK is on (no sandbox may have an
+ * allowlist then). Logs how egress stands.
  */
-export function dockerEgress(
+export function socketEgress(
   config: Config,
   env: Env,
-  parts: Omit<EgressParts, 'backend'>,
+  parts: EgressParts & { backend: 'docker' | 'oci' },
 ): SocketGates | undefined {
   parts.logger.info({ ceiling: config.sandbox.egress.allow.length }, egressSummary(config));
   if (config.sandbox.disableNetwork) return undefined;
-  return createSocketGates({
-    root: socketRoot(config, env),
-    proxy: createProxy(config, { ...parts, backend: 'docker' }),
-  });
+  return createSocketGates({ root: socketRoot(config, env), proxy: createProxy(config, parts) });
 }
 
 /** The proxy's namespace: configured, else the operator's own. */

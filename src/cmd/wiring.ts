@@ -30,8 +30,9 @@ import { sessionShape } from '../backends/docker/session/docker-sessions.js';
 import type { SandboxShape } from '../policy/shape.js';
 import type { Policy } from '../policy/policy.js';
 import { AppError, isAppError } from '../shared/errors.js';
+import type { SocketGates } from '../egress/socket-gates.js';
 import { kubeconfigSource } from './process.js';
-import { dockerEgress, type EgressParts } from './egress.js';
+import { socketEgress, type EgressParts } from './egress.js';
 
 export interface Context {
   config: Config;
@@ -98,10 +99,11 @@ export async function wireDocker(
   const { prewarm, prewarmSessions, ...pool } = config.pool;
   // Opened first: the egress proxy writes a record per connection into it.
   const audit = await openAudit(ctx, 'gateway', metrics.audit);
-  const gates = dockerEgress(config, process.env, {
+  const gates = socketEgress(config, process.env, {
     audit,
     metrics: metrics.egress,
     logger,
+    backend: 'docker',
     ...options.egress,
   });
   const backend = new DockerBackend({
@@ -171,8 +173,14 @@ export async function wireBackend(
   }
 }
 
-/** The OCI backend the config describes (`oci:`), its runtimes' binaries and folders. */
-export function ociBackend(config: Config, extra: { logger?: Logger; metrics?: Metrics } = {}): OciBackend {
+/**
+ * The OCI backend the config describes (`oci:`), its runtimes' binaries and folders (and, for a
+ * gateway, the egress proxy's sockets).
+ */
+export function ociBackend(
+  config: Config,
+  extra: { logger?: Logger; metrics?: Metrics; gates?: SocketGates | undefined } = {},
+): OciBackend {
   const cache = process.env.XDG_CACHE_HOME?.startsWith('/')
     ? process.env.XDG_CACHE_HOME
     : join(process.env.HOME || homedir(), '.cache');
@@ -194,21 +202,36 @@ export function ociBackend(config: Config, extra: { logger?: Logger; metrics?: M
 /**
  * The OCI backend (runc or runsc driven directly, no engine on the critical path) and the service
  * over it, with the leftovers of dead sandpit processes reaped first. `reaping: false` (one-shot
- * commands): no periodic reaper.
+ * commands): no periodic reaper. Egress as on Docker: the proxy in this process, a socket per
+ * allowlist sandbox.
  */
 export async function wireOci(
   ctx: Context,
-  options: { defaultMetrics?: boolean; reaping?: boolean } = {},
+  options: {
+    defaultMetrics?: boolean;
+    reaping?: boolean;
+    /** Tests: the egress proxy's resolver and dialer (test names, loopback only). */
+    egress?: Pick<EgressParts, 'resolve' | 'dial'>;
+  } = {},
 ): Promise<BackendWiring> {
   const { config, logger } = ctx;
   const metrics = createMetrics(options);
-  const backend = ociBackend(config, { logger, metrics });
+  // Opened first: the egress proxy writes a record per connection into it.
+  const audit = await openAudit(ctx, 'gateway', metrics.audit);
+  const gates = socketEgress(config, process.env, {
+    audit,
+    metrics: metrics.egress,
+    logger,
+    backend: 'oci',
+    ...options.egress,
+  });
+  const backend = ociBackend(config, { logger, metrics, gates });
   const reaped = await backend.reap();
   if (reaped.removed.length) {
     logger.info({ containers: reaped.removed }, 'removed containers left behind by crashed runs');
   }
   if (options.reaping !== false) backend.startReaping(REAP_INTERVAL_MS);
-  const service = await createService(ctx, { backend, policy: policyFromConfig(config), metrics });
+  const service = await createService(ctx, { backend, policy: policyFromConfig(config), metrics, audit });
   return { service, backend, metrics };
 }
 

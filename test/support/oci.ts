@@ -6,7 +6,7 @@ import { readdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { OciBackend } from '../../src/backends/oci/oci-backend.js';
+import { OciBackend, type OciBackendOptions } from '../../src/backends/oci/oci-backend.js';
 import {
   bundlesDir,
   CGROUP_CONTROLLERS,
@@ -24,12 +24,14 @@ export const OCI_LAYOUT: OciLayout = {
   cgroupRoot: '/sys/fs/cgroup',
 };
 
-export async function makeOciBackend(): Promise<OciBackend> {
+/** The oci backend on this machine (`extra`: e.g. the egress proxy's gates). */
+export async function makeOciBackend(extra: Partial<OciBackendOptions> = {}): Promise<OciBackend> {
   const docker = await requireDocker();
   const backend = new OciBackend({
     docker,
     layout: OCI_LAYOUT,
     images: BUILTIN_TEMPLATES.map((t) => t.image),
+    ...extra,
   });
   const host = await backend.checkHost();
   if (host.problems.length)

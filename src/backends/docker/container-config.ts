@@ -7,6 +7,7 @@ import type { RunnerMode, SandboxShape } from '../../policy/shape.js';
 import { LABELS, MANAGED_BY } from './labels.js';
 import { EGRESS_SOCKET_DIR, RUNNER_PATH } from '../../runner/protocol.js';
 import {
+  egressDirOf,
   isGvisor,
   pidsLimit,
   RESOLVER_OPTIONS,
@@ -66,7 +67,7 @@ export function buildContainerConfig(
   const { limits } = shape;
   const runsc = isGvisor(shape);
   const session = options.mode === 'session' ? options.session : undefined;
-  const egressDir = egressDirOf(shape, options);
+  const egressDir = egressDirOf(shape, options.egressDir);
   return {
     name: options.name,
     Image: shape.image,
@@ -125,13 +126,6 @@ export function buildContainerConfig(
       ...(shape.runtime ? { Runtime: runsc && egressDir ? RUNSC_EGRESS : shape.runtime } : {}),
     },
   };
-}
-
-/** The gate directory of an egress sandbox; none for one without egress (nothing is mounted then). */
-function egressDirOf(shape: SandboxShape, options: ContainerOptions): string | undefined {
-  if (shape.network.egress === 'none') return undefined;
-  if (!options.egressDir) throw new Error('an egress sandbox needs the directory of its proxy socket');
-  return options.egressDir;
 }
 
 function sessionLabels(s: SessionLabels): Record<string, string> {

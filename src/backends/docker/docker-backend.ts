@@ -8,11 +8,12 @@ import { classify } from '../../api/outcome.js';
 import { buildResult } from '../../api/result.js';
 import type { RunResult } from '../../api/run.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
-import type { EgressGate, SocketGates } from '../../egress/socket-gates.js';
+import type { SocketGates } from '../../egress/socket-gates.js';
 import { createTenant } from '../../egress/tenant.js';
 import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
+import { openGate } from '../egress-gates.js';
 import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { runOutputsOf } from '../../runner/run-outputs.js';
@@ -26,7 +27,6 @@ import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
 import { reapLeftovers, type ReapOptions } from './reaper.js';
 import { LABELS, MANAGED_FILTER } from './labels.js';
-import { AppError } from '../../shared/errors.js';
 import { DockerSessions } from './session/docker-sessions.js';
 
 export interface DockerBackendOptions {
@@ -217,7 +217,7 @@ export class DockerBackend implements SandboxBackend {
 
   /** A container started for this run alone (with its egress gate, when it has an allowlist). */
   private async startCold(spec: EffectiveSpec, runId: string, startedAt: number): Promise<AttachedRunner> {
-    const gate = spec.network.egress === 'allowlist' ? await this.openGate() : undefined;
+    const gate = await openGate(this.gates, spec, 'sandbox');
     const config = buildContainerConfig(spec, {
       name: `sandpit-run-${runId}`,
       runId,
@@ -227,18 +227,6 @@ export class DockerBackend implements SandboxBackend {
       egressDir: gate?.dir,
     });
     return AttachedRunner.start(this.docker, config, gate);
-  }
-
-  private openGate(): Promise<EgressGate> {
-    if (!this.gates)
-      throw new AppError(
-        'UNSUPPORTED',
-        'this gateway runs no egress proxy, so no sandbox may have an allowlist',
-        {
-          hint: 'set DISABLE_NETWORK=false (sandbox.disableNetwork: false) and an egress ceiling (sandbox.egress.allow)',
-        },
-      );
-    return this.gates.open();
   }
 
   /** A live, ready pool container for this spec, renamed after the run it now serves. */

@@ -4,7 +4,9 @@
  * Docker backend makes (runtime-spec.ts renders the same decision), its root the image unpacked
  * once and mounted read-only (rootfs-store.ts), and its main process the same sandpit-runner,
  * driven by the same job code (../runner-job.ts). The local Docker engine is asked only which
- * image a tag names, every few seconds, and to export an image not unpacked yet.
+ * image a tag names, every few seconds, and to export an image not unpacked yet. An egress
+ * sandbox's way out is the proxy's socket of its own (../../egress/socket-gates.ts), mounted into
+ * it as on Docker.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { arch, release } from 'node:os';
@@ -13,15 +15,19 @@ import type Docker from 'dockerode';
 import { classify, type RunFacts } from '../../api/outcome.js';
 import { buildResult } from '../../api/result.js';
 import type { RunResult } from '../../api/run.js';
+import type { SocketGates } from '../../egress/socket-gates.js';
+import { createTenant } from '../../egress/tenant.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
+import { EGRESS_SOCKET_PATH } from '../../runner/protocol.js';
 import { RunnerReader } from '../../runner/reader.js';
 import { runOutputsOf } from '../../runner/run-outputs.js';
 import { AppError } from '../../shared/errors.js';
 import { within } from '../../shared/time.js';
 import { currentOwner } from '../docker/owner.js';
 import { LABELS, MANAGED_BY } from '../docker/labels.js';
+import { openGate } from '../egress-gates.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { resolvConf, SANDBOX_HOSTNAME } from '../hardening.js';
 import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
@@ -49,6 +55,12 @@ export interface OciBackendOptions {
   runFiles?: RunFilesOptions | undefined;
   metrics?: Metrics | undefined;
   logger?: Logger | undefined;
+  /**
+   * The egress proxy's per-sandbox sockets: a sandbox with an allowlist gets one, mounted, as its
+   * only way out. Absent: an allowlist run or session is refused (policy refuses them anyway while
+   * egress is off).
+   */
+  gates?: SocketGates | undefined;
 }
 
 /** Extra life a container's expiry annotation gets beyond its deadline, for slow starts and removal. */
@@ -75,6 +87,7 @@ export class OciBackend implements SandboxBackend {
   readonly files: RunFiles;
   private prepared: Promise<void> | undefined;
   private reaping: NodeJS.Timeout | undefined;
+  private readonly gates: SocketGates | undefined;
 
   constructor(options: OciBackendOptions) {
     this.host = { layout: options.layout, binaries: options.binaries ?? DEFAULT_BINARIES };
@@ -86,6 +99,7 @@ export class OciBackend implements SandboxBackend {
       logger: options.logger,
     });
     this.sessions = new OciSessions({ host: this.host, owner: this.owner, bundle: this.bundle });
+    this.gates = options.gates;
     this.images = options.images;
     this.metrics = options.metrics;
     this.logger = options.logger;
@@ -108,12 +122,19 @@ export class OciBackend implements SandboxBackend {
     return this.prepared;
   }
 
-  /** Removes what dead sandpit processes left behind (containers, bundles, cgroups, unused roots). */
+  /**
+   * Removes what dead sandpit processes left behind (containers, bundles, cgroups, unused roots,
+   * the egress sockets of sandboxes that are gone).
+   */
   async reap(): Promise<OciReapResult> {
     const live = new Set([...this.live, ...this.sessions.liveContainers()]);
     const result = await reapOci(this.host, { live });
     const roots = await this.rootfs.prune(result.rootsInUse).catch(() => []);
     if (roots.length) this.logger?.info({ images: roots }, 'Removed unpacked images no tag names any more');
+    // What no kept bundle mounts and nobody listens in: the gates of sandboxes a dead process left.
+    const stale = (await this.gates?.sweep(result.egressDirsInUse).catch(() => [])) ?? [];
+    if (stale.length)
+      this.logger?.info({ dirs: stale }, 'Removed the egress sockets of sandboxes that are gone');
     return result;
   }
 
@@ -138,14 +159,14 @@ export class OciBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, owner }: StartOptions,
+    { runId, signal, owner, principal }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
     let container: OciContainer;
     const reader = new RunnerReader();
     try {
-      container = await this.create(spec, runId, startedAt, (b) => reader.push(b));
+      container = await this.create(spec, { runId, principal }, startedAt, (b) => reader.push(b));
     } catch (e) {
       cleanedUp();
       throw e;
@@ -187,10 +208,10 @@ export class OciBackend implements SandboxBackend {
     }
   }
 
-  /** The bundle and the runtime process of a new run's container. */
+  /** The bundle and the runtime process of a new run's container (its gate bound to the run). */
   private async create(
     spec: EffectiveSpec,
-    runId: string,
+    { runId, principal }: Pick<StartOptions, 'runId' | 'principal'>,
     startedAt: number,
     sink: (b: Buffer) => void,
   ): Promise<OciContainer> {
@@ -205,24 +226,38 @@ export class OciBackend implements SandboxBackend {
         ...(spec.template ? { [LABELS.template]: spec.template } : {}),
       },
     });
+    // The run's allowlist goes to its sandbox's gate: its connections are this run's.
+    sandbox.gate?.bind(createTenant({ runId }, principal ?? 'local', spec.network));
     return OciContainer.start(this.host, sandbox, sink);
   }
 
-  /** The runtime, container id and config.json of a sandbox of `shape` (its image unpacked when need be). */
+  /**
+   * The runtime, container id and config.json of a sandbox of `shape` (its image unpacked when need
+   * be), and its egress gate when it has an allowlist: the caller binds it, and it closes with the
+   * container.
+   */
   private readonly bundle: BundleMaker = async (shape, { id, annotations, openWithinSeconds }) => {
     const runtime = runtimeOf(shape.runtime);
     await this.prepare();
     const root = await this.rootfs.get(shape.image);
-    const spec = buildRuntimeSpec(shape, {
-      rootfs: root.path,
-      imageEnv: root.env,
-      etc: etcFiles(this.host.layout),
-      cgroupsPath: cgroupsPath(id),
-      annotations,
-      host: this.seccompHost,
-      ...(openWithinSeconds === undefined ? {} : { mode: 'session' as const, openWithinSeconds }),
-    });
-    return { runtime, id, spec };
+    const session = openWithinSeconds !== undefined;
+    const gate = await openGate(this.gates, shape, session ? 'session' : 'sandbox');
+    try {
+      const spec = buildRuntimeSpec(shape, {
+        rootfs: root.path,
+        imageEnv: root.env,
+        etc: etcFiles(this.host.layout),
+        cgroupsPath: cgroupsPath(id),
+        annotations,
+        host: this.seccompHost,
+        egressDir: gate?.dir,
+        ...(session ? { mode: 'session' as const, openWithinSeconds } : {}),
+      });
+      return { runtime, id, spec, gate };
+    } catch (e) {
+      await gate?.close();
+      throw e;
+    }
   };
 
   /** The container as the shared job code drives it. */
@@ -231,6 +266,7 @@ export class OciBackend implements SandboxBackend {
       reader,
       image,
       ended: container.exited.then(() => undefined),
+      egressSocket: container.gate?.tenant ? EGRESS_SOCKET_PATH : undefined,
       write: (parts) => container.write(parts),
       kill: () => container.kill(),
       endWithoutReport: (deadline) => this.endOf(container, deadline),
@@ -303,6 +339,7 @@ export class OciBackend implements SandboxBackend {
     await this.executions.settled();
     await Promise.all(this.cleanups);
     await this.fileStore.close();
+    await this.gates?.close();
   }
 }
 

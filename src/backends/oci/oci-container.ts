@@ -6,12 +6,14 @@
  *
  * If this process dies, the runner's stdin ends, and the runner kills its program and exits (see
  * images/runner/sandpit-runner.c), so nothing runs on; what is left (the stopped container, its
- * cgroup, its bundle) is the reaper's.
+ * cgroup, its bundle) is the reaper's. An egress sandbox's gate (the proxy's socket, mounted into
+ * it) belongs to the container: it closes when the container is removed.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import type { EgressGate } from '../../egress/socket-gates.js';
 import { AppError } from '../../shared/errors.js';
 import { within } from '../../shared/time.js';
 import { bundleDir, cgroupDir, CGROUP_CONTROLLERS, type OciLayout, type OciRuntime } from './layout.js';
@@ -27,6 +29,15 @@ export interface OciHost {
   binaries: RuntimeBinaries;
 }
 
+/** What a sandbox is made from: its runtime, container id and config.json. */
+export interface OciSandbox {
+  runtime: OciRuntime;
+  id: string;
+  spec: OciSpec;
+  /** An egress sandbox's door to the proxy, whose directory the spec mounts; none without egress. */
+  gate?: EgressGate | undefined;
+}
+
 export interface ContainerExit {
   /** The runtime's exit status: the sandbox's main process's (128 + signal when it was killed). */
   code: number | null;
@@ -35,6 +46,8 @@ export interface ContainerExit {
 export class OciContainer {
   readonly id: string;
   readonly runtime: OciRuntime;
+  /** An egress sandbox's door to the proxy (bound to the run or session it serves); none without egress. */
+  readonly gate: EgressGate | undefined;
   private readonly host: OciHost;
   private readonly process: ChildProcessWithoutNullStreams;
   private diagnostics = '';
@@ -43,15 +56,11 @@ export class OciContainer {
   private isExited = false;
   private removal: Promise<void> | undefined;
 
-  private constructor(
-    host: OciHost,
-    runtime: OciRuntime,
-    id: string,
-    process: ChildProcessWithoutNullStreams,
-  ) {
+  private constructor(host: OciHost, sandbox: OciSandbox, process: ChildProcessWithoutNullStreams) {
     this.host = host;
-    this.runtime = runtime;
-    this.id = id;
+    this.runtime = sandbox.runtime;
+    this.id = sandbox.id;
+    this.gate = sandbox.gate;
     this.process = process;
     this.exited = new Promise((resolve) => {
       process.on('close', (code) => resolve({ code }));
@@ -60,10 +69,13 @@ export class OciContainer {
     void this.exited.then(() => (this.isExited = true));
   }
 
-  /** Writes the bundle and starts the runtime; `sink` gets the runner's stdout. Leaves nothing behind on failure. */
+  /**
+   * Writes the bundle and starts the runtime; `sink` gets the runner's stdout. Leaves nothing
+   * behind on failure (the gate closed).
+   */
   static async start(
     host: OciHost,
-    sandbox: { runtime: OciRuntime; id: string; spec: OciSpec },
+    sandbox: OciSandbox,
     sink: (data: Buffer) => void,
   ): Promise<OciContainer> {
     const bundle = bundleDir(host.layout, sandbox.id);
@@ -72,13 +84,18 @@ export class OciContainer {
       await writeFile(join(bundle, 'config.json'), JSON.stringify(sandbox.spec), { mode: 0o600 });
     } catch (e) {
       await rm(bundle, { recursive: true, force: true });
+      await sandbox.gate?.close().catch(() => {});
       throw new AppError('BACKEND_ERROR', `cannot write the bundle of ${sandbox.id}: ${String(e)}`, {
         cause: e,
       });
     }
-    const { file, args } = runtimeInvocation(sandbox.runtime, { kind: 'run', bundle, id: sandbox.id }, host);
+    const { file, args } = runtimeInvocation(
+      sandbox.runtime,
+      { kind: 'run', bundle, id: sandbox.id, egress: sandbox.gate !== undefined },
+      host,
+    );
     const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    const container = new OciContainer(host, sandbox.runtime, sandbox.id, child);
+    const container = new OciContainer(host, sandbox, child);
     const text = new StringDecoder('utf8');
     child.stdout.on('data', sink);
     child.stderr.on('data', (b: Buffer) => {
@@ -141,14 +158,17 @@ export class OciContainer {
     }
   }
 
-  /** Kills (if need be) and deletes the container, its bundle and its cgroups. Idempotent; never throws. */
+  /**
+   * Kills (if need be) and deletes the container, its bundle and its cgroups, then closes its gate.
+   * Idempotent; never throws.
+   */
   remove(): Promise<void> {
     this.removal ??= removeContainer(this.host, this.runtime, this.id, async () => {
       this.process.stdin.destroy();
       if (await within(this.exited, 2000)) return;
       await this.kill();
       await within(this.exited, EXIT_WAIT_MS);
-    });
+    }).then(() => this.gate?.close().catch(() => {}));
     return this.removal;
   }
 

@@ -10,9 +10,8 @@ import { sessionEnd } from '../../runner/session-end.js';
 import { within } from '../../shared/time.js';
 import { SessionChannel, type ChannelHost } from '../session-channel.js';
 import type { SandboxEnd } from '../sessions.js';
-import type { OciRuntime } from './layout.js';
-import { OciContainer, type OciHost } from './oci-container.js';
-import type { OciSpec } from './oci-spec.js';
+import type { EgressGate } from '../../egress/socket-gates.js';
+import { OciContainer, type OciHost, type OciSandbox } from './oci-container.js';
 
 /** How long an ended container is given to report its exit status. */
 const EXIT_WAIT_MS = 3000;
@@ -35,7 +34,7 @@ export class OciSessionContainer implements ChannelHost {
   /** Writes the bundle and starts the runtime; `key` is the runner's channel key (its open request carries it). */
   static async start(
     host: OciHost,
-    sandbox: { runtime: OciRuntime; id: string; spec: OciSpec },
+    sandbox: OciSandbox,
     { key, image }: { key: Buffer; image: string },
   ): Promise<OciSessionContainer> {
     const channel = new SessionChannel(key);
@@ -45,6 +44,16 @@ export class OciSessionContainer implements ChannelHost {
 
   get id(): string {
     return this.container.id;
+  }
+
+  /** An egress session's door to the proxy (bound once the session opens); none without egress. */
+  get gate(): EgressGate | undefined {
+    return this.container.gate;
+  }
+
+  /** The runner's session protocol, once it said it is ready. */
+  protocol(): Promise<number | undefined> {
+    return this.channel.protocol();
   }
 
   ready(): Promise<boolean> {

@@ -2,7 +2,8 @@
  * Sessions on the OCI backend: one container per session, made as a run's is (the same builder,
  * root and hardening) with its runner in session mode, serving the session's requests on its stdin
  * (the same protocol and the same RunnerSession as on Docker). A session ends with the gateway
- * that made it (its runner's stdin is that process's pipe), so there is nothing to adopt.
+ * that made it (its runner's stdin is that process's pipe), so there is nothing to adopt. A session
+ * with an allowlist gets its own egress gate, bound to it once its runner is ready.
  */
 import { SESSION_ID_PATTERN } from '../../api/session.js';
 import type { EffectiveSessionSpec } from '../../policy/session.js';
@@ -12,24 +13,27 @@ import { cancelled } from '../../shared/abort.js';
 import { AppError } from '../../shared/errors.js';
 import { sessionShape } from '../docker/session/docker-sessions.js';
 import { LABELS, MANAGED_BY } from '../docker/labels.js';
+import { bindSessionGate } from '../egress-gates.js';
 import { openRunnerSession } from '../session-channel.js';
 import type { RunnerSession } from '../session-sandbox.js';
 import type { Adoption, SessionBackend, SessionOptions, SessionSandbox } from '../sessions.js';
-import { containerId, type OciRuntime } from './layout.js';
-import type { OciHost } from './oci-container.js';
+import { containerId } from './layout.js';
+import type { OciHost, OciSandbox } from './oci-container.js';
 import { OciSessionContainer } from './oci-session-container.js';
-import type { OciSpec } from './oci-spec.js';
 
 /** The runner exits if nobody opens its session in this time (a crash mid-create). */
 const OPEN_WITHIN_SECONDS = 60;
 /** Extra life a session's expiry annotation gets beyond its TTL. */
 const EXPIRY_SLACK_MS = 5 * 60_000;
 
-/** What a sandbox of `shape` is made from: its runtime, container id and config.json. */
+/**
+ * What a sandbox of `shape` is made from: its runtime, container id and config.json, and its
+ * egress gate (unbound) when it has an allowlist.
+ */
 export type BundleMaker = (
   shape: SandboxShape,
   sandbox: { id: string; annotations: Record<string, string>; openWithinSeconds?: number },
-) => Promise<{ runtime: OciRuntime; id: string; spec: OciSpec }>;
+) => Promise<OciSandbox>;
 
 export interface OciSessionsDeps {
   host: OciHost;
@@ -79,11 +83,13 @@ export class OciSessions implements SessionBackend {
     });
     const container = await OciSessionContainer.start(this.deps.host, sandbox, { key, image: spec.image });
     this.opening.add(container.id);
+    const meta = { sessionId, principal, createdAt };
     try {
       const session = await openRunnerSession(container, spec, {
-        meta: { sessionId, principal, createdAt },
+        meta,
         served: 'cold',
         signal,
+        bindEgress: () => bindSessionGate(container, spec, meta),
       });
       this.track(session, container.id);
       return session;

@@ -3,7 +3,8 @@
  * runtime roots (stopped ones kept for their cgroup, or running ones of a gateway killed with
  * SIGKILL), bundles, and cgroup folders, each only when its owner (the `sandpit.dev/owner`
  * annotation, host:pid:starttime) is gone or its expiry passed. Everything it looks at has a name
- * only sandpit makes (layout.ts); it never touches anything else.
+ * only sandpit makes (layout.ts); it never touches anything else. It names the egress gate
+ * directories that kept containers mount, so that the backend sweeps only the others.
  */
 import { execFile } from 'node:child_process';
 import { readdir, readFile, rm } from 'node:fs/promises';
@@ -35,6 +36,8 @@ export interface OciReapResult {
   removed: string[];
   /** The root file systems that kept containers still use. */
   rootsInUse: Set<string>;
+  /** The egress gate directories kept containers mount (their sockets are not to be swept). */
+  egressDirsInUse: Set<string>;
 }
 
 interface Bundle {
@@ -45,7 +48,7 @@ interface Bundle {
 export async function reapOci(host: OciHost, options: OciReapOptions = {}): Promise<OciReapResult> {
   const now = options.now ?? Date.now();
   const live = options.live ?? new Set<string>();
-  const result: OciReapResult = { removed: [], rootsInUse: new Set() };
+  const result: OciReapResult = { removed: [], rootsInUse: new Set(), egressDirsInUse: new Set() };
   const known = new Set<string>();
   for (const runtime of ['runc', 'runsc'] as const) {
     for (const id of await listContainers(host, runtime)) {
@@ -67,11 +70,13 @@ export async function reapOci(host: OciHost, options: OciReapOptions = {}): Prom
   return result;
 }
 
-/** Whether the container's bundle says a live owner keeps it (its root is then in use). */
+/** Whether the container's bundle says a live owner keeps it (its root and egress gate are then in use). */
 async function kept(host: OciHost, id: string, now: number, result: OciReapResult): Promise<boolean> {
   const bundle = await readBundle(host, id);
   if (!bundle || abandoned(bundle, now)) return false;
   if (bundle.root) result.rootsInUse.add(bundle.root);
+  const egressDir = bundle.annotations[LABELS.egressDir];
+  if (egressDir) result.egressDirsInUse.add(egressDir);
   return true;
 }
 

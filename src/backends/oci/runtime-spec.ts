@@ -5,8 +5,9 @@
  * decision (../hardening.ts), plus a cgroup namespace, which Docker on cgroup v1 leaves out.
  */
 import type { RunnerMode, SandboxShape } from '../../policy/shape.js';
-import { RUNNER_PATH } from '../../runner/protocol.js';
+import { EGRESS_SOCKET_DIR, RUNNER_PATH } from '../../runner/protocol.js';
 import {
+  egressDirOf,
   isGvisor,
   pidsLimit,
   sandboxRlimits,
@@ -17,6 +18,7 @@ import {
   seccompProfileFor,
   SHM_BYTES,
 } from '../hardening.js';
+import { LABELS } from '../docker/labels.js';
 import type { OciDeviceRule, OciMount, OciSeccomp, OciSpec } from './oci-spec.js';
 import { toOciSeccomp, type SeccompHost } from './seccomp.js';
 
@@ -39,6 +41,11 @@ export interface RuntimeSpecOptions {
   openWithinSeconds?: number;
   /** The host's AppArmor profile for containers, where the host has AppArmor. */
   apparmorProfile?: string | undefined;
+  /**
+   * An allowlist sandbox's gate directory (it holds the egress proxy's socket): mounted read-only
+   * at EGRESS_SOCKET_DIR and named in an annotation (for the reaper). Ignored without egress.
+   */
+  egressDir?: string | undefined;
 }
 
 /** Docker's PATH for a container whose image sets none. */
@@ -109,6 +116,7 @@ export const CPU_PERIOD_US = 100_000;
 
 export function buildRuntimeSpec(shape: SandboxShape, options: RuntimeSpecOptions): OciSpec {
   const { limits } = shape;
+  const egressDir = egressDirOf(shape, options.egressDir);
   return {
     ociVersion: '1.0.2-dev',
     process: {
@@ -137,11 +145,14 @@ export function buildRuntimeSpec(shape: SandboxShape, options: RuntimeSpecOption
         source: 'tmpfs',
         options: ['rprivate', ...m.options],
       })),
-      readOnlyFile('/etc/resolv.conf', options.etc.resolvConf),
-      readOnlyFile('/etc/hostname', options.etc.hostname),
-      readOnlyFile('/etc/hosts', options.etc.hosts),
+      readOnlyBind('/etc/resolv.conf', options.etc.resolvConf),
+      readOnlyBind('/etc/hostname', options.etc.hostname),
+      readOnlyBind('/etc/hosts', options.etc.hosts),
+      // The proxy's socket is the one thing on the host an egress sandbox reaches; read-only, so it
+      // can connect there but bind nothing.
+      ...(egressDir ? [readOnlyBind(EGRESS_SOCKET_DIR, egressDir)] : []),
     ],
-    annotations: { ...options.annotations },
+    annotations: { ...options.annotations, ...(egressDir ? { [LABELS.egressDir]: egressDir } : {}) },
     linux: {
       // What Docker 20.10 sets in a container with its own network namespace.
       sysctl: {
@@ -169,7 +180,7 @@ function runnerArgs(options: RuntimeSpecOptions): string[] {
   return [RUNNER_PATH, '--session', '--open-within', String(options.openWithinSeconds ?? 60)];
 }
 
-function readOnlyFile(destination: string, source: string): OciMount {
+function readOnlyBind(destination: string, source: string): OciMount {
   return { destination, type: 'bind', source, options: ['rbind', 'ro', 'rprivate'] };
 }
 

@@ -10,14 +10,14 @@ import * as z from 'zod';
 import { SESSION_ID_PATTERN } from '../../../api/session.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { EffectiveSessionSpec } from '../../../policy/session.js';
-import { EGRESS_SESSION_VERSION, newKey } from '../../../runner/session-protocol.js';
-import { EGRESS_SOCKET_PATH } from '../../../runner/protocol.js';
+import { newKey } from '../../../runner/session-protocol.js';
 import type { EgressGate, SocketGates } from '../../../egress/socket-gates.js';
 import { createTenant } from '../../../egress/tenant.js';
 import { cancelled } from '../../../shared/abort.js';
 import { AppError } from '../../../shared/errors.js';
 import { withTimeout } from '../../../shared/time.js';
 import { adoptedSpec, SessionMetaSchema, type SessionMeta } from '../../session-meta.js';
+import { bindSessionGate, openGate } from '../../egress-gates.js';
 import { openRunnerSession } from '../../session-channel.js';
 import { RunnerSession } from '../../session-sandbox.js';
 import type {
@@ -98,7 +98,7 @@ export class DockerSessions implements SessionBackend {
         meta,
         served: warm ? 'warm' : 'cold',
         signal,
-        bindEgress: () => this.bindGate(container, spec, meta),
+        bindEgress: () => bindSessionGate(container, spec, meta),
       });
       this.track(session, container);
       return session;
@@ -111,20 +111,8 @@ export class DockerSessions implements SessionBackend {
   }
 
   private async startCold(shape: SandboxShape, options: SessionOptions): Promise<SessionContainer> {
-    const gate = shape.network.egress === 'allowlist' ? await this.openGate() : undefined;
+    const gate = await openGate(this.deps.gates, shape, 'session');
     return SessionContainer.start(this.deps.docker, this.coldConfig(shape, options, gate), gate);
-  }
-
-  private openGate(): Promise<EgressGate> {
-    if (!this.deps.gates)
-      throw new AppError(
-        'UNSUPPORTED',
-        'this gateway runs no egress proxy, so no session may have an allowlist',
-        {
-          hint: 'set DISABLE_NETWORK=false (sandbox.disableNetwork: false) and an egress ceiling (sandbox.egress.allow)',
-        },
-      );
-    return this.deps.gates.open();
   }
 
   private coldConfig(
@@ -159,27 +147,6 @@ export class DockerSessions implements SessionBackend {
       }
       void container.remove();
     }
-  }
-
-  /**
-   * The session's allowlist goes to its sandbox's gate: from now on its connections are the
-   * session's. The proxy socket's path inside the sandbox, for the open request.
-   */
-  private async bindGate(
-    container: SessionContainer,
-    spec: EffectiveSessionSpec,
-    meta: Pick<SessionMeta, 'sessionId' | 'principal'>,
-  ): Promise<string> {
-    const version = (await container.protocol()) ?? 0;
-    if (version < EGRESS_SESSION_VERSION)
-      throw new AppError(
-        'IMAGE_OUTDATED',
-        `the runner in image ${spec.image} speaks session protocol ${version}; egress needs ${EGRESS_SESSION_VERSION} or later`,
-        { hint: 'rebuild the sandbox images: `sandpit images build`' },
-      );
-    if (!container.gate) throw new Error('an egress session needs its sandbox gate');
-    container.gate.bind(createTenant({ sessionId: meta.sessionId }, meta.principal, spec.network));
-    return EGRESS_SOCKET_PATH;
   }
 
   private track(session: RunnerSession, container: SessionContainer): void {

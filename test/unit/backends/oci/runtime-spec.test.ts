@@ -17,7 +17,7 @@ import {
 } from '../../../../src/backends/oci/runtime-spec.js';
 import { IO_URING_SYSCALLS } from '../../../../src/policy/seccomp.js';
 import type { SandboxShape } from '../../../../src/policy/shape.js';
-import { RUNNER_PATH } from '../../../../src/runner/protocol.js';
+import { EGRESS_SOCKET_DIR, RUNNER_PATH } from '../../../../src/runner/protocol.js';
 
 const MiB = 1024 ** 2;
 const fixture = (name: string): unknown =>
@@ -212,6 +212,46 @@ describe('field by field', () => {
       ],
     );
     for (const m of binds) assert.ok(m.options.includes('ro'), m.destination);
+  });
+
+  test('egress none: nothing more is mounted or annotated, whatever directory is offered', () => {
+    const s = build({}, { egressDir: '/run/sandpit/egress/0123456789abcdef' });
+    assert.deepEqual(s, build());
+  });
+
+  test("an egress sandbox: still only lo and no resolver; the proxy's socket directory mounted read-only, and named for the reaper", () => {
+    const dir = '/run/sandpit/egress/0123456789abcdef';
+    const s = build({ network: { egress: 'allowlist' } }, { egressDir: dir });
+    const plain = build();
+    assert.deepEqual(s.mounts.slice(0, -1), plain.mounts, 'the same mounts, one more at the end');
+    assert.deepEqual(s.mounts.at(-1), {
+      destination: '/run/sandpit-egress',
+      type: 'bind',
+      source: dir,
+      options: ['rbind', 'ro', 'rprivate'],
+    });
+    assert.equal(EGRESS_SOCKET_DIR, '/run/sandpit-egress');
+    assert.deepEqual(s.annotations, { ...plain.annotations, 'sandpit.dev/egress-dir': dir });
+    assert.deepEqual(s.linux.namespaces, plain.linux.namespaces, 'a network namespace of its own');
+    assert.deepEqual(s.linux.seccomp, plain.linux.seccomp);
+    assert.deepEqual(
+      s.mounts.find((m) => m.destination === '/etc/resolv.conf'),
+      plain.mounts.find((m) => m.destination === '/etc/resolv.conf'),
+    );
+    assert.throws(
+      () => build({ network: { egress: 'allowlist' } }),
+      /needs the directory of its proxy socket/,
+    );
+  });
+
+  test('the Docker rendering of an egress sandbox mounts the same directory at the same place, read-only', () => {
+    const dir = '/run/sandpit/egress/0123456789abcdef';
+    const egress: SandboxShape = { ...pythonDefaults, network: { egress: 'allowlist' } };
+    const docker = buildContainerConfig(egress, { name: 'x', kind: 'run', owner: 'o', egressDir: dir });
+    const [mount] = docker.HostConfig!.Mounts!;
+    const ours = buildRuntimeSpec(egress, { ...options, egressDir: dir }).mounts.at(-1)!;
+    assert.deepEqual([mount!.Source, mount!.Target, mount!.ReadOnly], [ours.source, ours.destination, true]);
+    assert.ok(ours.options.includes('ro'));
   });
 
   test('/proc and /sys: Docker’s masked and read-only paths; sysfs and cgroupfs read-only', () => {
