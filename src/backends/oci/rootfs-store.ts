@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
@@ -19,8 +19,8 @@ import type { Logger } from '../../observability/logger.js';
 import { AppError } from '../../shared/errors.js';
 import { engineError } from '../docker/engine-errors.js';
 import { LABELS, MANAGED_BY } from '../docker/labels.js';
-import { EGRESS_SOCKET_DIR } from '../../runner/protocol.js';
 import { isMountPoint, mountReadOnly, unmount, writeBelowMount } from './host-mounts.js';
+import { lacksMountPoints, makeMountPoints } from './mount-points.js';
 
 export interface ImageRootfs {
   /** The reference asked for (sandpit/python:3.11). */
@@ -50,14 +50,6 @@ export interface RootfsStoreOptions {
   logger?: Logger | undefined;
 }
 
-/**
- * Mount points the runtime mounts over: they must exist, because the root cannot be written. A
- * root unpacked before one was added here gets it when it is next used (addMountPoints).
- */
-const MOUNT_POINTS = {
-  dirs: ['proc', 'sys', 'dev', 'tmp', 'workspace', EGRESS_SOCKET_DIR.slice(1)],
-  files: ['etc/resolv.conf', 'etc/hostname', 'etc/hosts'],
-};
 /** How long an export container may live before the Docker reaper may remove it. */
 const EXPORT_EXPIRY_MS = 10 * 60_000;
 
@@ -260,41 +252,14 @@ export class RootfsStore {
   }
 }
 
-/** Creates the mount points a root lacks. */
-async function makeMountPoints(rootfs: string): Promise<void> {
-  for (const d of MOUNT_POINTS.dirs) await mkdirInRoot(rootfs, d);
-  for (const f of MOUNT_POINTS.files) {
-    if (!existsSync(join(rootfs, f))) await writeFile(join(rootfs, f), '', { mode: 0o644 });
-  }
-}
-
 /**
  * Adds the mount points an unpacked root lacks (it was unpacked before they were added here),
  * below its read-only mount when it has one.
  */
 async function addMountPoints(rootfs: string): Promise<void> {
-  const missing = [...MOUNT_POINTS.dirs, ...MOUNT_POINTS.files].some((p) => !existsSync(join(rootfs, p)));
-  if (!missing) return;
+  if (!(await lacksMountPoints(rootfs))) return;
   if (await isMountPoint(rootfs)) await writeBelowMount(rootfs, makeMountPoints);
   else await makeMountPoints(rootfs);
-}
-
-/**
- * Makes the directory `relative` inside `root`, one component at a time, refusing to follow a
- * symbolic link of the image's (which could point anywhere on the host).
- */
-async function mkdirInRoot(root: string, relative: string): Promise<void> {
-  let path = root;
-  for (const part of relative.split('/')) {
-    path = join(path, part);
-    const stat = await lstat(path).catch(() => undefined);
-    if (!stat) await mkdir(path, { mode: 0o755 });
-    else if (!stat.isDirectory())
-      throw new AppError(
-        'BACKEND_ERROR',
-        `the image has ${stat.isSymbolicLink() ? 'a symbolic link' : 'a file'} at ${path.slice(root.length)}, where the oci backend needs a directory`,
-      );
-  }
 }
 
 /** sha256:abc… → sha256-abc… (a folder name). */
