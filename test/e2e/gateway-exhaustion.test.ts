@@ -153,7 +153,11 @@ describe('sandpit serve under a hostile client (built CLI)', () => {
       };
       for (let i = 0; i < 5; i++) await run(); // warm: pools, JIT, buffers
       const before = rssMiB(served.pid);
-      const { latencies } = await healthDuring(served.url, inParallel(150, 4, run));
+      // How slow the machine is while the runs go on, measured beside them.
+      const [{ latencies }, stretch] = await Promise.all([
+        healthDuring(served.url, inParallel(150, 4, run)),
+        hostStretch(),
+      ]);
       const grown = rssMiB(served.pid) - before;
       // The run is still readable, as a tail.
       const last = await callTool(client.client, 'run_code', { code: 'print("last")' });
@@ -163,8 +167,14 @@ describe('sandpit serve under a hostile client (built CLI)', () => {
       // Before the budget: 150 such results grew a gateway from 100 to 561 MiB.
       assert.ok(grown < 128, `RSS grew by ${grown.toFixed(0)} MiB over 150 runs`);
       // Four runs at once, each returning 2 MiB of output, share the two cores with dockerd: this
-      // bound is loose (p90 measured 1.06 s here), and is about the gateway staying up.
-      assert.ok(percentile(latencies, 50) < 500, `/health p50 ${percentile(latencies, 50).toFixed(0)} ms`);
+      // bound is loose (p90 measured 1.06 s here), and is about the gateway staying up; scaled, as
+      // the others in this file, by how slow the machine was meanwhile.
+      const p50 = percentile(latencies, 50);
+      const bound = 500 * stretch;
+      assert.ok(
+        p50 < bound,
+        `/health p50 ${p50.toFixed(0)} ms (bound ${bound.toFixed(0)} ms on this machine now)`,
+      );
     });
   });
 
