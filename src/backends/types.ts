@@ -24,6 +24,8 @@ export interface StartOptions {
    * CONFLICT).
    */
   requestDigest?: string | undefined;
+  /** The run backs an MCP task: a backend that records runs lists it among its owner's tasks. */
+  task?: boolean | undefined;
 }
 
 export interface RunExecution {
@@ -86,6 +88,14 @@ export interface RunRecords {
    * it sees it end Cancelled); a finished run is returned as it is. Undefined when there is none.
    */
   cancel(runId: string, owner: RunOwner): Promise<RunResult | undefined>;
+  /** The owner's runs that back MCP tasks (StartOptions.task), the newest first, at most `max`. */
+  tasks(owner: RunOwner, max: number): Promise<RecordedTask[]>;
+}
+
+export interface RecordedTask {
+  runId: string;
+  /** When the run was made (ms since the epoch). */
+  createdAt: number;
 }
 
 /**

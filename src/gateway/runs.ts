@@ -9,7 +9,7 @@ import { classify, failedFacts } from '../api/outcome.js';
 import { buildResult } from '../api/result.js';
 import { RunRequestSchema, type RunRequest, type RunResult } from '../api/run.js';
 import { parseInput } from '../api/validate.js';
-import type { RunExecution } from '../backends/types.js';
+import type { RecordedTask, RunExecution } from '../backends/types.js';
 import { buildRunAudit } from '../observability/audit.js';
 import { evaluate, type EffectiveSpec } from '../policy/evaluate.js';
 import { onAbort } from '../shared/abort.js';
@@ -42,6 +42,8 @@ export interface StartRunOptions {
    * shutdown of the gateway leaves it running instead of cancelling it; its record answers for it.
    */
   detached?: boolean | undefined;
+  /** The run backs an MCP task: where the backend records runs, every gateway process lists it (tasks/list). */
+  task?: boolean | undefined;
 }
 
 interface Launch {
@@ -188,6 +190,7 @@ export class RunUseCases {
       owner: principal.id,
       namespace: principal.namespace,
       ...(keyed ? { requestDigest: keyed.digest } : {}),
+      ...(options.task ? { task: true } : {}),
     });
     if (options.detached) record.release = execution.release;
     const relayed = this.relay(execution, record, options.onOutput);
@@ -311,6 +314,14 @@ export class RunUseCases {
     const record = this.local(runId, principal);
     if (record) return this.current(record);
     return (await this.deps.backend.runs?.get(runId, principal)) ?? notFound(runId);
+  }
+
+  /**
+   * The principal's runs that back MCP tasks, as the backend records them beyond this process
+   * (none where it does not: then this process's own index of tasks is all there is).
+   */
+  recordedTasks(principal: Principal, max: number): Promise<RecordedTask[]> {
+    return this.deps.backend.runs?.tasks(principal, max) ?? Promise.resolve([]);
   }
 
   /** The principal's finished runs this process keeps, the newest first. */

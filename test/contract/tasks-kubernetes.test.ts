@@ -124,6 +124,12 @@ describe('MCP tasks on Kubernetes survive a gateway restart (built CLI, Streamab
       const tasks = b.client.experimental.tasks;
       const polled = await tasks.getTask(kept.taskId);
       assert.ok(['working', 'completed'].includes(polled.status), polled.status);
+      const listed = (await tasks.listTasks()).tasks.map((t) => t.taskId);
+      assert.deepEqual(
+        listed.filter((id) => id === kept.taskId || id === stopped.taskId).sort(),
+        [kept.taskId, stopped.taskId].sort(),
+        `the next gateway lists the tasks the first made: ${listed.join(', ')}`,
+      );
 
       assert.equal((await tasks.getTask(stopped.taskId)).status, 'working');
       const cancelled = await tasks.cancelTask(stopped.taskId);

@@ -31,6 +31,7 @@ export function liveRunsBackend(recorded: boolean): {
       return Promise.resolve(run && runningResult(run.spec, runId));
     },
     cancel: () => assert.fail('nothing is cancelled through the record here'),
+    tasks: () => Promise.resolve([]),
   };
   const backend: SandboxBackend = {
     name,

@@ -21,6 +21,11 @@ import { formatCpu, formatSize } from '../../shared/quantity.js';
 export const MANAGED_BY_GATEWAY = 'sandpit-gateway';
 /** A hash of who asked for the run: selectable (`-l sandpit.dev/principal=…`) without exposing the name. */
 export const LABEL_PRINCIPAL = 'sandpit.dev/principal';
+/**
+ * On the run of an MCP task: a hash of its owner's principal id, as LABEL_PRINCIPAL's, so that any
+ * gateway process lists the owner's tasks by selector (tasks/list).
+ */
+export const LABEL_TASK_OF = 'sandpit.dev/task-of';
 
 export interface BuildOptions {
   /**
@@ -35,6 +40,8 @@ export interface BuildOptions {
   owner?: string | undefined;
   /** The request's digest, for a run under an idempotency key (the conflict check of a repeat). */
   requestDigest?: string | undefined;
+  /** The run backs an MCP task of its owner's: labelled so (LABEL_TASK_OF). */
+  task?: boolean | undefined;
   ttlSecondsAfterFinished: number;
   pendingTimeoutSeconds: number;
   /** Extra labels; the system labels are applied after them, so they cannot be overridden. */
@@ -54,10 +61,13 @@ export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): San
       name: options.runId,
       namespace: options.namespace,
       labels: {
-        ...options.labels,
+        ...withoutTaskLabel(options.labels),
         [LABEL_MANAGED_BY]: MANAGED_BY_GATEWAY,
         [LABEL_RUN]: labelValueFor(options.runId),
         [LABEL_PRINCIPAL]: principalLabelValue(options.principal),
+        ...(options.task && options.owner !== undefined
+          ? { [LABEL_TASK_OF]: principalLabelValue(options.owner) }
+          : {}),
       },
       annotations: {
         [ANNOTATION_PRINCIPAL]: options.principal,
@@ -69,6 +79,12 @@ export function buildSandboxRun(spec: EffectiveSpec, options: BuildOptions): San
     },
     spec: buildSpec(spec, options),
   };
+}
+
+/** Extra labels never mark a run as a task: only `task` does. */
+function withoutTaskLabel(labels: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const { [LABEL_TASK_OF]: _task, ...rest } = labels ?? {};
+  return rest;
 }
 
 function buildSpec(spec: EffectiveSpec, options: BuildOptions): SandboxRunSpecInput {

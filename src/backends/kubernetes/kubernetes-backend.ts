@@ -143,7 +143,7 @@ export class KubernetesBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, principal, owner, namespace: tenant, requestDigest }: StartOptions,
+    { runId, signal, principal, owner, namespace: tenant, requestDigest, task }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
     made: Made,
   ): Promise<RunResult> {
@@ -159,6 +159,7 @@ export class KubernetesBackend implements SandboxBackend {
           principal: principal ?? 'unknown',
           owner,
           requestDigest,
+          task,
           ttlSecondsAfterFinished: o.ttlSecondsAfterFinished,
           pendingTimeoutSeconds: o.pendingTimeoutSeconds,
           ...(o.labels ? { labels: o.labels } : {}),

@@ -23,9 +23,9 @@ export const GATEWAY_PERMISSIONS: readonly GatewayPermission[] = [
   {
     apiGroup: 'sandpit.dev',
     resource: 'sandboxruns',
-    verbs: ['create', 'get', 'patch', 'watch'],
+    verbs: ['create', 'get', 'list', 'patch', 'watch'],
     scope: 'run-namespace',
-    why: 'create a run, follow its status (watch; get after an expired watch), cancel it (patch spec.cancel); get_run and cancel_run of a run another replica follows (get, patch, watch)',
+    why: 'create a run, follow its status (watch; get after an expired watch), cancel it (patch spec.cancel); get_run and cancel_run of a run another replica follows (get, patch, watch); tasks/list of the tasks any replica made (list, by label)',
   },
   {
     apiGroup: 'sandpit.dev',

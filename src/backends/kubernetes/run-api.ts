@@ -42,6 +42,20 @@ export function createRunApi(kube: KubeClient) {
       call(runs('create', namespace), () => kube.createObject(SANDBOX_RUN, namespace, body)),
 
     /** A ConfigMap in a run's namespace (a run's output files). */
+    /** Every SandboxRun in `namespace` that `labelSelector` selects, page by page. */
+    listRuns: async (namespace: string, labelSelector: string): Promise<SandboxRun[]> => {
+      const items: SandboxRun[] = [];
+      let continueToken: string | undefined;
+      do {
+        const page = await call(runs('list', namespace), () =>
+          kube.listObjects<SandboxRun>(SANDBOX_RUN, { namespace, labelSelector, continueToken }),
+        );
+        items.push(...page.items);
+        continueToken = page.continueToken;
+      } while (continueToken);
+      return items;
+    },
+
     getConfigMap: (ref: ObjectRef): Promise<ConfigMap | undefined> =>
       call(context('get', 'configmaps', ref.namespace), () => kube.getConfigMap(ref.namespace, ref.name)),
 

@@ -14,6 +14,7 @@ import { evaluate } from '../../policy/evaluate.js';
 import type { Policy } from '../../policy/policy.js';
 import { AppError } from '../../shared/errors.js';
 import type { RunOwner, RunRecords } from '../types.js';
+import { LABEL_TASK_OF, principalLabelValue } from './build-sandbox-run.js';
 import { resultFromRecord } from './run-result.js';
 import type { ObjectRef, RunApi } from './run-api.js';
 
@@ -80,6 +81,19 @@ export function createRunRecords(o: RunRecordsOptions): RunRecords {
         clearTimeout(timer);
       }
       return answer(latest);
+    },
+
+    async tasks(owner, max) {
+      const namespace = owner.namespace ?? o.namespace;
+      const runs = await o.api.listRuns(namespace, `${LABEL_TASK_OF}=${principalLabelValue(owner.id)}`);
+      return runs
+        .filter((r) => r.metadata.annotations?.[ANNOTATION_OWNER] === owner.id)
+        .map((r) => ({
+          runId: r.metadata.name,
+          createdAt: Date.parse(r.metadata.creationTimestamp ?? '') || 0,
+        }))
+        .sort((a, b) => b.createdAt - a.createdAt)
+        .slice(0, max);
     },
   };
 }

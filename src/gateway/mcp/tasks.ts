@@ -67,28 +67,33 @@ export function taskOf(taskId: string, r: RunResult | ExecResult, now = new Date
 
 /** The tasks this gateway process created, by owner, for tasks/list (the newest `max`). */
 export class TaskIndex {
-  private readonly owners = new Map<string, string>();
+  private readonly owners = new Map<string, { owner: string; createdAt: number }>();
   private readonly max: number;
 
   constructor(max = 1000) {
     this.max = max;
   }
 
-  add(owner: string, taskId: string): void {
+  add(owner: string, taskId: string, createdAt = Date.now()): void {
     this.owners.delete(taskId);
-    this.owners.set(taskId, owner);
+    this.owners.set(taskId, { owner, createdAt });
     for (const oldest of this.owners.keys()) {
       if (this.owners.size <= this.max) break;
       this.owners.delete(oldest);
     }
   }
 
-  /** The owner's task ids, the newest first. */
-  of(owner: string): string[] {
+  /** The owner's tasks, the newest first. */
+  of(owner: string): { taskId: string; createdAt: number }[] {
     return [...this.owners]
-      .filter(([, o]) => o === owner)
-      .map(([id]) => id)
+      .filter(([, o]) => o.owner === owner)
+      .map(([taskId, o]) => ({ taskId, createdAt: o.createdAt }))
       .reverse();
+  }
+
+  /** How many tasks it keeps at most (per process). */
+  get capacity(): number {
+    return this.max;
   }
 }
 
@@ -151,10 +156,20 @@ export class PrincipalTaskStore implements TaskStore {
     await this.record(taskId, 'cancel');
   }
 
+  /**
+   * The principal's tasks, the newest first: this process's, and where the backend records runs
+   * (Kubernetes) the run tasks any gateway process made, so that another replica or a restarted
+   * gateway lists them too.
+   */
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
     const start = cursor === undefined ? 0 : Number(cursor);
     if (!Number.isSafeInteger(start) || start < 0) throw new McpError(ErrorCode.InvalidParams, 'bad cursor');
-    const ids = this.binding.index.of(this.binding.principal.id);
+    const { principal, index } = this.binding;
+    const recorded = await this.answer(() => this.deps.service.runs.recordedTasks(principal, index.capacity));
+    const ids = newestFirst([
+      ...index.of(principal.id),
+      ...(recorded ?? []).map((r) => ({ taskId: r.runId, createdAt: r.createdAt })),
+    ]);
     const page = ids.slice(start, start + TASK_PAGE);
     const tasks = (await Promise.all(page.map((id) => this.getTask(id)))).filter(
       (t): t is Task => t !== null,
@@ -191,4 +206,11 @@ export class PrincipalTaskStore implements TaskStore {
       throw e;
     }
   }
+}
+
+/** Task ids, each once, the newest first. */
+function newestFirst(tasks: { taskId: string; createdAt: number }[]): string[] {
+  const seen = new Map<string, number>();
+  for (const t of tasks) seen.set(t.taskId, Math.max(seen.get(t.taskId) ?? 0, t.createdAt));
+  return [...seen].sort((a, b) => b[1] - a[1]).map(([id]) => id);
 }

@@ -157,6 +157,8 @@ describe('the task store', () => {
         return Promise.resolve(runId === recorded.runId && owner.id === alice.id ? recorded : undefined);
       },
       cancel: () => Promise.resolve(undefined),
+      tasks: (owner) =>
+        Promise.resolve(owner.id === alice.id ? [{ runId: recorded.runId, createdAt: 1000 }] : []),
     });
     const fresh = new TaskIndex();
     const a = await clientOf(service, alice, fresh);
@@ -169,6 +171,12 @@ describe('the task store', () => {
       CallToolResultSchema,
     );
     assert.equal((result.structuredContent as { stdout: string }).stdout, 'done\n');
+    assert.deepEqual(
+      (await a.experimental.tasks.listTasks()).tasks.map((t) => t.taskId),
+      [recorded.runId],
+      'tasks/list has it, though this process never made it',
+    );
+    assert.deepEqual((await b.experimental.tasks.listTasks()).tasks, []);
     await assert.rejects(b.experimental.tasks.getTask(recorded.runId), notFound);
     assert.ok(asked.includes(`${recorded.runId} ${bob.id}`), 'asked as bob, and answered not found');
     await Promise.all([a.close(), b.close()]);
@@ -266,10 +274,12 @@ describe('the mapping', () => {
       ['a', '3'],
       ['a', '4'],
     ] as const)
-      index.add(owner, id);
-    assert.deepEqual(index.of('a'), ['4', '3']);
-    assert.deepEqual(index.of('b'), ['2']);
+      index.add(owner, id, Number(id));
+    const ids = (owner: string) => index.of(owner).map((t) => t.taskId);
+    assert.deepEqual(ids('a'), ['4', '3']);
+    assert.deepEqual(ids('b'), ['2']);
+    assert.deepEqual(index.of('b'), [{ taskId: '2', createdAt: 2 }]);
     index.add('b', '5');
-    assert.deepEqual(index.of('b'), ['5']);
+    assert.deepEqual(ids('b'), ['5']);
   });
 });

@@ -80,6 +80,7 @@ test('a run this process does not know is asked of the backend’s records, as i
           asked.push({ op: 'cancel', runId, owner });
           return Promise.resolve(runId === 'run-elsewhere' ? { ...recorded, phase: 'Cancelled' } : undefined);
         },
+        tasks: () => Promise.resolve([]),
       },
     },
     policy: createPolicy(),
@@ -108,6 +109,7 @@ test('a run this process follows is never asked of the records, and another owne
   const counting = {
     get: () => (asked++, Promise.resolve(undefined)),
     cancel: () => (asked++, Promise.resolve(undefined)),
+    tasks: () => Promise.resolve([]),
   };
   const service = new SandpitService({
     backend: { ...backend, runs: counting },

@@ -80,6 +80,7 @@ function fakeBackend(options: { records?: boolean; refuse?: AppError } = {}) {
 const noRecords: RunRecords = {
   get: () => Promise.resolve(undefined),
   cancel: () => Promise.resolve(undefined),
+  tasks: () => Promise.resolve([]),
 };
 
 function service(backend: SandboxBackend, maxRuns?: number): SandpitService {

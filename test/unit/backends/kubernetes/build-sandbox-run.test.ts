@@ -5,6 +5,7 @@ import { SandboxRunSpecSchema } from '../../../../src/api/v1alpha1/sandboxrun.js
 import {
   buildSandboxRun,
   LABEL_PRINCIPAL,
+  LABEL_TASK_OF,
   principalLabelValue,
   type BuildOptions,
 } from '../../../../src/backends/kubernetes/build-sandbox-run.js';
@@ -72,6 +73,20 @@ describe('buildSandboxRun', () => {
     });
     assert.match(principalLabelValue('alice@example.com'), /^p-[0-9a-f]{20}$/);
     assert.notEqual(principalLabelValue('alice'), principalLabelValue('bob'));
+  });
+
+  test("a task's run carries its owner's hash as the task label (tasks/list selects by it); other runs do not", () => {
+    const owner = 'token:0123456789abcdef';
+    const task = buildSandboxRun(effective(FULL), { ...OPTIONS, owner, task: true });
+    assert.equal(task.metadata.labels?.[LABEL_TASK_OF], principalLabelValue(owner));
+    const plain = buildSandboxRun(effective(FULL), { ...OPTIONS, owner });
+    assert.equal(plain.metadata.labels?.[LABEL_TASK_OF], undefined);
+    const forged = buildSandboxRun(effective(FULL), {
+      ...OPTIONS,
+      owner,
+      labels: { [LABEL_TASK_OF]: 'p-x' },
+    });
+    assert.equal(forged.metadata.labels?.[LABEL_TASK_OF], undefined, 'only `task` marks a task');
   });
 
   test("the owner's principal id, when given, is an annotation beside the name", () => {

@@ -4,8 +4,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RunRequestSchema, RunResultSchema } from '../../../../src/api/run.js';
 import type { SandboxRun } from '../../../../src/api/v1alpha1/sandboxrun.js';
-import { buildSandboxRun } from '../../../../src/backends/kubernetes/build-sandbox-run.js';
-import { subjectOf } from '../../../../src/backends/kubernetes/run-records.js';
+import {
+  buildSandboxRun,
+  LABEL_TASK_OF,
+  principalLabelValue,
+} from '../../../../src/backends/kubernetes/build-sandbox-run.js';
+import type { RunApi } from '../../../../src/backends/kubernetes/run-api.js';
+import { createRunRecords, subjectOf } from '../../../../src/backends/kubernetes/run-records.js';
 import { resultFromRecord } from '../../../../src/backends/kubernetes/run-result.js';
 import { evaluate } from '../../../../src/policy/evaluate.js';
 import { createPolicy } from '../../../../src/policy/policy.js';
@@ -132,5 +137,47 @@ describe('resultFromRecord: a SandboxRun as get_run answers it on any replica', 
   test('a status that does not parse (anyone with RBAC writes it) reads as Pending, not as a crash', () => {
     const r = resultFromRecord(recorded({ phase: 'Exploded' } as unknown as SandboxRun['status']), spec, now);
     assert.equal(r.phase, 'Pending');
+  });
+});
+
+describe('tasks(): the owner’s task runs as any replica lists them', () => {
+  test('selected by the owner’s task label in the owner’s namespace, checked by the owner annotation, newest first', async () => {
+    const asked: string[] = [];
+    const run = (name: string, owner: string, at: string): SandboxRun => {
+      const r = buildSandboxRun(spec, {
+        runId: name,
+        namespace: 'team-a',
+        principal: 'a',
+        owner,
+        task: true,
+        ttlSecondsAfterFinished: 600,
+        pendingTimeoutSeconds: 60,
+      });
+      return { ...r, metadata: { ...r.metadata, creationTimestamp: at } };
+    };
+    const api = {
+      listRuns: (namespace: string, selector: string) => {
+        asked.push(`${namespace} ${selector}`);
+        return Promise.resolve([
+          run('run-old', 'token:aaaa', '2026-01-01T00:00:00Z'),
+          run('run-new', 'token:aaaa', '2026-01-01T00:01:00Z'),
+          // A hash collision or a hand-made label: the annotation decides.
+          run('run-other', 'token:bbbb', '2026-01-01T00:02:00Z'),
+        ]);
+      },
+    } as unknown as RunApi;
+    const records = createRunRecords({
+      api,
+      namespace: 'own',
+      policy,
+      cancelWaitMs: 10,
+      watchTimeoutSeconds: 5,
+    });
+    assert.deepEqual(await records.tasks({ id: 'token:aaaa', namespace: 'team-a' }, 10), [
+      { runId: 'run-new', createdAt: Date.parse('2026-01-01T00:01:00Z') },
+      { runId: 'run-old', createdAt: Date.parse('2026-01-01T00:00:00Z') },
+    ]);
+    assert.deepEqual(asked, [`team-a ${LABEL_TASK_OF}=${principalLabelValue('token:aaaa')}`]);
+    assert.equal((await records.tasks({ id: 'token:aaaa', namespace: 'team-a' }, 1)).length, 1);
   });
 });
