@@ -2,7 +2,8 @@
  * What returning an output file costs (issue 18): run_code over MCP (Streamable HTTP) on a warm
  * pool, a program that writes one 100 KB PNG, with `outputs: ["plot.png"]` (collected by the
  * runner in-band, kept on disk, read back and sent as image content) and the same run without
- * outputs, interleaved in one run. Target: collecting it adds <= 10 ms at p50.
+ * outputs, interleaved in one run, each sample after a pause (BENCH_SETTLE_MS, default 500).
+ * Target: collecting it adds <= 10 ms at p50.
  */
 import { loadContext, wireDocker } from '../src/cmd/wiring.js';
 import { requireDocker } from '../test/support/docker.js';
@@ -16,6 +17,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
 const IMAGE = process.env.BENCH_IMAGE;
 const RUNTIME = process.env.BENCH_RUNTIME ?? 'runc';
 const PNG_BYTES = 100_000;
+// A pause before each sample (an agent's think time, as in mcp.bench.ts): the previous run's
+// container is removed in the background, and on two cores that removal would land in the sample.
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 500);
 // Incompressible bytes behind a PNG signature: what is collected, kept and sent is 100 KB.
 const CODE = `import os\nopen("plot.png", "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + os.urandom(${PNG_BYTES - 8}))`;
 
@@ -50,9 +54,11 @@ export default async function bench(): Promise<void> {
   try {
     // The first run of a shape makes its pool (BENCH_IMAGE's is not pre-warmed).
     await warmRun(client, ['plot.png'], false);
-    // Each sample starts with the pool full (untimed), so that every run is served warm.
+    // Each sample starts with the pool full and the last run's container gone (untimed), so that
+    // every run is served warm and pays for no other run's clean-up.
     const refilled = async (): Promise<void> => {
       if (!(await wiring.backend.pool?.filled(60_000))) throw new Error('the pool did not refill in 60 s');
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
     };
     const series = await interleaved(
       ROUNDS,
