@@ -97,15 +97,7 @@ export async function wireDocker(
   const metrics = createMetrics(options);
   const policy = policyFromConfig(config);
   const { prewarm, prewarmSessions, ...pool } = config.pool;
-  // Opened first: the egress proxy writes a record per connection into it.
-  const audit = await openAudit(ctx, 'gateway', metrics.audit);
-  const gates = socketEgress(config, process.env, {
-    audit,
-    metrics: metrics.egress,
-    logger,
-    backend: 'docker',
-    ...options.egress,
-  });
+  const { audit, gates } = await auditAndEgress(ctx, metrics, 'docker', options.egress);
   const backend = new DockerBackend({
     socketPath: config.docker.socketPath,
     pool: {
@@ -144,6 +136,27 @@ export async function wireDocker(
 /** Where the backends of one machine (Docker, oci) keep runs' output files: under the state directory. */
 function runFilesOf(config: Config): RunFilesOptions {
   return { dir: join(defaultStateDir(process.env), 'run-files'), maxBytes: config.docker.runFilesBytes };
+}
+
+/**
+ * A one-machine gateway's audit trail, opened first (the egress proxy writes a record per
+ * connection into it), and the egress proxy in this process with a socket per allowlist sandbox.
+ */
+async function auditAndEgress(
+  ctx: Context,
+  metrics: Metrics,
+  backend: 'docker' | 'oci',
+  egress: Pick<EgressParts, 'resolve' | 'dial'> | undefined,
+): Promise<{ audit: AuditTrail; gates: SocketGates | undefined }> {
+  const audit = await openAudit(ctx, 'gateway', metrics.audit);
+  const gates = socketEgress(ctx.config, process.env, {
+    audit,
+    metrics: metrics.egress,
+    logger: ctx.logger,
+    backend,
+    ...egress,
+  });
+  return { audit, gates };
 }
 
 /** Where a gateway instance remembers its live sessions: under the state directory, one folder per instance. */
@@ -216,15 +229,7 @@ export async function wireOci(
 ): Promise<BackendWiring> {
   const { config, logger } = ctx;
   const metrics = createMetrics(options);
-  // Opened first: the egress proxy writes a record per connection into it.
-  const audit = await openAudit(ctx, 'gateway', metrics.audit);
-  const gates = socketEgress(config, process.env, {
-    audit,
-    metrics: metrics.egress,
-    logger,
-    backend: 'oci',
-    ...options.egress,
-  });
+  const { audit, gates } = await auditAndEgress(ctx, metrics, 'oci', options.egress);
   const backend = ociBackend(config, { logger, metrics, gates });
   const reaped = await backend.reap();
   if (reaped.removed.length) {
