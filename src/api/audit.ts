@@ -56,7 +56,7 @@ export const SessionOutcomeSchema = z.object({
 const AuditBaseSchema = z.object({
   time: z.iso.datetime({ offset: true }).describe('When the event happened (ISO 8601, UTC)'),
   principal: z.string().min(1).describe("Who asked: the token's name, never the token"),
-  backend: z.string().min(1).describe('docker or kubernetes'),
+  backend: z.string().min(1).describe('docker, oci, kubernetes'),
   template: z.string().optional(),
   image: z.string().min(1),
   runtime: z.string().optional().describe('Container runtime or RuntimeClass'),

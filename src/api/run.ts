@@ -228,7 +228,7 @@ export const RunResultSchema = z.object({
   template: z.string().optional(),
   image: z.string().optional(),
   runtime: z.string().optional(),
-  backend: z.string().optional().describe('Which backend ran it: docker or kubernetes'),
+  backend: z.string().optional().describe('The backend: docker, oci or kubernetes'),
   served: z.enum(['cold', 'warm']).optional().describe('Whether a warm pool container served the run'),
   limits: EffectiveLimitsSchema.optional(),
   outputs: RunOutputsSchema.optional().describe(

@@ -245,7 +245,7 @@ export const SessionSchema = z.object({
   template: z.string().optional().describe('Template the session runs'),
   image: z.string().describe('Image the sandbox runs'),
   runtime: z.string().optional().describe('Container runtime, when not the engine default'),
-  backend: z.string().describe('Which backend runs it: docker or kubernetes'),
+  backend: z.string().describe('The backend: docker, oci or kubernetes'),
   limits: SessionLimitsSchema.describe('Limits after policy; timeoutSeconds is the default per exec'),
   network: z.enum(EGRESS_MODES).describe('Egress: none, or allowlist'),
   allow: z

@@ -211,7 +211,7 @@ export const ListTemplatesOutput = z.object({
 
 export const HealthOutput = z.object({
   ok: z.boolean().describe('Runs can start'),
-  backend: z.string().describe('docker or kubernetes'),
+  backend: z.string().describe('docker, oci, kubernetes'),
   detail: z.string().describe('What is wrong and the fix, or what is up'),
   images: z
     .object({

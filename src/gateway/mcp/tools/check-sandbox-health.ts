@@ -12,7 +12,7 @@ export const SeedHealthOutput = z.object({
   status: z.enum(['healthy', 'unhealthy']).describe('healthy: sandboxes can start'),
   healthy: z.boolean().describe('status == healthy'),
   engine_available: z.boolean().describe('The engine answered'),
-  backend: z.string().describe('docker or kubernetes'),
+  backend: z.string().describe('docker, oci, kubernetes'),
   message: z.string().describe('What is wrong and the fix, or what is up'),
   missing_images: z.array(z.string()).describe('Images to build'),
   active_runs: z.number().int().describe('Runs executing'),
