@@ -75,6 +75,8 @@ docker_lane() {
   # The oci backend needs no engine on its path, only the images the engines lane built.
   step "oci tier" bash test/run.sh oci
   step "contract tier (oci backend)" bash test/run.sh contract-oci
+  # Escape and privilege techniques from inside the sandbox (Docker and oci, runc and runsc): seconds.
+  step "hostile tier" bash test/run.sh hostile
   # Kubernetes files, here to even out the lanes: they need the cluster the engines lane started.
   step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
 }

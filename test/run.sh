@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [--list] [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile [--list] [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted; --list prints them). A tier that runs zero tests fails, as does one whose engine or
 # cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive [--list] [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile [--list] [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -37,6 +37,9 @@ case $tier in
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;
+  # Hostile programs (issue 21): escape and privilege techniques from inside the sandbox, on the
+  # Docker and oci backends, under runc and runsc.
+  hostile) dirs=(test/hostile) ;;
   *) echo "unknown tier: $tier" >&2; exit 64 ;;
 esac
 
