@@ -11,7 +11,8 @@
  *
  * On Kubernetes the same two profiles are `localhost/` profiles in each node's kubelet seccomp
  * directory (SECCOMP_PROFILE_FILES): generated into the chart (npm run gen:crd), which installs them
- * with a DaemonSet, and copied there by the test cluster's script.
+ * with a DaemonSet, and copied there by the test cluster's script; with their conditions decided
+ * for a pod without capabilities (withoutConditions), since the runtime does not decide them there.
  */
 import dockerDefault from './seccomp/docker-default-20.10.json' with { type: 'json' };
 
@@ -86,8 +87,39 @@ export const SECCOMP_PROFILE_FILES = {
 /** Where the chart keeps the generated profiles (its DaemonSet writes them to every node). */
 export const SECCOMP_CHART_DIR = 'charts/sandpit/files/seccomp';
 
+/** Architectures a sandpit node runs on: rules for any other are left out of the kubelet's files. */
+const NODE_ARCHES = ['amd64', 'x32', 'x86', 'arm', 'arm64'];
+
+/**
+ * The profile with its conditions decided for a sandbox pod, which has no capabilities and runs on
+ * amd64 or arm64: a rule that needs a capability goes; one that needs a capability's absence stays,
+ * unconditionally; a rule only for another architecture (s390, mips, ppc64le) goes. A kubelet's
+ * localhost profile reaches the runtime without its conditions decided: on the test cluster the
+ * CAP_SYS_ADMIN rule applied to pods that have no capability (unshare(2) of a user namespace
+ * worked; test/hostile). So the kubelet's files carry no capability condition at all.
+ */
+export function withoutConditions(profile: SeccompProfile): SeccompProfile {
+  const syscalls = profile.syscalls
+    .filter((rule) => !listOf(rule.includes, 'caps').length)
+    .filter((rule) => {
+      const arches = listOf(rule.includes, 'arches');
+      return !arches.length || arches.some((a) => NODE_ARCHES.includes(a));
+    })
+    .map((rule) => {
+      const { caps: _excludedCaps, ...excludes } = rule.excludes ?? {};
+      return { ...rule, excludes };
+    });
+  return { ...profile, syscalls };
+}
+
+function listOf(conditions: Record<string, unknown> | undefined, key: string): string[] {
+  const value = conditions?.[key];
+  return Array.isArray(value) ? (value as string[]) : [];
+}
+
+/** A kubelet's localhost profile (the chart's files): the profile with its conditions decided. */
 export function renderSeccompProfile(options: SeccompOptions): string {
-  return `${JSON.stringify(buildSeccompProfile(options), null, 2)}\n`;
+  return `${JSON.stringify(withoutConditions(buildSeccompProfile(options)), null, 2)}\n`;
 }
 
 /** The generated profile files: path (relative to the repository root) and text. */

@@ -71,7 +71,7 @@ const ATTEMPTS: Attempt[] = [
 /** One program that tries every attempt and prints, per case, whether it was refused and how. */
 function program(): string {
   return [
-    'import ctypes, json, os, socket, stat',
+    'import ctypes, json, os, socket, stat, sys',
     'libc = ctypes.CDLL(None, use_errno=True)',
     'def check(r):',
     '    if r < 0: raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))',
@@ -90,21 +90,33 @@ function program(): string {
     '    paths = glob.glob("/sys/fs/cgroup/*/release_agent") + glob.glob("/sys/fs/cgroup/release_agent")',
     '    if not paths: raise FileNotFoundError("no release_agent is visible")',
     '    for p in paths: write_back(p)',
+    // Each attempt in a child of its own, so that one that worked (a new namespace, a chroot)
+    // cannot change what the next one meets.
+    'def attempt(i, fn):',
+    '    pid = os.fork()',
+    '    if pid: os.waitpid(pid, 0); return',
+    '    try: fn(i)',
+    '    finally: sys.stdout.flush(); os._exit(0)',
     ...ATTEMPTS.flatMap((a, i) => [
-      'try:',
+      `def attempt_${i}(i):`,
+      ' try:',
       `    ${a.code}`,
       `    print(json.dumps([${i}, "done", ""]))`,
       // Only an OSError is a refusal; any other exception is a bug in the attempt itself.
-      'except OSError as e:',
+      ' except OSError as e:',
       `    print(json.dumps([${i}, "refused", type(e).__name__ + ": " + str(e)]))`,
-      'except BaseException as e:',
+      ' except BaseException as e:',
       `    print(json.dumps([${i}, "broken", type(e).__name__ + ": " + str(e)]))`,
+      `attempt(${i}, attempt_${i})`,
     ]),
   ].join('\n');
 }
 
-/** The escape catalogue against `make()`'s backend, under `runtime` (the engine's default: runc). */
-export function escapeCases(label: string, make: () => Promise<SandboxBackend>, runtime?: 'runsc'): void {
+/**
+ * The escape catalogue against `make()`'s backend, under `runtime` (the default: runc; `runsc` on
+ * Docker and oci, the `gvisor` RuntimeClass on Kubernetes).
+ */
+export function escapeCases(label: string, make: () => Promise<SandboxBackend>, runtime?: string): void {
   describe(`hostile: escape and privilege techniques (${label})`, () => {
     let backend: SandboxBackend;
     const outcomes = new Map<number, { verdict: string; error: string }>();

@@ -32,7 +32,9 @@
 set -euo pipefail
 
 RUNSC=${SANDPIT_RUNSC:-/usr/bin/runsc}
-RUNSC_FLAGS=(--platform=ptrace --network=none)
+# --oci-seccomp: the pod's seccomp profile (sandpit/gvisor.json) is applied inside the sandbox, as
+# the Docker engine's runsc runtime does; without it the Sentry serves every system call.
+RUNSC_FLAGS=(--platform=ptrace --network=none --oci-seccomp)
 GVISOR_HOST_PIDS=4096
 HANDOFF_TIMEOUT=60
 PIDS_CGROUP=/sys/fs/cgroup/pids

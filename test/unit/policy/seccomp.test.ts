@@ -7,6 +7,7 @@ import {
   buildSeccompProfile,
   CLONE_NAMESPACE_FLAGS,
   generatedSeccompFiles,
+  withoutConditions,
   IO_URING_SYSCALLS,
   SECCOMP_PROFILE_FILES,
   type SeccompProfile,
@@ -76,7 +77,32 @@ describe('buildSeccompProfile', () => {
         `${f.path} is out of date: npm run gen:crd`,
       );
       const parsed = JSON.parse(f.text) as SeccompProfile;
-      assert.deepEqual(parsed, buildSeccompProfile({ gvisor: f.path.endsWith('gvisor.json') }));
+      assert.deepEqual(
+        parsed,
+        withoutConditions(buildSeccompProfile({ gvisor: f.path.endsWith('gvisor.json') })),
+      );
+    }
+  });
+
+  test("the kubelet's files decide every capability condition for a pod without capabilities", () => {
+    for (const gvisor of [false, true]) {
+      const flat = withoutConditions(buildSeccompProfile({ gvisor }));
+      const allowed = new Set(
+        flat.syscalls.filter((r) => r.action === 'SCMP_ACT_ALLOW').flatMap((r) => r.names),
+      );
+      for (const name of ['unshare', 'setns', 'mount', 'chroot', 'bpf', 'init_module', 'settimeofday']) {
+        assert.equal(allowed.has(name), false, `${name} is allowed without its capability`);
+      }
+      for (const rule of flat.syscalls) {
+        assert.equal((rule.includes as { caps?: unknown } | undefined)?.caps, undefined, rule.names.join());
+        assert.equal((rule.excludes as { caps?: unknown } | undefined)?.caps, undefined, rule.names.join());
+        const arches = (rule.includes as { arches?: string[] } | undefined)?.arches ?? [];
+        assert.ok(!arches.some((a) => a.startsWith('s390') || a.startsWith('mips')), rule.names.join());
+      }
+      // clone(2) stays, limited by its flags as in Docker's rule for a container without CAP_SYS_ADMIN.
+      const clone = flat.syscalls.filter((r) => r.names.includes('clone'));
+      assert.equal(clone.length, 1);
+      assert.equal(clone[0]?.args?.[0]?.op, 'SCMP_CMP_MASKED_EQ');
     }
   });
 });
