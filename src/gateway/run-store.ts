@@ -27,8 +27,9 @@ export interface RunRecord {
   /** Where the run was started under an idempotency key: the digest of its request. */
   requestDigest?: string | undefined;
   /**
-   * Set for a run that backs an MCP task on a backend that can leave it running without this
-   * process (RunExecution.release): a shutdown lets it go rather than cancel it.
+   * Set for a run no call waits on (an MCP task's, a REST `?wait=false` run) on a backend that can
+   * leave it running without this process (RunExecution.release): a shutdown lets it go rather
+   * than cancel it.
    */
   release?: (() => void) | undefined;
   /** This process let the run go (release): it goes on, answered from the backend's record. */

@@ -42,7 +42,10 @@ export interface StartRunOptions {
    * shutdown of the gateway leaves it running instead of cancelling it; its record answers for it.
    */
   detached?: boolean | undefined;
-  /** The run backs an MCP task: where the backend records runs, every gateway process lists it (tasks/list). */
+  /**
+   * The run backs an MCP task (and so is detached): where the backend records runs, every gateway
+   * process lists it (tasks/list).
+   */
   task?: boolean | undefined;
 }
 
@@ -192,7 +195,7 @@ export class RunUseCases {
       ...(keyed ? { requestDigest: keyed.digest } : {}),
       ...(options.task ? { task: true } : {}),
     });
-    if (options.detached) record.release = execution.release;
+    if (options.detached || options.task) record.release = execution.release;
     const relayed = this.relay(execution, record, options.onOutput);
     const result = this.outcome({ execution, relayed, record, spec, keyed }, principal).finally(() => {
       detach();
@@ -367,9 +370,9 @@ export class RunUseCases {
   }
 
   /**
-   * Stops following every live run and waits until each has settled: a run that backs a task is
-   * released where the backend lets it go on without this process (its record answers for it, on
-   * a restarted gateway too); every other run is cancelled.
+   * Stops following every live run and waits until each has settled: a run no call waits on (a
+   * task's, a REST `?wait=false` run) is released where the backend lets it go on without this
+   * process (its record answers for it, on a restarted gateway too); every other run is cancelled.
    */
   async shutdown(message: string): Promise<void> {
     const active = this.store.active();

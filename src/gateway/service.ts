@@ -91,7 +91,7 @@ export class SandpitService {
   }
 
   /**
-   * Cancels every live run, or releases it where it backs a task that can outlive this process
+   * Cancels every live run, or releases one no call waits on where it can outlive this process
    * (RunUseCases.shutdown), ends the sessions when asked, waits for the backend to clean up, and
    * writes the last audit records.
    */

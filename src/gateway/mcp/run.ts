@@ -38,10 +38,7 @@ export async function startRunTask(
   request: RunRequestInput,
   extra: ToolExtra,
 ): Promise<string> {
-  const handle = await deps.service.runs.start(request, principalOf(extra, deps), {
-    detached: true,
-    task: true,
-  });
+  const handle = await deps.service.runs.start(request, principalOf(extra, deps), { task: true });
   // Its outcome is read through the run's record (tasks/get, tasks/result).
   void handle.result.catch(() => undefined);
   await handle.recorded;
