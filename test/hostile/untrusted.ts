@@ -1,0 +1,49 @@
+/**
+ * Where the hostile tier runs untrusted code (issue 21): a backend (Docker, oci, Kubernetes), under
+ * runc or gVisor, in a cold sandbox or a warm pool's, as a one-shot run or as an exec in a session,
+ * always through the gateway's service and its policy, as a real request would be.
+ *
+ * CI runs each case once per backend in the configurations `configs()` gives; with
+ * SANDPIT_RELIABILITY=full (`npm run test:reliability`) it gives the whole matrix.
+ */
+import type { RunRequestInput, RunResult } from '../../src/api/run.js';
+import type { SandpitService } from '../../src/gateway/service.js';
+
+export type BackendName = 'docker' | 'oci' | 'kubernetes';
+
+export interface HostileConfig {
+  backend: BackendName;
+  /** gVisor: runsc on Docker and oci, the `gvisor` RuntimeClass on Kubernetes; else runc. */
+  gvisor: boolean;
+  /** Served by a warm pool's pre-started sandbox (Docker and Kubernetes keep pools; oci does not). */
+  warm: boolean;
+  /** A one-shot run, or an exec in a session made for it (and deleted after). */
+  path: 'run' | 'session';
+}
+
+/** What a program's run (or exec) came to, as the gateway answers it. */
+export type Ran = Omit<RunResult, 'runId'>;
+
+/** A request's fields a case may set; the template defaults to python. */
+export type UntrustedRequest = Omit<RunRequestInput, 'runtime' | 'runtimeClassName'>;
+
+export interface Untrusted {
+  config: HostileConfig;
+  /** e.g. `docker, runsc, warm, session`: the suffix of every describe() that uses this target. */
+  label: string;
+  /** The gateway's service over the backend (the path every MCP tool and REST route takes). */
+  service: SandpitService;
+  /** Runs `request` as untrusted code in this configuration, to its result. */
+  run(request: UntrustedRequest): Promise<Ran>;
+  /** This target's sandboxes (containers, bundles, pods, SandboxRuns, Sandboxes) that exist now. */
+  leftovers(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** Whether this run asks for the whole matrix (`npm run test:reliability`). */
+export const FULL_MATRIX = process.env.SANDPIT_RELIABILITY === 'full';
+
+export function configLabel(c: HostileConfig): string {
+  const runtime = c.gvisor ? (c.backend === 'kubernetes' ? 'gvisor' : 'runsc') : 'runc';
+  return [c.backend, runtime, c.warm ? 'warm' : 'cold', c.path].join(', ');
+}
