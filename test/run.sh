@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile [--list] [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|load [--list] [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted; --list prints them). A tier that runs zero tests fails, as does one whose engine or
 # cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile [--list] [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|load [--list] [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -40,6 +40,9 @@ case $tier in
   # Hostile programs (issue 21): escape and privilege techniques from inside the sandbox, on the
   # Docker and oci backends, under runc and runsc.
   hostile) dirs=(test/hostile) ;;
+  # Load (issue 21): concurrent calls to a gateway, a soak (SANDPIT_SOAK_SECONDS, 600 by default),
+  # and SandboxRuns applied at once; their figures go to the reliability report.
+  load) dirs=(test/load) ;;
   *) echo "unknown tier: $tier" >&2; exit 64 ;;
 esac
 
@@ -75,7 +78,14 @@ log=$(mktemp)
 trap 'rm -rf "$log" "$state"' EXIT
 echo "==> $tier: ${#files[@]} files" >&2
 set +e
-node --import tsx --test --test-reporter=tap --test-concurrency="$concurrency" "${files[@]}" 2>&1 | tee "$log"
+# With SANDPIT_RESULTS_DIR set, each test's outcome is also written there, one JSON line a test
+# (test/support/results-reporter.mjs), for the reliability report.
+reporters=(--test-reporter=tap --test-reporter-destination=stdout)
+if [ -n "${SANDPIT_RESULTS_DIR:-}" ]; then
+  mkdir -p "$SANDPIT_RESULTS_DIR"
+  reporters+=(--test-reporter=./test/support/results-reporter.mjs --test-reporter-destination="$SANDPIT_RESULTS_DIR/$tier.jsonl")
+fi
+node --import tsx --test "${reporters[@]}" --test-concurrency="$concurrency" "${files[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 tests=$(grep -E '^# tests [0-9]+' "$log" | tail -1 | awk '{print $3}')

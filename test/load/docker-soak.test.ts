@@ -1,0 +1,119 @@
+/**
+ * Soak (issue 21): `sandpit serve` on Docker, with its defaults, given 5 run_code calls a second
+ * over MCP Streamable HTTP for SANDPIT_SOAK_SECONDS (600 by default). Its RSS at the end (minute
+ * 10) is at most 1.15× its RSS at a fifth of the way (minute 2), its open descriptors stay within
+ * ±10, every call finishes with its own output, and p50, p99 and the errors are reported.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type Docker from 'dockerode';
+import { percentile } from '../../bench/stats.js';
+import {
+  callTool,
+  connectHttp,
+  containersOfPid,
+  ensureBuilt,
+  startServe,
+  textOf,
+  type Served,
+} from '../e2e/helpers.js';
+import { requireDocker } from '../support/docker.js';
+import { recordFigure } from '../support/figures.js';
+import { openFds, rssBytes } from '../support/process-stats.js';
+
+const TOKEN = 'load-soak-token-0123';
+const SECONDS = Number(process.env.SANDPIT_SOAK_SECONDS ?? 600);
+const PER_SECOND = 5;
+
+let docker: Docker;
+let served: Served;
+
+/** The median of `pid`'s RSS over `ms`, sampled every 250 ms (one sample is at the mercy of the GC). */
+async function steadyRss(pid: number, ms: number): Promise<number> {
+  const samples: number[] = [];
+  for (const end = performance.now() + ms; performance.now() < end;) {
+    samples.push(rssBytes(pid));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return percentile(samples, 50);
+}
+
+const MB = (bytes: number): number => Math.round((bytes / 1024 ** 2) * 10) / 10;
+
+describe(
+  `load: a soak of ${PER_SECOND} runs/s for ${SECONDS} s (docker)`,
+  { timeout: (SECONDS + 600) * 1000 },
+  () => {
+    before(async () => {
+      assert.ok(SECONDS >= 30, `SANDPIT_SOAK_SECONDS must be at least 30 (${SECONDS})`);
+      docker = await requireDocker();
+      ensureBuilt();
+      served = await startServe({ auth: { token: TOKEN } });
+    });
+    after(async () => {
+      if (!served) return;
+      assert.equal(await served.stop(), 0);
+      assert.deepEqual(await containersOfPid(docker, served.pid), [], 'no container is left');
+    });
+
+    test('RSS at the end ≤ 1.15× RSS at a fifth; descriptors ±10; every call finishes', async (t) => {
+      const c = await connectHttp(`${served.url}/mcp`, TOKEN);
+      const latencies: number[] = [];
+      const errors: string[] = [];
+      const calls: Promise<void>[] = [];
+      let early: { rss: number; fds: number } | undefined;
+      const window = Math.min(10_000, (SECONDS * 1000) / 10);
+      const t0 = performance.now();
+      try {
+        for (let i = 0; i < SECONDS * PER_SECOND; i++) {
+          // Calls start on a fixed schedule, whether or not earlier ones have finished.
+          const due = t0 + (i * 1000) / PER_SECOND;
+          await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+          const started = performance.now();
+          calls.push(
+            callTool(c.client, 'run_code', { code: `print(${i} + 1)` }).then(
+              (r) => {
+                if (r.isError || r.structuredContent?.stdout !== `${i + 1}\n`)
+                  errors.push(`call ${i}: ${textOf(r)}`);
+                else latencies.push(performance.now() - started);
+              },
+              (e: unknown) => void errors.push(`call ${i}: ${String(e)}`),
+            ),
+          );
+          // At a fifth of the way (minute 2 of 10): the early figures, over a window, without pausing the calls.
+          if (early === undefined && performance.now() - t0 >= (SECONDS * 1000) / 5 - window) {
+            const fds = openFds(served.pid);
+            early = { fds, rss: 0 };
+            void steadyRss(served.pid, window).then((rss) => (early!.rss = rss));
+          }
+        }
+        const late = { rss: await steadyRss(served.pid, window), fds: openFds(served.pid) };
+        await Promise.all(calls);
+        assert.ok(early && early.rss > 0);
+
+        recordFigure(t, { name: 'calls', value: calls.length, unit: 'calls' });
+        recordFigure(t, { name: 'errors', value: errors.length, unit: 'calls' });
+        recordFigure(t, { name: 'p50', value: Math.round(percentile(latencies, 50)), unit: 'ms' });
+        recordFigure(t, { name: 'p99', value: Math.round(percentile(latencies, 99)), unit: 'ms' });
+        recordFigure(t, { name: 'RSS at a fifth', value: MB(early.rss), unit: 'MB' });
+        recordFigure(t, {
+          name: 'RSS at the end',
+          value: MB(late.rss),
+          unit: 'MB',
+          bound: '≤ 1.15× at a fifth',
+        });
+        recordFigure(t, {
+          name: 'descriptors, end − fifth',
+          value: late.fds - early.fds,
+          unit: 'fds',
+          bound: '±10',
+        });
+        assert.deepEqual(errors.slice(0, 5), [], `${errors.length} calls failed`);
+        assert.ok(late.rss <= 1.15 * early.rss, `RSS grew from ${MB(early.rss)} MB to ${MB(late.rss)} MB`);
+        assert.ok(Math.abs(late.fds - early.fds) <= 10, `descriptors went from ${early.fds} to ${late.fds}`);
+      } finally {
+        await c.close();
+      }
+    });
+  },
+);
