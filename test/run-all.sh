@@ -20,6 +20,9 @@ started=$SECONDS
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 export SANDPIT_TEST_FAILURES=$results/failures
+# Every test's outcome, a JSON line each, for the reliability report printed at the end.
+export SANDPIT_RESULTS_DIR=$PWD/.reliability/results
+rm -rf "$SANDPIT_RESULTS_DIR"
 
 # step NAME COMMAND...: runs it, and records "ok|FAIL  seconds  NAME" under the lane's file.
 step() {
@@ -108,6 +111,12 @@ lane=last
 step "kubernetes tier (a burst on a pool)" bash test/run.sh kube-burst
 step "e2e tier" bash test/run.sh e2e
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
+
+# The reliability report (issue 21): the hostile cases, faults and load figures this run measured.
+if node --import tsx test/reliability/report.ts --results "$SANDPIT_RESULTS_DIR" --out .reliability/report.md; then
+  echo "==> reliability report (.reliability/report.md)" >&2
+  cat .reliability/report.md >&2
+fi
 
 echo >&2
 echo "==> summary ($((SECONDS - started)) s)" >&2
