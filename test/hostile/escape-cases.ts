@@ -43,7 +43,25 @@ interface Attempt {
   code: string;
   /** For a look around: what is wrong with what it showed, or undefined when it is harmless. */
   judge?: (shown: unknown, host: HostFacts) => string | undefined;
+  /** A look around that may also be refused outright (an OSError). */
+  refusable?: boolean;
 }
+
+/** The variables every sandbox image sets (images/Dockerfile's ENV line; images/build.sh writes the same). */
+const IMAGE_ENV: string[] = (() => {
+  const line = readFileSync(new URL('../../images/Dockerfile', import.meta.url), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('ENV '));
+  if (!line) throw new Error('images/Dockerfile sets no ENV');
+  return line
+    .slice(4)
+    .trim()
+    .split(/\s+/)
+    .map((kv) => kv.split('=')[0] ?? '');
+})();
+
+/** gVisor has no ambient capabilities at all: its status has no CapAmb, and PR_CAP_AMBIENT is EINVAL. */
+const AMBIENT_UNSUPPORTED = 'none: PR_CAP_AMBIENT is not supported';
 
 const none = (what: string) => (shown: unknown) =>
   Array.isArray(shown) && shown.length === 0 ? undefined : `${what}: ${JSON.stringify(shown)}`;
@@ -97,17 +115,20 @@ const ATTEMPTS: Attempt[] = [
   },
   {
     name: 'no capabilities: CapEff, CapPrm, CapBnd and CapAmb all 0 (PSS restricted: drop ALL, CIS 5.3)',
-    code: 'shown({k: status(k) for k in ("CapInh", "CapEff", "CapPrm", "CapBnd", "CapAmb")})',
+    code: 'shown({**{k: status(k) for k in ("CapEff", "CapPrm", "CapBnd")}, "CapAmb": ambient()})',
     judge: (caps) => {
       const c = caps as Record<string, string | null>;
-      const bad = ['CapEff', 'CapPrm', 'CapBnd', 'CapAmb'].filter((k) => !/^0+$/.test(c[k] ?? ''));
+      const bad = ['CapEff', 'CapPrm', 'CapBnd', 'CapAmb'].filter(
+        (k) => !/^0+$/.test(c[k] ?? '') && !(k === 'CapAmb' && c[k] === AMBIENT_UNSUPPORTED),
+      );
       return bad.length === 0 ? undefined : `not all zero: ${JSON.stringify(caps)}`;
     },
   },
   {
     name: 'no_new_privs is set: NoNewPrivs 1 (PSS restricted: allowPrivilegeEscalation false, CIS 5.25)',
-    code: 'shown(status("NoNewPrivs"))',
-    judge: (v) => (v === '1' ? undefined : `NoNewPrivs ${JSON.stringify(v)}`),
+    // prctl(PR_GET_NO_NEW_PRIVS): gVisor's /proc/self/status has no NoNewPrivs line.
+    code: 'shown(libc.prctl(39, 0, 0, 0, 0))',
+    judge: (v) => (v === 1 ? undefined : `PR_GET_NO_NEW_PRIVS ${JSON.stringify(v)}`),
   },
   {
     name: 'a seccomp filter is in force: Seccomp 2 (PSS restricted: RuntimeDefault, CIS 5.21)',
@@ -124,8 +145,18 @@ const ATTEMPTS: Attempt[] = [
     code: 'every(RUNNER, lambda pid: check(libc.ptrace(16, pid, None, None)))',
   },
   {
-    name: 'read /proc/1/environ and the runner’s environ',
-    code: 'every(RUNNER, lambda pid: open(f"/proc/{pid}/environ", "rb").read())',
+    // runc refuses (the runner is not dumpable); gVisor lets the program read it, so what it shows
+    // must be no more than the program has anyway: its own variables, the image's and the hostname.
+    name: 'the runner’s environment (/proc/1/environ): refused, or only the image’s variables and the program’s own',
+    code: 'shown(runner_env())',
+    refusable: true,
+    judge: (seen) => {
+      const allowed = new Set([...IMAGE_ENV, 'HOSTNAME']);
+      const extra = Object.entries(seen as Record<string, string[]>).flatMap(([pid, names]) =>
+        names.filter((n) => !allowed.has(n)).map((n) => `${pid}: ${n}`),
+      );
+      return extra.length ? `variables beyond the image's and its own: ${extra.join(', ')}` : undefined;
+    },
   },
   {
     // Opening it is the permission check (ptrace access): an open that works is the escape.
@@ -187,7 +218,7 @@ const ATTEMPTS: Attempt[] = [
 /** One program that tries every attempt and prints, per case, what came of it. */
 function program(): string {
   return [
-    'import ctypes, json, os, shutil, signal, socket, stat, struct, sys, time',
+    'import ctypes, errno, json, os, shutil, signal, socket, stat, struct, sys, time',
     'libc = ctypes.CDLL(None, use_errno=True)',
     'libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]',
     'class Shown(Exception): pass',
@@ -201,6 +232,24 @@ function program(): string {
     '        k, _, v = line.partition(":")',
     '        if k == key: return v.strip()',
     '    return None',
+    // The ambient set: /proc/self/status, or prctl(PR_CAP_AMBIENT_IS_SET) for each capability.
+    'def ambient():',
+    '    v = status("CapAmb")',
+    '    if v is not None: return v',
+    '    r = [(libc.prctl(47, 1, c, 0, 0), ctypes.get_errno()) for c in range(64)]',
+    '    if all(x == 0 for x, _ in r): return "0"',
+    `    if all(x == -1 and e == errno.EINVAL for x, e in r): return "${AMBIENT_UNSUPPORTED}"`,
+    '    return "set: " + str([c for c, (x, _) in enumerate(r) if x != 0])',
+    // What the runners' environments hold that the program's own does not: names only.
+    'def runner_env():',
+    '    own = {f"{k}={v}".encode() for k, v in os.environ.items()}',
+    '    seen, last = {}, None',
+    '    for pid in RUNNER:',
+    '        try: env = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")',
+    '        except OSError as e: last = e; continue',
+    '        seen[pid] = sorted({v.split(b"=")[0].decode(errors="replace") for v in env if v and v not in own})',
+    '    if not seen: raise last',
+    '    return seen',
     // Harmless payloads: should an attempt ever succeed, it writes back what was there.
     'def write_back(path, value=None):',
     '    old = open(path).read()',
@@ -319,6 +368,7 @@ export function escapeCases(config: HostileConfig, make: () => Promise<Untrusted
         assert.ok(outcome !== undefined, `the attempt never reported (${summary})`);
         assert.notEqual(outcome.verdict, 'done', `${a.name} SUCCEEDED inside the sandbox: an escape to fix`);
         if (a.judge) {
+          if (a.refusable && outcome.verdict === 'refused') return;
           assert.equal(
             outcome.verdict,
             'shown',
