@@ -146,14 +146,18 @@ const ATTEMPTS: Attempt[] = [
   },
   {
     // runc refuses (the runner is not dumpable); gVisor lets the program read it, so what it shows
-    // must be no more than the program has anyway: its own variables, the image's and the hostname.
+    // must be no more than the program has anyway: its own variables, the image's, the hostname,
+    // and on Kubernetes the API's service address, which the kubelet gives every container
+    // whatever enableServiceLinks says (no secret: the same for every pod, and unreachable).
     name: 'the runner’s environment (/proc/1/environ): refused, or only the image’s variables and the program’s own',
     code: 'shown(runner_env())',
     refusable: true,
     judge: (seen) => {
       const allowed = new Set([...IMAGE_ENV, 'HOSTNAME']);
       const extra = Object.entries(seen as Record<string, string[]>).flatMap(([pid, names]) =>
-        names.filter((n) => !allowed.has(n)).map((n) => `${pid}: ${n}`),
+        names
+          .filter((n) => !allowed.has(n) && !/^KUBERNETES_(SERVICE|PORT)/.test(n))
+          .map((n) => `${pid}: ${n}`),
       );
       return extra.length ? `variables beyond the image's and its own: ${extra.join(', ')}` : undefined;
     },

@@ -111,14 +111,17 @@ export function kubernetesTargets(operator: Omit<OperatorConfig, 'namespace'> = 
         async leftovers(made) {
           const runs = new Set(made.runs.map(labelValueFor));
           const sessions = new Set(made.sessions.map(labelValueFor));
+          // A finished cold run keeps its pod, stopped, as its record until the run's TTL (its
+          // `kubectl logs`): a pod that is not finished still holds a sandbox.
           const pods = (await sandboxPods(cluster, ns))
             .filter((p) => p.metadata?.labels?.[LABEL_POOL_POD] !== POOL_POD_IDLE)
+            .filter((p) => !['Succeeded', 'Failed'].includes(p.status?.phase ?? ''))
             .filter(
               (p) =>
                 runs.has(p.metadata?.labels?.[LABEL_RUN] ?? '') ||
                 sessions.has(p.metadata?.labels?.[LABEL_SESSION] ?? ''),
             )
-            .map((p) => `pod ${p.metadata?.name}`);
+            .map((p) => `pod ${p.metadata?.name} (${p.status?.phase})`);
           // A finished SandboxRun is the run's record (kept until its TTL); an unfinished one is a live sandbox.
           const live: string[] = [];
           for (const id of made.runs) {
