@@ -5,7 +5,8 @@
 #   debootstrap --variant=minbase bookworm        -> cached base rootfs (once)
 #   copy base + chroot setup-rootfs.sh PACKAGES   -> docker import  sandpit/rootfs:<template>
 #   docker build (legacy builder, FROM that)      -> sandpit/<template>:<version>
-#        COPY sandpit-runner, the template's setup.sh (RUN, when it has one), ENV, USER, WORKDIR, LABELs
+#        COPY sandpit-runner, the template's setup.sh (RUN, when it has one), setuid/setgid bits
+#        stripped, ENV, USER, WORKDIR, LABELs
 #
 # Every stage is keyed by a hash of its inputs, so a rebuild after only the runner source
 # changed redoes just the last, small layer. See --help and images/README.md.
@@ -42,6 +43,11 @@ template_tags() {
     *) return 1 ;;
   esac
 }
+
+# No setuid or setgid file stays in an image (CIS Docker Benchmark 4.8): Debian's su, passwd,
+# mount and the like would grant nothing under no_new_privs, but nothing should rely on that
+# alone. The last step of the final layer, after the template's own (images/Dockerfile does the same).
+STRIP_SETID='find / -xdev -type f -perm /6000 -exec chmod ug-s {} +'
 
 # Every image starts a shell by default, as the registry route's images/Dockerfile does; sandpit
 # itself always runs sandpit-runner.
@@ -317,6 +323,7 @@ build_final() {
       echo "COPY setup.sh /tmp/sandpit-setup/setup.sh"
       echo "RUN sh /tmp/sandpit-setup/setup.sh && rm -rf /tmp/sandpit-setup"
     fi
+    echo "RUN $STRIP_SETID"
     echo "ENV LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/sandbox"
     echo "WORKDIR /workspace"
     echo "USER 1000:1000"

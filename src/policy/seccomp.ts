@@ -2,7 +2,10 @@
  * sandpit's seccomp profile, the one both backends apply: Docker 20.10's default profile
  * (docker-default-20.10.json, moby's profiles/seccomp/default.json as Debian ships it in
  * golang-github-docker-docker-dev) without io_uring, a large kernel attack surface that this
- * Docker release still allows. Pure.
+ * Docker release still allows, and with ptrace(2) only for CAP_SYS_PTRACE (which no sandbox
+ * has), as that profile already keeps process_vm_readv: Docker allows it to everyone on kernels
+ * from 4.8, so a program could trace its own other processes under runc (gVisor refuses, as
+ * Yama's ptrace_scope 1 does), and ptrace has been a way to a kernel bug (CVE-2019-13272). Pure.
  *
  * Under gVisor the profile is applied inside the sandbox (runsc --oci-seccomp) to the system calls
  * the Sentry serves. There the runner gives the program its own user and PID namespaces (see
@@ -42,6 +45,9 @@ export interface SeccompProfile {
 
 export const IO_URING_SYSCALLS = ['io_uring_setup', 'io_uring_enter', 'io_uring_register'] as const;
 
+/** Allowed only by a rule that asks for a capability (CAP_SYS_PTRACE): never to a sandbox. */
+export const TRACE_SYSCALLS = ['ptrace'] as const;
+
 const CLONE_NEWUSER = 0x10000000;
 const CLONE_NEWPID = 0x20000000;
 /** The namespace flags Docker's profile keeps clone(2) from using without CAP_SYS_ADMIN. */
@@ -55,7 +61,12 @@ export interface SeccompOptions {
 export function buildSeccompProfile(options: SeccompOptions): SeccompProfile {
   const base = structuredClone(dockerDefault) as SeccompProfile;
   const syscalls = base.syscalls
-    .map((rule) => ({ ...rule, names: rule.names.filter((n) => !isIoUring(n)) }))
+    .map((rule) => ({
+      ...rule,
+      names: rule.names.filter(
+        (n) => !isIoUring(n) && !(isTrace(n) && !listOf(rule.includes, 'caps').length),
+      ),
+    }))
     .filter((rule) => rule.names.length > 0)
     .map((rule) => (options.gvisor ? withSentryNamespaces(rule) : rule));
   return { ...base, syscalls };
@@ -63,6 +74,10 @@ export function buildSeccompProfile(options: SeccompOptions): SeccompProfile {
 
 function isIoUring(name: string): boolean {
   return (IO_URING_SYSCALLS as readonly string[]).includes(name);
+}
+
+function isTrace(name: string): boolean {
+  return (TRACE_SYSCALLS as readonly string[]).includes(name);
 }
 
 /** The rule that allows clone(2) without namespace flags, widened by CLONE_NEWUSER | CLONE_NEWPID. */

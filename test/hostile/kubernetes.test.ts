@@ -1,32 +1,16 @@
-// The escape catalogue on the Kubernetes backend: SandboxRuns reconciled by a real operator on the
-// test cluster, made as the gateway's identity; under the default runtime (runc) and gVisor.
+// The escape catalogue and the leak cases on the Kubernetes backend, in each configuration configs('kubernetes')
+// gives: SandboxRuns and Sandboxes reconciled by one real operator on the test cluster.
 import { after } from 'node:test';
-import type { KubernetesBackend } from '../../src/backends/kubernetes/kubernetes-backend.js';
-import { startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
-import { bindGatewayRbac, gatewayBackend } from '../contract/kube-gateway.js';
-import { CONTRACT_SANDBOX_CONFIG } from '../contract/target.js';
-import { withCluster } from '../support/kube/index.js';
 import { escapeCases } from './escape-cases.js';
+import { leakCases } from './leak-cases.js';
+import { kubernetesTargets } from './kubernetes-target.js';
+import { configs } from './untrusted.js';
 
-let suite: Promise<Suite> | undefined;
+const targets = kubernetesTargets(configs('kubernetes'));
+after(() => targets.close());
 
-/** A gateway backend over the one operator suite this file starts. */
-async function make(): Promise<KubernetesBackend> {
-  suite ??= (async () => {
-    const s = await startSuite(await withCluster(), 'hostile', {
-      sandbox: CONTRACT_SANDBOX_CONFIG,
-      kubernetes: { allowedRuntimeClasses: ['gvisor'] },
-    });
-    await bindGatewayRbac(s.cluster, s.ns);
-    return s;
-  })();
-  const s = await suite;
-  return gatewayBackend(s.cluster, s.ns);
+for (const config of configs('kubernetes')) {
+  escapeCases(config, () => targets.target(config));
+  // Pools keep state between runs, and sessions are the long-lived sandboxes: leaks are theirs.
+  if (config.warm || config.path === 'session') leakCases(config, () => targets.target(config));
 }
-
-after(async () => {
-  if (suite) await stopSuite(await suite, false, (l) => process.stderr.write(`# ${l}\n`));
-});
-
-escapeCases('kubernetes, runc', make);
-escapeCases('kubernetes, gvisor', make, 'gvisor');

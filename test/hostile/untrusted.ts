@@ -33,6 +33,8 @@ export interface Untrusted {
   label: string;
   /** The gateway's service over the backend (the path every MCP tool and REST route takes). */
   service: SandpitService;
+  /** What the gateway and the operator behind this target hold that no sandbox may see, by name. */
+  secrets: Readonly<Record<string, string>>;
   /** Runs `request` as untrusted code in this configuration, to its result. */
   run(request: UntrustedRequest): Promise<Ran>;
   /** This target's sandboxes (containers, bundles, pods, SandboxRuns, Sandboxes) that exist now. */
@@ -46,4 +48,28 @@ export const FULL_MATRIX = process.env.SANDPIT_RELIABILITY === 'full';
 export function configLabel(c: HostileConfig): string {
   const runtime = c.gvisor ? (c.backend === 'kubernetes' ? 'gvisor' : 'runsc') : 'runc';
   return [c.backend, runtime, c.warm ? 'warm' : 'cold', c.path].join(', ');
+}
+
+/** The configurations this run tries on `backend`: the CI set, or every combination with FULL_MATRIX. */
+export function configs(backend: BackendName): HostileConfig[] {
+  // oci keeps no pools: its runs and sessions are always cold.
+  const pools = backend !== 'oci';
+  if (FULL_MATRIX) {
+    const out: HostileConfig[] = [];
+    for (const gvisor of [false, true])
+      for (const warm of pools ? [false, true] : [false])
+        for (const path of ['run', 'session'] as const) out.push({ backend, gvisor, warm, path });
+    return out;
+  }
+  return [
+    { backend, gvisor: false, warm: pools, path: 'run' },
+    { backend, gvisor: false, warm: pools, path: 'session' },
+    { backend, gvisor: true, warm: false, path: 'run' },
+  ];
+}
+
+/** Makes the targets of one backend: what they share (a backend, an operator) is made once, and closed by close(). */
+export interface Targets {
+  target(config: HostileConfig): Promise<Untrusted>;
+  close(): Promise<void>;
 }

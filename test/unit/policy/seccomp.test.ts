@@ -10,6 +10,7 @@ import {
   withoutConditions,
   IO_URING_SYSCALLS,
   SECCOMP_PROFILE_FILES,
+  TRACE_SYSCALLS,
   type SeccompProfile,
 } from '../../../src/policy/seccomp.js';
 
@@ -22,16 +23,33 @@ const cloneRules = (p: SeccompProfile) =>
 
 describe('buildSeccompProfile', () => {
   for (const gvisor of [false, true]) {
-    test(`${gvisor ? 'gVisor' : 'runc'}: Docker's default without io_uring, everything else kept`, () => {
+    test(`${gvisor ? 'gVisor' : 'runc'}: Docker's default without io_uring, and ptrace only with CAP_SYS_PTRACE; everything else kept`, () => {
       const profile = buildSeccompProfile({ gvisor });
       const base = dockerDefault as SeccompProfile;
       for (const name of IO_URING_SYSCALLS) {
         assert.ok(names(base).includes(name), `Docker 20.10's profile allows ${name}`);
         assert.ok(!names(profile).includes(name), `${name} is refused`);
       }
+      const capsOf = (r: SeccompProfile['syscalls'][number]) =>
+        (r.includes?.caps as string[] | undefined) ?? [];
+      for (const name of TRACE_SYSCALLS) {
+        const allowing = (p: SeccompProfile) => p.syscalls.filter((r) => r.names.includes(name)).map(capsOf);
+        assert.ok(
+          allowing(base).some((caps) => caps.length === 0),
+          `Docker 20.10 allows ${name} to everyone`,
+        );
+        assert.deepEqual(allowing(profile), [['CAP_SYS_PTRACE']], `${name} only with CAP_SYS_PTRACE`);
+        assert.ok(!names(withoutConditions(profile)).includes(name), `no pod gets ${name}`);
+      }
       assert.equal(profile.defaultAction, 'SCMP_ACT_ERRNO');
       assert.deepEqual(profile.archMap, base.archMap);
-      const kept = names(base).filter((n) => !(IO_URING_SYSCALLS as readonly string[]).includes(n));
+      const kept = base.syscalls.flatMap((r) =>
+        r.names.filter(
+          (n) =>
+            !(IO_URING_SYSCALLS as readonly string[]).includes(n) &&
+            !((TRACE_SYSCALLS as readonly string[]).includes(n) && capsOf(r).length === 0),
+        ),
+      );
       assert.deepEqual(names(profile), kept);
     });
   }
