@@ -6,7 +6,7 @@
  */
 import type { KubeClient } from '../../kube/client.js';
 import type { KubeObject } from '../../kube/objects.js';
-import { watchLoop, type WatchEnd } from '../../kube/watch.js';
+import { watchLoop, type WatchEnd, type WatchRestart } from '../../kube/watch.js';
 import { gatewayError, type CallContext } from './errors.js';
 
 /** What the caller of a follow gives. */
@@ -17,6 +17,8 @@ export interface Following<T> {
   onObject(obj: T): boolean;
   watchTimeoutSeconds: number;
   signal: AbortSignal;
+  /** Told each time the watch is re-opened, and why (a 410 Gone is `expired`: the object was read afresh). */
+  onRestart?(restart: WatchRestart): void;
 }
 
 export interface FollowOptions<T> extends Following<T> {
@@ -52,6 +54,7 @@ export async function followObject<T extends KubeObject>(
       onEvent: (type, obj) => (type === 'DELETED' ? { end: 'deleted' } : seen(obj)),
       signal: o.signal,
       isFatal: (err) => REFUSED.has(err.status),
+      onRestart: o.onRestart,
     });
     return end ?? 'aborted';
   } catch (e) {
