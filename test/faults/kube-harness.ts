@@ -3,11 +3,12 @@
 // what every fault case checks after: each run ended with a result or a typed error, every run
 // the gateway made has its audit record, and nothing is left once the runs' TTL is over.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { RunRequestInput, RunResult } from '../../src/api/run.js';
 import {
   LABEL_MANAGED_BY,
@@ -39,6 +40,12 @@ import {
 
 /** Finished runs' SandboxRuns (and so their pods) go this soon: the clean-up is checked, not assumed. */
 export const TTL_SECONDS = 3;
+/**
+ * The TTL where the apiserver goes away: longer than the gateway's longest wait between watch
+ * attempts (src/kube/watch.ts, WATCH_BACKOFF: 10 s), so that a run which ends during the outage is
+ * still there when the gateway watches it again.
+ */
+export const OUTAGE_TTL_SECONDS = 15;
 
 /** A run made through the gateway: its id, its live output so far, and how it ended. */
 export interface GatewayRun {
@@ -66,17 +73,24 @@ export interface KubeFaults {
   lastSeen: Map<string, SandboxRun>;
   /** Every run made through the gateway. */
   runs: GatewayRun[];
+  /** The TTL the gateway sets on its runs. */
+  ttlSeconds: number;
   /** Starts a run through the gateway's service. */
   run(request: RunRequestInput): Promise<GatewayRun>;
   /** SIGKILLs the operator (by its PID) and starts another, which has synced when this resolves. */
   restartOperator(): Promise<OperatorProcess>;
-  /** Waits until every run has a result or a typed error; the results. */
+  /**
+   * Waits until every run has ended: each must have finished (a result, not an error), and have
+   * its one audit record, which says how it ended. The results.
+   */
   results(runs: readonly GatewayRun[]): Promise<RunResult[]>;
+  /** No pod of the runs is pending or running. */
+  expectNothingRunning(runs: readonly GatewayRun[]): Promise<void>;
   /**
    * Waits (TTL + 60 s) until none of `runs`' SandboxRuns and pods exist, no claimed pool pod is
-   * left in the namespace, and no Sandbox was made; then checks each run's audit record.
+   * left in the namespace, and no Sandbox was made. Returns how long that took (ms).
    */
-  expectNothingLeft(runs: readonly GatewayRun[], results: readonly RunResult[]): Promise<number>;
+  expectNothingLeft(runs: readonly GatewayRun[]): Promise<number>;
   stop(failed: boolean): Promise<void>;
 }
 
@@ -117,7 +131,7 @@ function recordRuns(
   return { lastSeen, stop: () => stopper.abort() };
 }
 
-export async function startKubeFaults(hint: string): Promise<KubeFaults> {
+export async function startKubeFaults(hint: string, ttlSeconds = TTL_SECONDS): Promise<KubeFaults> {
   const cluster = await withCluster();
   const suite = await startSuite(cluster, hint, { sandbox: CONTRACT_SANDBOX_CONFIG, identity: `${hint}-0` });
   const { ns } = suite;
@@ -125,7 +139,7 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
   await bindGatewayRbac(cluster, ns);
   const gatewayLog: LogLine[] = [];
   const logger = capturingLogger(gatewayLog);
-  const backend = gatewayBackend(cluster, ns, { ttlSecondsAfterFinished: TTL_SECONDS, logger });
+  const backend = gatewayBackend(cluster, ns, { ttlSecondsAfterFinished: ttlSeconds, logger });
   const dir = mkdtempSync(path.join(tmpdir(), 'sandpit-faults-audit-'));
   const auditFile = path.join(dir, 'audit.jsonl');
   const audit: AuditTrail = createAuditTrail({
@@ -144,6 +158,13 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
   const pods = recordPods(cluster, ns);
   const runRecorder = recordRuns(cluster, ns);
   const runs: GatewayRun[] = [];
+  const operatorPods = async (): Promise<V1Pod[]> =>
+    (
+      await cluster.core.listNamespacedPod({
+        namespace: ns,
+        labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_OPERATOR}`,
+      })
+    ).items;
 
   const f: KubeFaults = {
     cluster,
@@ -157,6 +178,7 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
     pods,
     lastSeen: runRecorder.lastSeen,
     runs,
+    ttlSeconds,
 
     async run(request) {
       let text = '';
@@ -201,7 +223,7 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
 
     async results(list) {
       const ended = await Promise.all(list.map((r) => r.ended));
-      return ended.map((e, i) => {
+      const results = ended.map((e, i) => {
         // A fault may end a run with a typed error; here, each must finish (the cases say why).
         if (e instanceof Error)
           assert.fail(
@@ -209,21 +231,49 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
           );
         return e;
       });
+      // The gateway records a run before it hands on the result: each record is written by now.
+      await audit.flush();
+      const records = readAuditFile(auditFile);
+      for (const result of results) {
+        const mine = records.filter((r) => r.event === 'run' && r.runId === result.runId);
+        assert.equal(mine.length, 1, `one audit record of run ${result.runId}, found ${mine.length}`);
+        const record = mine[0]!;
+        assert.ok(record.event === 'run');
+        assert.deepEqual(
+          {
+            principal: record.principal,
+            backend: record.backend,
+            phase: record.outcome.phase,
+            exitCode: record.exitCode,
+          },
+          {
+            principal: PRINCIPAL.name,
+            backend: 'kubernetes',
+            phase: result.phase,
+            exitCode: result.exitCode,
+          },
+          `the audit record of ${result.runId} says how it ended`,
+        );
+      }
+      return results;
     },
 
-    async expectNothingLeft(list, results) {
+    async expectNothingRunning(list) {
+      const ids = new Set(list.map((r) => r.runId));
+      const running = (await operatorPods())
+        .filter((p) => ids.has(p.metadata?.labels?.[LABEL_RUN] ?? ''))
+        .filter((p) => p.status?.phase === 'Running' || p.status?.phase === 'Pending')
+        .map((p) => `${p.metadata?.name} (${p.status?.phase}) of ${p.metadata?.labels?.[LABEL_RUN]}`);
+      assert.deepEqual(running, [], 'pods of finished runs still running');
+    },
+
+    async expectNothingLeft(list) {
       const started = performance.now();
       const ids = new Set(list.map((r) => r.runId));
       const left = async (): Promise<string[]> => {
         const found: string[] = [];
         for (const id of ids) if (await getRun(cluster, ns, id)) found.push(`SandboxRun ${id}`);
-        const nsPods = (
-          await cluster.core.listNamespacedPod({
-            namespace: ns,
-            labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_OPERATOR}`,
-          })
-        ).items;
-        for (const pod of nsPods) {
+        for (const pod of await operatorPods()) {
           const labels = pod.metadata?.labels ?? {};
           if (ids.has(labels[LABEL_RUN] ?? '') || labels[LABEL_POOL_POD] === POOL_POD_CLAIMED)
             found.push(`pod ${pod.metadata?.name} (${pod.status?.phase}) of ${labels[LABEL_RUN] ?? '?'}`);
@@ -237,27 +287,12 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
         if (sandboxes.items.length > 0) found.push(`${sandboxes.items.length} Sandboxes`);
         return found;
       };
-      const deadline = Date.now() + (TTL_SECONDS + 60) * 1000;
+      const deadline = Date.now() + (ttlSeconds + 60) * 1000;
       let now = await left();
       while (now.length > 0) {
         if (Date.now() > deadline) assert.fail(`left after the TTL: ${now.join(', ')}`);
         await new Promise((r) => setTimeout(r, 250));
         now = await left();
-      }
-      await audit.flush();
-      const records = readAuditFile(auditFile).filter((r) => r.event === 'run');
-      for (const result of results) {
-        const mine = records.filter((r) => 'runId' in r && r.runId === result.runId);
-        assert.equal(mine.length, 1, `one audit record of run ${result.runId}, found ${mine.length}`);
-        const record = mine[0]!;
-        assert.ok(record.event === 'run');
-        assert.equal(record.principal, PRINCIPAL.name);
-        assert.equal(record.backend, 'kubernetes');
-        assert.deepEqual(
-          { phase: record.outcome.phase, exitCode: record.exitCode },
-          { phase: result.phase, exitCode: result.exitCode },
-          `the audit record of ${result.runId} says how it ended`,
-        );
       }
       return performance.now() - started;
     },
@@ -272,8 +307,11 @@ export async function startKubeFaults(hint: string): Promise<KubeFaults> {
         await op.stop(failed);
       }
       await stopSuite({ cluster, ns, operator: current }, failed, (l) => process.stderr.write(`# ${l}\n`));
-      if (failed) process.stderr.write(`# audit file: ${auditFile}\n`);
-      else rmSync(dir, { recursive: true, force: true });
+      if (failed) {
+        const log = path.join(dir, 'gateway.log');
+        writeFileSync(log, gatewayLog.map((l) => JSON.stringify(l)).join('\n'));
+        process.stderr.write(`# audit file: ${auditFile}; gateway log: ${log}\n`);
+      } else rmSync(dir, { recursive: true, force: true });
     },
   };
   return f;

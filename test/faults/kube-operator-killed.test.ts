@@ -16,7 +16,7 @@ import {
   waitPods,
   waitPoolReady,
 } from '../integration/kubernetes/pool-harness.js';
-import { startKubeFaults, TTL_SECONDS, type GatewayRun, type KubeFaults } from './kube-harness.js';
+import { startKubeFaults, type GatewayRun, type KubeFaults } from './kube-harness.js';
 
 const POOL = 'warm';
 const POOL_SIZE = 3;
@@ -75,8 +75,8 @@ describe('faults: the operator killed with SIGKILL (Kubernetes)', { timeout: 600
         `${r.runId}: exactly one pod ever, the one its status names`,
       );
     }
-    const cleaned = await f.expectNothingLeft(runs, results);
-    t.diagnostic(`nothing left ${Math.round(cleaned)} ms after the results (TTL ${TTL_SECONDS} s)`);
+    const cleaned = await f.expectNothingLeft(runs);
+    t.diagnostic(`nothing left ${Math.round(cleaned)} ms after the results (TTL ${f.ttlSeconds} s)`);
   });
 
   it('mid-claim: a restarted operator serves every warm run once; no pool pod serves two runs; the pool is whole again; nothing left after the TTL', async (t) => {
@@ -141,7 +141,7 @@ describe('faults: the operator killed with SIGKILL (Kubernetes)', { timeout: 600
       120_000,
       `${POOL_SIZE} idle pods in pool ${POOL} again`,
     );
-    const cleaned = await f.expectNothingLeft(runs, results);
-    t.diagnostic(`nothing left ${Math.round(cleaned)} ms after the results (TTL ${TTL_SECONDS} s)`);
+    const cleaned = await f.expectNothingLeft(runs);
+    t.diagnostic(`nothing left ${Math.round(cleaned)} ms after the results (TTL ${f.ttlSeconds} s)`);
   });
 });
