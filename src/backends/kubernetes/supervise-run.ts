@@ -134,6 +134,11 @@ class RunSupervisor {
         onObject: (obj) => this.observe(obj),
         watchTimeoutSeconds: timing.watchTimeoutSeconds,
         signal: this.stop.signal,
+        onRestart: ({ reason, failures, err }) =>
+          this.i.logger?.debug(
+            { run: this.key, reason, failures, ...(err ? { err: err.message } : {}) },
+            'Re-opened the watch of SandboxRun',
+          ),
       });
     } catch (e) {
       this.fail(toAppError(e, 'BACKEND_ERROR'));

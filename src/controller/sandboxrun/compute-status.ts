@@ -228,6 +228,19 @@ function waiting(i: StatusInput, problem: Blocked | undefined): Outcome {
   };
 }
 
+/**
+ * When the run's end was recorded: its Finished condition's turn to True, which is what the TTL
+ * after finishing counts from (as Kubernetes' TTL-after-finished controller counts a Job's from
+ * its Complete or Failed condition). Not completionTime, the program's own end: a pod that ended
+ * while the apiserver was away (or the operator down) ends earlier than anyone could read it, and
+ * counting from then could delete the record as soon as it is written, before the gateway
+ * following the run has seen how it ended. completionTime for a status without the condition.
+ */
+export function finishRecordedAt(status: SandboxRunStatus): string | undefined {
+  const finished = status.conditions?.find((c) => c.type === ConditionType.Finished && c.status === 'True');
+  return finished?.lastTransitionTime ?? status.completionTime;
+}
+
 /** When the run needs another look even if nothing changes: the pending deadline, or its TTL. */
 export function requeueAfterMs(
   status: SandboxRunStatus,
@@ -240,13 +253,9 @@ export function requeueAfterMs(
 ): number | undefined {
   const now = Date.parse(input.now);
   if (status.phase === 'Pending') return pendingDeadlineMs(input);
-  if (
-    status.phase &&
-    isTerminal(status.phase) &&
-    input.ttlSecondsAfterFinished !== undefined &&
-    status.completionTime
-  ) {
-    return Math.max(0, Date.parse(status.completionTime) + input.ttlSecondsAfterFinished * 1000 - now);
+  const ended = finishRecordedAt(status);
+  if (status.phase && isTerminal(status.phase) && input.ttlSecondsAfterFinished !== undefined && ended) {
+    return Math.max(0, Date.parse(ended) + input.ttlSecondsAfterFinished * 1000 - now);
   }
   return undefined;
 }

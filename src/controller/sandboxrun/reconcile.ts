@@ -33,7 +33,7 @@ import { isPodFinished, observePod, servingView, type PodView } from '../pod/obs
 import { newChannelKey } from '../../runner/protocol.js';
 import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
-import { computeStatus, requeueAfterMs, type StatusInput } from './compute-status.js';
+import { computeStatus, finishRecordedAt, requeueAfterMs, type StatusInput } from './compute-status.js';
 import { evaluateRun, type RunVerdict } from './evaluate-run.js';
 import { reportStart, reportTransition, type ReportDeps } from './report.js';
 import {
@@ -521,7 +521,7 @@ function finishedRun(deps: ReconcileDeps, key: string, run: RunView): Promise<Re
     raw: run.raw,
     generation: run.generation,
     status: run.status,
-    endedAt: run.status.completionTime,
+    endedAt: finishRecordedAt(run.status),
     ttlSecondsAfterFinished: run.timing.ttlSecondsAfterFinished,
     now: run.timing.now,
     ...(run.status.served === 'warm' ? { finishedPod: 'delete' as const, podName: run.status.podName } : {}),

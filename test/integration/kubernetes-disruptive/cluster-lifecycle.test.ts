@@ -2,24 +2,15 @@
 // API server and take the whole cluster down, so they disturb anyone else using it: they live in
 // their own tier (`test/run.sh kube-disruptive`), which CI runs last, after the other kube tests.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { podFinishedOrStuck, runCommand, waitForPod, withCluster } from '../../support/kube/index.js';
-
-async function pidOf(stateDir: string, component: string): Promise<number> {
-  return Number((await readFile(path.join(stateDir, 'run', `${component}.pid`), 'utf8')).trim());
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import {
+  podFinishedOrStuck,
+  processAlive as alive,
+  runCommand,
+  waitForPod,
+  withCluster,
+} from '../../support/kube/index.js';
 
 async function nodeReady(): Promise<boolean> {
   const cluster = await withCluster();
@@ -30,10 +21,7 @@ async function nodeReady(): Promise<boolean> {
 describe('kube-cluster.sh lifecycle (disruptive)', () => {
   test('a killed kube-apiserver is restarted by `up`', { timeout: 180_000 }, async (t) => {
     const cluster = await withCluster();
-    const pid = await pidOf(cluster.env.stateDir, 'kube-apiserver');
-    assert.ok(alive(pid));
-    process.kill(pid, 'SIGKILL'); // a process the cluster script started, by its recorded PID
-    for (let i = 0; alive(pid) && i < 100; i++) await sleep(50); // not our child: no exit event to wait on
+    const pid = await cluster.stopComponent('kube-apiserver', 'SIGKILL');
 
     const status = await cluster.script(['status']);
     assert.notEqual(status.code, 0, 'status should report the dead apiserver');
@@ -43,7 +31,7 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
     assert.equal(up.code, 0, up.stderr);
     assert.match(up.stderr, /started kube-apiserver/);
     assert.doesNotMatch(up.stderr, /started (etcd|kube-controller-manager|kube-scheduler|kubelet) /);
-    const restarted = await pidOf(cluster.env.stateDir, 'kube-apiserver');
+    const restarted = await cluster.componentPid('kube-apiserver');
     assert.notEqual(restarted, pid);
     assert.ok(await nodeReady());
     t.diagnostic(`up after killing the apiserver: ${Math.round(up.durationMs)} ms`);
@@ -91,7 +79,7 @@ describe('kube-cluster.sh lifecycle (disruptive)', () => {
       assert.equal((await cluster.ctr(['containers', 'info', containerId])).code, 0);
       const pids = await Promise.all(
         ['containerd', 'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'].map(
-          (c) => pidOf(stateDir, c),
+          (c) => cluster.componentPid(c),
         ),
       );
 

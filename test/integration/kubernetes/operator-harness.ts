@@ -318,12 +318,21 @@ export async function prepareNamespace(cluster: KubeCluster, ns: string): Promis
   await bindLeaseRole(cluster, ns);
 }
 
-/** Collects every pod the watch reports in `namespace`: names by run UID, and when each run's pod was first seen finished. */
+/**
+ * Collects every operator pod the watch reports in `namespace`: pod names by run UID and by run
+ * name (a claimed pool pod counts from its claim), and when each run's pod was first seen finished.
+ */
 export function recordPods(
   cluster: KubeCluster,
   namespace: string,
-): { byRun: Map<string, Set<string>>; finishedAt: Map<string, number>; stop: () => void } {
+): {
+  byRun: Map<string, Set<string>>;
+  byRunName: Map<string, Set<string>>;
+  finishedAt: Map<string, number>;
+  stop: () => void;
+} {
   const byRun = new Map<string, Set<string>>();
+  const byRunName = new Map<string, Set<string>>();
   const finishedAt = new Map<string, number>();
   const stopper = new AbortController();
   cluster
@@ -337,6 +346,8 @@ export function recordPods(
         const names = byRun.get(uid) ?? new Set<string>();
         names.add(pod.metadata?.name ?? '');
         byRun.set(uid, names);
+        const run = pod.metadata?.labels?.['sandpit.dev/run'];
+        if (run) byRunName.set(run, (byRunName.get(run) ?? new Set<string>()).add(pod.metadata?.name ?? ''));
         const phase = pod.status?.phase;
         if ((phase === 'Succeeded' || phase === 'Failed') && !finishedAt.has(uid))
           finishedAt.set(uid, performance.now());
@@ -345,7 +356,7 @@ export function recordPods(
       { timeoutMs: 3_600_000, signal: stopper.signal },
     )
     .catch(() => undefined);
-  return { byRun, finishedAt, stop: () => stopper.abort() };
+  return { byRun, byRunName, finishedAt, stop: () => stopper.abort() };
 }
 
 /** Whether the operator has logged that it acquired the Lease. */

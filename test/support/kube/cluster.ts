@@ -2,7 +2,7 @@
 // a fresh namespace per test, helm/kubectl runners, and diagnostics when a test fails.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
@@ -169,6 +169,25 @@ export class KubeCluster {
     });
   }
 
+  /** The PID the cluster script recorded for one of its components (`etcd`, `kube-apiserver`, …). */
+  async componentPid(component: string): Promise<number> {
+    return Number((await readFile(path.join(this.env.stateDir, 'run', `${component}.pid`), 'utf8')).trim());
+  }
+
+  /**
+   * Sends `signal` to a component the cluster script started, by its recorded PID, and waits (up
+   * to 10 s) for it to exit; `script(['up'])` starts it again. Returns the PID it had.
+   */
+  async stopComponent(component: string, signal: NodeJS.Signals): Promise<number> {
+    const pid = await this.componentPid(component);
+    if (!processAlive(pid)) throw new Error(`${component} (pid ${pid}) is not running`);
+    process.kill(pid, signal);
+    // Not our child: no exit event to wait on.
+    for (let i = 0; processAlive(pid) && i < 200; i++) await new Promise((r) => setTimeout(r, 50));
+    if (processAlive(pid)) throw new Error(`${component} (pid ${pid}) still runs 10 s after ${signal}`);
+    return pid;
+  }
+
   /** `ctr` against the kubelet's containerd, in the pods' namespace (k8s.io). */
   ctr(args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
     const { address, namespace } = this.env.containerd;
@@ -195,6 +214,16 @@ export class KubeCluster {
       { kc: this.kc, nodeName: this.env.nodeName, logDir: this.env.logDir },
       namespace,
     );
+  }
+}
+
+/** Whether a process exists (signal 0). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -8,6 +8,7 @@ export {
   httpStatus,
   isNotFound,
   kubeTest,
+  processAlive,
   withCluster,
 } from './cluster.js';
 export { apiErrorMessage, collectDiagnostics, describePod } from './diagnostics.js';

@@ -4,6 +4,7 @@ import type { Pod } from '../../../../src/kube/objects.js';
 import type { SandboxRunStatus } from '../../../../src/api/v1alpha1/sandboxrun.js';
 import {
   computeStatus,
+  finishRecordedAt,
   requeueAfterMs,
   type StatusInput,
 } from '../../../../src/controller/sandboxrun/compute-status.js';
@@ -365,6 +366,16 @@ describe('requeueAfterMs', () => {
   test('finished with a TTL: until it expires (0 when due)', () => {
     assert.equal(requeueAfterMs({ phase: 'Succeeded', completionTime: at(5) }, t), 25_000);
     assert.equal(requeueAfterMs({ phase: 'Failed', completionTime: at(-60) }, t), 0);
+  });
+  test('the TTL counts from when the end was recorded, not from the program’s end', () => {
+    // The program ended at 3 s, while the apiserver was away; the operator recorded it at 60 s.
+    const recorded = computeStatus(input({ pod: terminated(0, report({})), output: OUTPUT, now: at(60) }));
+    assert.equal(recorded.completionTime, at(3), 'completionTime stays the program’s end');
+    assert.equal(finishRecordedAt(recorded), at(60));
+    assert.equal(requeueAfterMs(recorded, { ...t, now: at(60) }), 30_000, 'not 0: deleted as it is written');
+    assert.equal(requeueAfterMs(recorded, { ...t, now: at(90) }), 0);
+    // A status written without the condition: its completionTime.
+    assert.equal(finishRecordedAt({ phase: 'Succeeded', completionTime: at(5) }), at(5));
   });
   test('running, or finished without a TTL: nothing to wait for', () => {
     assert.equal(requeueAfterMs({ phase: 'Running' }, t), undefined);
