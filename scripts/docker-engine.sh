@@ -4,6 +4,7 @@
 #   scripts/docker-engine.sh up       engine answering on /var/run/docker.sock, runsc (and runsc-egress) registered
 #   scripts/docker-engine.sh status   what is running, and who started it
 #   scripts/docker-engine.sh down     stop the dockerd that `up` started (never any other)
+#   scripts/docker-engine.sh restart  stop the dockerd that `up` started and start it again
 #
 # See --help for the environment variables.
 set -euo pipefail
@@ -32,7 +33,7 @@ RUNSC_EGRESS_ENTRY='{"path":"/usr/bin/runsc","runtimeArgs":["--platform=ptrace",
 
 usage() {
   cat <<EOF
-usage: ${0##*/} up | status | down | --help
+usage: ${0##*/} up | status | down | restart | --help
 
   up      Use the engine answering on $SOCK if there is one (start nothing).
           Otherwise install Debian's docker.io when it is missing, start dockerd in the
@@ -45,6 +46,9 @@ usage: ${0##*/} up | status | down | --help
   status  Print whether the engine answers, its version and runtimes, and whether this
           script started it. Exit 0 when it answers, 3 when it does not.
   down    Stop the dockerd that 'up' started (recorded PID); leave any other dockerd alone.
+  restart Stop the dockerd that 'up' started (SIGTERM to its recorded PID: with live-restore
+          off it stops its containers) and start it again ('up'); with none running, 'up'.
+          Refuses when a dockerd that 'up' did not start is running: that one is not ours.
 
 environment:
   SANDPIT_STATE_DIR              state root (default /var/lib/sandpit/state); PID and log
@@ -289,11 +293,23 @@ cmd_down() {
   log "dockerd stopped"
 }
 
+cmd_restart() {
+  if ! our_pid >/dev/null; then
+    local pid
+    if pid=$(running_dockerd_pid); then
+      die "dockerd (pid $pid) was not started by ${0##*/} up; not restarting it"
+    fi
+  fi
+  cmd_down
+  cmd_up
+}
+
 main() {
   case ${1:-} in
     up) cmd_up ;;
     status) cmd_status ;;
     down) cmd_down ;;
+    restart) cmd_restart ;;
     -h | --help | help) usage ;;
     *) usage >&2; exit 2 ;;
   esac

@@ -8,11 +8,13 @@
 # Much of a tier's time is spent waiting on an engine or the cluster, so independent work runs in
 # two lanes side by side, each line prefixed with its lane's name (a third lane was tried: the
 # 2 cores were already busy, and every tier only got slower):
-#   1. the static checks and the unit tier | the Docker engine and images, the cluster, the app image
+#   1. the static checks and the unit tier | the Docker engine and images, the Docker and oci faults
+#      (they restart dockerd), the cluster, the app image
 #   2. the Docker and oci tiers and the contract cases on both | the Kubernetes tier and the contract
 #      cases on Kubernetes (the cluster has its own containerd)
 # Then, alone: a burst of runs on a pool, the e2e tier, which measures the gateway's responsiveness
-# under a hostile client, and the disruptive tier, which restarts the cluster's components.
+# under a hostile client, the Kubernetes faults (the operator killed, the apiserver restarted) and
+# the disruptive tier, which restarts the cluster's components.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -67,6 +69,14 @@ app_image() {
 
 engines_lane() {
   step "docker engine and images" bash test/env/docker.sh up
+  # The Docker and oci faults restart the project's dockerd (by its PID), which kills every
+  # container on it: so here, where nothing else uses the engine yet (the checks lane beside it
+  # runs no container; the cluster's kubelet has its own containerd, but the cluster's start copies
+  # images out of dockerd). Beside the checks lane its minute costs no wall time, where alone after
+  # the lanes it would add all of it. The engine and images are back when it ends (`up` again, in
+  # case a case failed midway).
+  step "faults tier (Docker and oci)" bash test/run.sh faults
+  step "docker engine back" bash test/env/docker.sh up
   step "kube cluster up" bash test/env/kube-cluster.sh up
   step "app image" app_image
 }
@@ -110,6 +120,8 @@ wait
 lane=last
 step "kubernetes tier (a burst on a pool)" bash test/run.sh kube-burst
 step "e2e tier" bash test/run.sh e2e
+# Kills the operator and restarts the apiserver: alone, before the disruptive tier takes the cluster down.
+step "faults tier (Kubernetes)" bash test/run.sh faults-kube
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 # The reliability report (issue 21): the hostile cases, faults and load figures this run measured.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|load [--list] [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|faults|faults-kube|load [--list] [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted; --list prints them). A tier that runs zero tests fails, as does one whose engine or
 # cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|load [--list] [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|faults|faults-kube|load [--list] [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -40,6 +40,13 @@ case $tier in
   # Hostile programs (issue 21): escape and privilege techniques from inside the sandbox, on the
   # Docker and oci backends, under runc and runsc.
   hostile) dirs=(test/hostile) ;;
+  # Faults (issue 21), the disruptive tier, its files one at a time like every tier that starts
+  # sandboxes. Its Docker and oci half restarts the project's dockerd: nothing else may use the
+  # engine meanwhile (test/run-all.sh runs it before the cluster starts). Its Kubernetes half
+  # (kube-*.test.ts) kills the operator and restarts the apiserver: it runs alone, after the
+  # cluster's tiers.
+  faults) dirs=(test/faults) && except='/kube-[^/]*\.test\.ts$' ;;
+  faults-kube) dirs=(test/faults) && only='/kube-[^/]*\.test\.ts$' ;;
   # Load (issue 21): concurrent calls to a gateway, a soak (SANDPIT_SOAK_SECONDS, 600 by default),
   # and SandboxRuns applied at once; their figures go to the reliability report.
   load) dirs=(test/load) ;;

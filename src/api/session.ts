@@ -27,6 +27,8 @@ export const SESSION_REASONS = [
   'ContainerFailed',
   'OOMKilled',
   'ProtocolError',
+  // Docker: the engine stopped or restarted (live-restore off takes its containers along). On
+  // Kubernetes a kubelet or containerd restart leaves pods running, so no session ends so there.
   'EngineRestarted',
   'RunnerGone',
   'ImageNotFound',

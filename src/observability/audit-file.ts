@@ -11,7 +11,7 @@
  * file so that two writers never rotate at once. Written here rather than taken from a rotating
  * stream library: none fsyncs per batch, keeps unwritten bytes across a failure, or reports one.
  */
-import { constants, type Stats } from 'node:fs';
+import { constants, statfsSync, statSync, type Stats } from 'node:fs';
 import { mkdir, open, rename, stat, statfs, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -103,6 +103,22 @@ export class AuditFile {
   /** Why the file cannot be written right now, or undefined while it can. */
   get failure(): NodeJS.ErrnoException | undefined {
     return this.error;
+  }
+
+  /**
+   * Why the file cannot be written right now, looking as well: a failed write's error, or, for a
+   * file that wrote fine so far, its filesystem full. So a disk that fills while no record is due
+   * closes the gate before the next run, not after it ran and its record failed. A full disk found
+   * so is retried like a failed write. (Other causes, e.g. a read-only remount, fail the next write.)
+   */
+  check(): NodeJS.ErrnoException | undefined {
+    if (this.error || this.closed || !this.identity) return this.error;
+    const problem = noRoom(this.path);
+    if (problem) {
+      this.error = problem;
+      this.chain = this.chain.then(() => this.fail(problem));
+    }
+    return problem;
   }
 
   /** Lines taken but not yet (wholly) in the file. */
@@ -302,6 +318,27 @@ async function makeDirs(dir: string): Promise<void> {
     if (!isErrno(e, 'ENOENT') || dirname(dir) === dir) throw e;
     await makeDirs(dirname(dir));
     await makeDirs(dir);
+  }
+}
+
+/**
+ * Whether the open file at `path` has room for more lines, found without writing one (statfs):
+ * ENOSPC when its filesystem has too little. Undefined when there is room, or the file is gone
+ * (the next write opens it again) or is no regular file (a device, e.g. /dev/full, is its own judge).
+ */
+function noRoom(path: string): NodeJS.ErrnoException | undefined {
+  try {
+    if (!statSync(path).isFile()) return undefined;
+    const { bavail, bsize } = statfsSync(path);
+    if (bavail * bsize >= MIN_FREE_BYTES) return undefined;
+    return Object.assign(
+      new Error(`ENOSPC: no space left on device, ${bavail * bsize} bytes free at ${path}`),
+      {
+        code: 'ENOSPC',
+      },
+    );
+  } catch (e) {
+    return isErrno(e, 'ENOENT') ? undefined : asErrno(e);
   }
 }
 

@@ -101,7 +101,7 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
   return {
     file: file?.path,
     assertAvailable() {
-      const failure = file?.failure;
+      const failure = file?.check();
       if (file && failure) throw auditUnavailable(file.path, failure);
     },
     record(record) {

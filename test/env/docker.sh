@@ -4,6 +4,7 @@
 #   test/env/docker.sh up       engine up (scripts/docker-engine.sh up), images built (images/build.sh)
 #   test/env/docker.sh status   engine state and the images with their sizes
 #   test/env/docker.sh down     stop the dockerd that 'up' started; images stay for next time
+#   test/env/docker.sh restart  restart that dockerd (by its PID; the faults tier), then 'up'
 #
 # Idempotent: on a machine where both are in place, 'up' returns in well under a second.
 set -euo pipefail
@@ -13,7 +14,7 @@ ENGINE=$REPO_ROOT/scripts/docker-engine.sh
 BUILD=$REPO_ROOT/images/build.sh
 
 usage() {
-  sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 case ${1:-} in
@@ -28,6 +29,10 @@ case ${1:-} in
     exit "$rc"
     ;;
   down) "$ENGINE" down ;;
+  restart)
+    "$ENGINE" restart
+    "$BUILD"
+    ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

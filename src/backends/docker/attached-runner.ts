@@ -12,6 +12,11 @@ import { EGRESS_SOCKET_PATH } from '../../runner/protocol.js';
 import { RunnerReader } from '../../runner/reader.js';
 import { runJob, runnerReady, type JobResult, type RunnerSandbox } from '../runner-job.js';
 import { AttachedContainer } from './attached-container.js';
+import { containerEngineAnswers } from './engine-probe.js';
+
+/** A run's failure when its sandbox ended while the engine went away. */
+export const ENGINE_GONE =
+  'the Docker engine stopped or restarted mid-run, and took the sandbox with it (live-restore is off)';
 
 export { OUTER_DEADLINE_GRACE_MS, type JobResult } from '../runner-job.js';
 
@@ -92,8 +97,17 @@ export class AttachedRunner {
     };
   }
 
-  /** The runner never reported (it was killed with its sandbox, e.g. gVisor's whole-sandbox OOM): ask the engine. */
+  /**
+   * The runner never reported (it was killed with its sandbox, e.g. gVisor's whole-sandbox OOM):
+   * ask the engine. A sandbox that ended so while the engine does not answer went with the engine.
+   */
   private async factsWithoutReport(deadline: boolean): Promise<RunFacts> {
+    const facts = await this.exitFacts(deadline);
+    if (facts.failure === undefined || (await containerEngineAnswers(this.container))) return facts;
+    return { ...facts, failure: ENGINE_GONE };
+  }
+
+  private async exitFacts(deadline: boolean): Promise<RunFacts> {
     try {
       await this.container.wait();
       const info = await this.container.inspect();

@@ -94,6 +94,10 @@ export function buildContainerConfig(
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
+    // A run's runner is PID 1 with no SIGTERM handler (the kernel ignores the signal for it): a stop
+    // (`docker stop`, the engine's own shutdown) would wait out the 10 s grace, then kill it anyway.
+    // A session's runner ends on SIGTERM, saying it was stopped.
+    ...(session ? {} : { StopSignal: 'SIGKILL' }),
     Hostname: SANDBOX_HOSTNAME,
     HostConfig: {
       NetworkMode: 'none',

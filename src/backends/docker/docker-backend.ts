@@ -1,7 +1,8 @@
 /**
  * The single-machine backend: every run gets a fresh, hardened container that is never reused
  * (DESIGN.md §6), and every session one that lives as long as it does (session/). Containers are
- * removed on every path; leftovers of a crashed caller are reaped at start-up and periodically.
+ * removed on every path; leftovers of a crashed caller are reaped at start-up and periodically, and
+ * what an engine that went away (stopped, restarted) left once it is back.
  */
 import Docker from 'dockerode';
 import { classify } from '../../api/outcome.js';
@@ -25,7 +26,8 @@ import { ENGINE_HINT, engineError } from './engine-errors.js';
 import { currentOwner } from './owner.js';
 import { PoolManager } from './pool/pool-manager.js';
 import type { PoolOptions } from './pool/pool-options.js';
-import { reapLeftovers, type ReapOptions } from './reaper.js';
+import { EngineWatch } from './engine-watch.js';
+import { reapAfterEngineLoss, reapLeftovers, type ReapOptions } from './reaper.js';
 import { LABELS, MANAGED_FILTER } from './labels.js';
 import { DockerSessions } from './session/docker-sessions.js';
 
@@ -69,6 +71,7 @@ export class DockerBackend implements SandboxBackend {
   readonly pool: PoolManager | undefined;
   private readonly cleanups = new Set<Promise<void>>();
   private reaping: NodeJS.Timeout | undefined;
+  private engineWatch: EngineWatch | undefined;
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
   /** Long-lived sessions, one container each. */
   readonly sessions: DockerSessions;
@@ -148,10 +151,18 @@ export class DockerBackend implements SandboxBackend {
 
   /**
    * Reaps every `intervalMs` from now on, until close(), this instance's stopped sessions
-   * included (its running ones are never touched); a failed pass is retried at the next.
+   * included (its running ones are never touched); a failed pass is retried at the next. And
+   * whenever the engine comes back after it was away, removes what its absence left of this
+   * process's (its containers died with it; removing them failed meanwhile).
    */
   startReaping(intervalMs: number): void {
     if (this.reaping) return;
+    this.engineWatch = new EngineWatch({
+      docker: this.docker,
+      logger: this.logger,
+      onBack: (lostAt) => void this.reapAfterEngineLoss(lostAt),
+    });
+    this.engineWatch.start();
     this.reaping = setInterval(() => {
       this.reapWith({ includeOwn: true }).then(
         (removed) => {
@@ -162,6 +173,17 @@ export class DockerBackend implements SandboxBackend {
       );
     }, intervalMs);
     this.reaping.unref();
+  }
+
+  private async reapAfterEngineLoss(lostAt: number): Promise<void> {
+    try {
+      const removed = await reapAfterEngineLoss(this.docker, { owner: this.owner, lostAt });
+      if (removed.length)
+        this.logger?.info({ containers: removed }, 'Removed the containers the engine took down with it');
+    } catch (e) {
+      // Left for the reaper: at their expiry, or once this process is gone.
+      this.logger?.warn({ err: String(e) }, 'Could not clear what the engine left after it came back');
+    }
   }
 
   start(spec: EffectiveSpec, options: StartOptions): RunExecution {
@@ -288,6 +310,7 @@ export class DockerBackend implements SandboxBackend {
    */
   async close(): Promise<void> {
     clearInterval(this.reaping);
+    this.engineWatch?.stop();
     this.executions.close();
     if (this.instanceId) this.sessions.detachAll();
     else await this.sessions.closeAll();

@@ -93,3 +93,39 @@ async function lostSession(docker: Docker, c: Docker.ContainerInfo): Promise<Los
   const end = sessionEnd({ exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled });
   return end && { ...named, ...end };
 }
+
+/**
+ * After the engine was away (live-restore off: every container it had died with it), removes the
+ * containers of `owner` (this process) that were made before it went away and are not running.
+ * Whoever used them saw them end, and the removals tried while the engine was away failed; running
+ * ones (the engine was only unreachable) are still in use. Returns the containers' names.
+ */
+export async function reapAfterEngineLoss(
+  docker: Docker,
+  { owner, lostAt }: { owner: string; lostAt: number },
+): Promise<string[]> {
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: [...OWNED_FILTERS, `${LABELS.owner}=${owner}`] },
+  });
+  const removed: string[] = [];
+  await Promise.all(
+    containers
+      .filter((c) => !RUNNING.has(c.State))
+      .map(async (c) => {
+        const container = docker.getContainer(c.Id);
+        // The listing's creation time is in whole seconds; inspect's is exact.
+        const info = await container.inspect().catch(() => undefined);
+        if (!info || !madeBefore(info.Created, lostAt)) return;
+        await container.remove({ force: true, v: true }).catch(() => {});
+        removed.push(c.Names[0]?.replace(/^\//, '') ?? c.Id);
+      }),
+  );
+  return removed;
+}
+
+/** Whether a container made at `created` (the engine's RFC 3339 time, to the nanosecond) predates `at`. */
+export function madeBefore(created: string, at: number): boolean {
+  const t = Date.parse(created);
+  return Number.isFinite(t) && t < at;
+}

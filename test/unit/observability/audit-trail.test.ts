@@ -207,6 +207,30 @@ describe('the gate', () => {
     assert.ok(!lines().some((l) => l.level === 50 && l.msg !== 'Audit file write failed; refusing new runs'));
   });
 
+  test('a disk that fills while no record is due closes the gate before the next run, not after it', async () => {
+    const fs = mountTmpfs(64);
+    mounts.push(fs);
+    const path = join(fs.dir, 'audit.jsonl');
+    const m = metrics();
+    const trail = createAuditTrail({ logger: logged().logger, metrics: m.audit, file: fileOptions(path) });
+    await trail.open();
+    trail.record(RECORD);
+    await trail.flush();
+    trail.assertAvailable();
+    const filler = fill(fs.dir);
+    // No record failed yet: the gate looks for itself.
+    assertRefused(() => trail.assertAvailable(), path, /filesystem is full; free space there/);
+    assert.equal(await value(m.registry, 'sandpit_audit_records_total'), 1);
+    unlinkSync(filler);
+    assert.ok(await pollUntil(() => available(trail), { intervalMs: 10, timeoutMs: 5000 }), 'open again');
+    trail.record({ ...RECORD, runId: 'run-2' });
+    await trail.close();
+    assert.deepEqual(
+      readAuditFile(path).map((r) => (r as { runId?: string }).runId),
+      ['run-1', 'run-2'],
+    );
+  });
+
   test('records that still cannot be written at close are logged at error level, whole', async () => {
     const { logger, lines } = logged();
     const trail = createAuditTrail({ logger, file: fileOptions('/dev/full') });

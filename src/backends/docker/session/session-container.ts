@@ -13,11 +13,27 @@ import { SessionChannel } from '../../session-channel.js';
 import type { SessionHost } from '../../session-sandbox.js';
 import type { EgressGate } from '../../../egress/socket-gates.js';
 import { AttachedContainer } from '../attached-container.js';
+import { containerEngineAnswers } from '../engine-probe.js';
 import { LABELS } from '../labels.js';
 import { sessionEnd } from '../../../runner/session-end.js';
 
 /** How long an ended container is given to report its exit status. */
 const EXIT_WAIT_MS = 3000;
+
+/**
+ * What an engine going away does to a session container: a shutdown stops it (the runner ends on
+ * SIGTERM), a dead engine loses it. Either, while the engine does not answer, is the engine's end.
+ */
+const ENDS_OF_AN_ENGINE_SHUTDOWN: ReadonlySet<SandboxEnd['reason']> = new Set([
+  'ContainerFailed',
+  'RunnerGone',
+]);
+
+const ENGINE_RESTARTED: SandboxEnd = {
+  reason: 'EngineRestarted',
+  message:
+    "the Docker engine stopped or restarted, and took the session's container with it (live-restore is off)",
+};
 
 export class SessionContainer implements SessionHost {
   /** An egress session's door to the proxy (bound once the session opens); none without egress. */
@@ -101,9 +117,16 @@ export class SessionContainer implements SessionHost {
     return this.attached.diagnosis(message);
   }
 
-  /** How the session ended, once its container stopped: the runner's record, else OOM or its exit status. */
+  /**
+   * How the session ended, once its container stopped: the runner's record, else OOM or its exit
+   * status; or the engine's end, when the container was stopped or lost while the engine went away.
+   */
   async endOf(own: SandboxEnd | undefined): Promise<SandboxEnd> {
-    if (own) return own;
+    return weighEngine(own ?? (await this.exitEnd()), () => containerEngineAnswers(this.container));
+  }
+
+  /** The end the engine tells of the stopped container (its exit status, OOM), or that it is gone. */
+  private async exitEnd(): Promise<SandboxEnd> {
     const info = await within(
       (async () => {
         await (this.container.wait() as Promise<unknown>).catch(() => undefined);
@@ -132,6 +155,18 @@ export class SessionContainer implements SessionHost {
     this.attached.detach();
     this.gate?.release();
   }
+}
+
+/**
+ * A session's end, weighed against its engine: stopped from outside or lost while the engine does
+ * not answer (asked only then), the engine took it.
+ */
+export async function weighEngine(
+  end: SandboxEnd,
+  engineAnswers: () => Promise<boolean>,
+): Promise<SandboxEnd> {
+  if (!ENDS_OF_AN_ENGINE_SHUTDOWN.has(end.reason)) return end;
+  return (await engineAnswers()) ? end : ENGINE_RESTARTED;
 }
 
 /** The runner's channel key, from the container's label. */

@@ -229,6 +229,20 @@ describe('process and I/O', () => {
     assert.deepEqual(host().LogConfig, { Type: 'none', Config: {} });
   });
 
+  test("a run's container is stopped with SIGKILL (its runner, PID 1, ignores SIGTERM); a session's with SIGTERM", () => {
+    assert.equal(build().StopSignal, 'SIGKILL');
+    assert.equal(build({}, { kind: 'pool', runId: undefined }).StopSignal, 'SIGKILL');
+    const session = build(
+      {},
+      { kind: 'session', mode: 'session', session: { openWithinSeconds: 60, key: KEY } },
+    );
+    assert.equal(
+      session.StopSignal,
+      undefined,
+      "the engine's default, SIGTERM: the runner ends the session on it",
+    );
+  });
+
   test('no init, no auto-remove (the backend removes after reading the result)', () => {
     assert.equal(host().Init, false);
     assert.equal(host().AutoRemove, false);
@@ -287,7 +301,7 @@ describe('session mode', () => {
 
   test('the same hardening as a run', () => {
     const { Labels: _a, Cmd: _b, StdinOnce: _c, name: _d, ...sessionRest } = session();
-    const { Labels: _e, Cmd: _f, StdinOnce: _g, name: _h, ...runRest } = build();
+    const { Labels: _e, Cmd: _f, StdinOnce: _g, name: _h, StopSignal: _i, ...runRest } = build();
     assert.deepEqual(sessionRest, runRest);
   });
 
