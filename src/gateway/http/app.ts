@@ -23,7 +23,7 @@ import { hostValidation, LOOPBACK_HOSTS } from './host-validation.js';
 import { metricsRoute } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { principalRateLimit } from './rate-limit.js';
-import { requireJson } from './request.js';
+import { jsonBody, requireJson } from './request.js';
 import { runRoutes } from './rest-runs.js';
 import { sessionRoutes } from './rest-sessions.js';
 
@@ -82,7 +82,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     refuseDeclaredOverLimit(deps.bodyLimitBytes, deps.limitNote),
     auth,
     limit,
-    express.json({ limit: deps.bodyLimitBytes }),
+    jsonBody(deps.bodyLimitBytes),
     deps.mcp.post,
   );
   app.get('/mcp', auth, limit, deps.mcp.get);
