@@ -50,6 +50,26 @@ export class MemorySandbox implements SessionSandbox {
     exec: Parameters<SessionSandbox['exec']>[0],
     options: Parameters<SessionSandbox['exec']>[1],
   ): ExecExecution {
+    // The directory `link-out` stands for a symlink out of the workspace: refused as the runner does.
+    if (exec.cwd === 'link-out' || exec.cwd.startsWith('link-out/')) {
+      const refused = new AppError(
+        'INVALID_REQUEST',
+        'cwd: link-out is a symlink that leads out of the workspace (to /etc)',
+        {
+          violations: [
+            { field: 'cwd', message: 'link-out is a symlink that leads out of the workspace (to /etc)' },
+          ],
+        },
+      );
+      return {
+        execId: options.execId,
+        result: Promise.reject(refused),
+        writeStdin: () => Promise.resolve(),
+        endStdin: () => undefined,
+        resize: () => undefined,
+        kill: () => undefined,
+      };
+    }
     // `cat` with streamed stdin echoes it until its end; any other argv answers itself.
     const cat = exec.argv[0] === 'cat' && options.streamStdin === true;
     const chunks: Buffer[] = cat ? [] : [Buffer.from(`${exec.argv.join(' ')}\n`)];
