@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { Router, type Request, type Response } from 'express';
 import type { ExecEvent } from '../../api/session.js';
 import type { SandpitService } from '../service.js';
+import { primed } from './primed.js';
 import { param, principalOfRequest, type requireJson } from './request.js';
 
 type Streaming = 'json' | 'ndjson' | 'sse';
@@ -88,7 +89,7 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
   });
   router.get('/sessions/:id/artifacts', async (req, res) => {
     const path = typeof req.query.path === 'string' ? req.query.path : '';
-    const tar = sessions.artifacts(param(req, 'id'), principalOfRequest(req), path);
+    const tar = await primed(sessions.artifacts(param(req, 'id'), principalOfRequest(req), path));
     res.status(200).type('application/x-tar');
     res.setHeader('Content-Disposition', `attachment; filename="${param(req, 'id')}.tar"`);
     await pipeline(Readable.from(tar), res);

@@ -119,6 +119,8 @@ describe('REST', () => {
         'command',
       ],
       ['PUT', `/sessions/${id}/files/..%2F..%2Fetc%2Fpasswd`, { body: 'x' }, 400, 'INVALID_REQUEST', 'path'],
+      // The runner refuses the path before the first byte of the tar: still a status and JSON.
+      ['GET', `/sessions/${id}/artifacts?path=link-out`, {}, 400, 'INVALID_REQUEST', 'path'],
       ['GET', '/sessions/ses-unknown', {}, 404, 'NOT_FOUND'],
       ['GET', `/sessions/${id}`, { headers: auth(OTHER) }, 404, 'NOT_FOUND'],
       ['DELETE', `/sessions/${id}`, { headers: auth(OTHER) }, 404, 'NOT_FOUND'],
