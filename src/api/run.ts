@@ -48,9 +48,50 @@ export function isSafeRelativePath(path: string): boolean {
   return segments.length <= 16 && segments.every((s) => s !== '' && s !== '.' && s !== '..');
 }
 
-/** Text the runner hands to exec(2) as C strings: a NUL byte would end it early, so it is refused here. */
-const cString = () =>
-  z.string().refine((s) => !s.includes('\u0000'), { message: 'must not contain a NUL byte' });
+/** The longest argument or environment string execve(2) takes, its NUL included (Linux's MAX_ARG_STRLEN). */
+export const MAX_ARG_STRING_BYTES = 128 * 1024;
+/**
+ * What one exec's argv and environment may hold in all, each string with its NUL: half of what
+ * execve(2) allows under the usual 8 MiB stack (a quarter of it), so that a session's variables
+ * and an exec's arguments fit together.
+ */
+export const MAX_ARGV_ENV_BYTES = 1024 * 1024;
+
+/** Bytes of `strings` as execve(2) counts them: each with its NUL. */
+export function execStringBytes(strings: readonly string[]): number {
+  return strings.reduce((n, s) => n + Buffer.byteLength(s) + 1, 0);
+}
+
+export const envStrings = (env: readonly { name: string; value: string }[]): string[] =>
+  env.map((e) => `${e.name}=${e.value}`);
+
+/**
+ * Text the runner hands to exec(2) as C strings: a NUL byte would end it early, and one over
+ * MAX_ARG_STRLEN could never run (E2BIG), so both are refused here.
+ */
+export const argString = () =>
+  z
+    .string()
+    .refine((s) => !s.includes('\u0000'), { message: 'must not contain a NUL byte' })
+    .refine((s) => Buffer.byteLength(s) < MAX_ARG_STRING_BYTES, {
+      message: `is over ${MAX_ARG_STRING_BYTES - 1} bytes, the longest argument exec(2) takes`,
+    });
+
+/** A refinement: argv and env together within `limit` bytes (execve(2)'s E2BIG otherwise). */
+export function checkArgvEnv(
+  ctx: z.RefinementCtx,
+  field: string,
+  strings: readonly string[],
+  limit = MAX_ARGV_ENV_BYTES,
+): void {
+  const bytes = execStringBytes(strings);
+  if (bytes > limit)
+    ctx.addIssue({
+      code: 'custom',
+      path: [field],
+      message: `arguments and environment total ${bytes} bytes, over the ${limit} an exec may have`,
+    });
+}
 
 // Zero is refused: Docker reads a memory, CPU or tmpfs size of 0 as "no limit".
 const quantity = (form: string, parse: (v: string | number) => number | undefined) =>
@@ -82,9 +123,13 @@ export const EnvVarSchema = z
         message: 'expected a name like FOO_BAR (letters, digits, _)',
       })
       .describe('Variable name'),
-    value: cString().describe('Variable value'),
+    value: argString().describe('Variable value'),
   })
-  .strict();
+  .strict()
+  .refine((e) => Buffer.byteLength(e.name) + 1 + Buffer.byteLength(e.value) < MAX_ARG_STRING_BYTES, {
+    path: ['value'],
+    message: `NAME=VALUE is over ${MAX_ARG_STRING_BYTES - 1} bytes, the longest variable exec(2) takes`,
+  });
 export type EnvVar = z.infer<typeof EnvVarSchema>;
 
 export const ResourcesSchema = z
@@ -124,7 +169,7 @@ export const RunRequestSchema = z
     image: z.string().min(1).max(255).optional().describe('Image override; must be in the image allowlist'),
     code: z.string().optional().describe("Source code, run by the template's runner"),
     command: z
-      .array(cString())
+      .array(argString())
       .min(1)
       .max(256)
       .optional()
@@ -160,6 +205,7 @@ export const RunRequestSchema = z
         message: 'code needs a template (it is exposed at /sandpit/code/main.*)',
       });
     }
+    checkArgvEnv(ctx, req.command ? 'command' : 'env', [...(req.command ?? []), ...envStrings(req.env)]);
     const seen = new Set<string>();
     req.files.forEach((f, i) => {
       if (seen.has(f.path))

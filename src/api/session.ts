@@ -6,7 +6,12 @@
  */
 import * as z from 'zod';
 import {
+  argString,
+  checkArgvEnv,
+  envStrings,
+  MAX_ARGV_ENV_BYTES,
   EnvVarSchema,
+  type EnvVar,
   ResourcesSchema,
   RunRequestSchema,
   RunResultSchema,
@@ -74,6 +79,8 @@ export const SessionRequestSchema = z
     if (req.template === undefined && req.image === undefined) {
       ctx.addIssue({ code: 'custom', path: ['template'], message: 'give a template or an image' });
     }
+    // Every exec's environment holds these: half of what an exec may have, the rest its own.
+    checkArgvEnv(ctx, 'env', envStrings([...req.env, ...req.secrets]), MAX_ARGV_ENV_BYTES / 2);
     const seen = new Set<string>();
     [...req.env, ...req.secrets].forEach((e, i) => {
       if (seen.has(e.name))
@@ -126,12 +133,12 @@ export const SessionPathSchema = z
 
 const execFields = {
   command: z
-    .array(z.string())
+    .array(argString())
     .min(1)
     .max(256)
     .optional()
     .describe('argv to execute, e.g. ["python", "script.py"]; no shell unless you run one'),
-  shell: z.string().min(1).optional().describe('A shell command line, run with /bin/sh -c'),
+  shell: argString().min(1).optional().describe('A shell command line, run with /bin/sh -c'),
   stdin: z.string().optional().describe('Text fed to the command on standard input'),
   env: z.array(EnvVarSchema).default([]).describe('Variables for this exec, over the session’s'),
   cwd: SessionPathSchema.optional().describe(
@@ -150,10 +157,21 @@ const execFields = {
   tty: z.boolean().default(false).describe('Run under a pseudo-terminal (REPLs, bash -i)'),
 };
 
-function oneCommand(req: { command?: unknown; shell?: unknown }, ctx: z.RefinementCtx): void {
+function oneCommand(
+  req: { command?: string[] | undefined; shell?: string | undefined; env: EnvVar[] },
+  ctx: z.RefinementCtx,
+): void {
   if ((req.command === undefined) === (req.shell === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['command'], message: 'give exactly one of command or shell' });
   }
+  const argv = req.command ?? ['/bin/sh', '-c', req.shell ?? ''];
+  // The session's own variables take the other half (SessionRequestSchema).
+  checkArgvEnv(
+    ctx,
+    req.shell === undefined ? 'command' : 'shell',
+    [...argv, ...envStrings(req.env)],
+    MAX_ARGV_ENV_BYTES / 2,
+  );
 }
 
 export const ExecRequestSchema = z.object(execFields).strict().superRefine(oneCommand);

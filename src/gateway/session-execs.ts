@@ -15,7 +15,7 @@ import type {
 } from '../backends/sessions.js';
 import { buildExecAudit } from '../observability/audit.js';
 import type { EffectiveExec, EffectiveSessionSpec } from '../policy/session.js';
-import { toAppError } from '../shared/errors.js';
+import { toAppError, type AppError } from '../shared/errors.js';
 import type { GatewayDeps } from './deps.js';
 import { LiveOutput, type LiveChunk } from './live-output.js';
 import type { ExecLogEntry } from './session-log.js';
@@ -147,7 +147,7 @@ export class ExecRunner {
     const result = base.execution.result
       .then(
         (outcome) => outcome,
-        (e: unknown) => failedOutcome(toAppError(e, 'BACKEND_ERROR').message, base.startedAt),
+        (e: unknown) => failedOutcome(toAppError(e, 'BACKEND_ERROR'), base.startedAt),
       )
       .then((outcome) => {
         flush();
@@ -224,10 +224,18 @@ export class ExecRunner {
   }
 }
 
-function failedOutcome(message: string, startedAt: number): ExecOutcome {
+/**
+ * An exec that never ran. One the runner refused as sent (a cwd that is a symlink out of the
+ * workspace: only the sandbox can tell) is Rejected by the workspace's rule, naming the field;
+ * anything else is the backend's failure.
+ */
+function failedOutcome(err: AppError, startedAt: number): ExecOutcome {
   const empty = liveStream('');
   return {
-    outcome: classify(failedFacts(message)),
+    outcome:
+      err.code === 'INVALID_REQUEST'
+        ? { phase: 'Rejected', reason: 'PolicyDenied', message: err.message, exitCode: null }
+        : classify(failedFacts(err.message)),
     stdout: empty,
     stderr: empty,
     startedAt,

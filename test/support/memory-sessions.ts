@@ -50,6 +50,19 @@ export class MemorySandbox implements SessionSandbox {
     exec: Parameters<SessionSandbox['exec']>[0],
     options: Parameters<SessionSandbox['exec']>[1],
   ): ExecExecution {
+    // The directory `link-out` stands for a symlink out of the workspace, refused as the runner does.
+    if (exec.cwd === 'link-out') {
+      const result = Promise.reject(LINK_OUT('cwd'));
+      const none = () => undefined;
+      return {
+        execId: options.execId,
+        result,
+        writeStdin: () => Promise.resolve(),
+        endStdin: none,
+        resize: none,
+        kill: none,
+      };
+    }
     // `cat` with streamed stdin echoes it until its end; any other argv answers itself.
     const cat = exec.argv[0] === 'cat' && options.streamStdin === true;
     const chunks: Buffer[] = cat ? [] : [Buffer.from(`${exec.argv.join(' ')}\n`)];
@@ -132,7 +145,8 @@ export class MemorySandbox implements SessionSandbox {
   history() {
     return Promise.resolve(this.kept);
   }
-  artifacts(): AsyncIterable<Buffer> {
+  artifacts(request: { path: string }): AsyncIterable<Buffer> {
+    if (request.path === 'link-out') return refusedStream(LINK_OUT('path'));
     return chunks([Buffer.from('tar')]);
   }
   setTtl(ttlSeconds: number) {
@@ -289,6 +303,21 @@ export function memorySessions(
     journal: options.journal,
   });
   return { service, sandboxes, records, metrics };
+}
+
+/** What the runner answers for a path through `link-out`, which stands for a symlink out of the workspace. */
+const LINK_OUT = (field: string): AppError =>
+  new AppError(
+    'INVALID_REQUEST',
+    `${field}: link-out is a symlink that leads out of the workspace (to /etc)`,
+    {
+      violations: [{ field, message: 'link-out is a symlink that leads out of the workspace (to /etc)' }],
+    },
+  );
+
+/** A stream that fails before its first chunk, as the runner's refusal of a request does. */
+function refusedStream(err: AppError): AsyncIterable<Buffer> {
+  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(err) }) };
 }
 
 /** An async iterable over the given chunks. */

@@ -1,5 +1,5 @@
 /**
- * The gateway's HTTP app (express 5): Host-header validation, `GET /health`, `GET /openapi.json`
+ * The gateway's HTTP app (express 5): Host-header validation, `GET /health`, Origin validation, `GET /openapi.json`
  * and, with OAuth, the Protected Resource Metadata without auth, bearer auth on `/mcp`, `/metrics` and the REST API (`/sessions`, `/runs`), a JSON
  * body limit derived from policy, and JSON errors only. The MCP routes are given in `mcp`
  * (src/gateway/mcp owns the SDK).
@@ -19,11 +19,11 @@ import { requireAuth } from './auth.js';
 import { refuseDeclaredOverLimit } from './declared-length.js';
 import { errorHandler, notFound } from './errors.js';
 import { healthRoute } from './health.js';
-import { hostValidation, LOOPBACK_HOSTS } from './host-validation.js';
+import { hostValidation, LOOPBACK_HOSTS, originValidation } from './host-validation.js';
 import { metricsRoute } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { principalRateLimit } from './rate-limit.js';
-import { requireJson } from './request.js';
+import { jsonBody, requireJson } from './request.js';
 import { runRoutes } from './rest-runs.js';
 import { sessionRoutes } from './rest-sessions.js';
 
@@ -74,6 +74,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   const oauth = deps.authenticator.oauth;
   // RFC 9728: what a client needs before it has a token, so without auth.
   if (oauth) app.get([...oauth.metadataPaths], (_req, res) => void res.json(oauth.metadata));
+  app.use(originValidation());
   const auth = requireAuth(deps.authenticator);
   const limit = principalRateLimit({ perSecond: deps.maxRequestsPerSecond, anonymousId: deps.anonymousId });
   app.get('/metrics', auth, limit, metricsRoute(deps.metrics));
@@ -82,7 +83,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     refuseDeclaredOverLimit(deps.bodyLimitBytes, deps.limitNote),
     auth,
     limit,
-    express.json({ limit: deps.bodyLimitBytes }),
+    jsonBody(deps.bodyLimitBytes),
     deps.mcp.post,
   );
   app.get('/mcp', auth, limit, deps.mcp.get);

@@ -61,6 +61,9 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
       return new AppError('INVALID_REQUEST', 'request body is not valid JSON', {
         hint: 'send a JSON-RPC message as JSON',
       });
+    case 'entity.verify.failed':
+      // The JSON body's own check (request.ts): already an AppError.
+      return e instanceof AppError ? e : undefined;
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError('INVALID_REQUEST', e.message, { hint: 'send UTF-8 JSON' });
@@ -73,21 +76,31 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
 export function errorHandler(logger: Logger, limitNote: string) {
   return (e: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const parsed = e instanceof Error ? fromBodyParser(e, limitNote) : undefined;
-    if (
-      parsed?.code === 'INVALID_REQUEST' &&
-      (e as BodyParserError).type === 'entity.parse.failed' &&
-      req.path.startsWith('/mcp')
-    ) {
+    const type = (e as BodyParserError).type;
+    if (parsed && req.path.startsWith('/mcp') && type === 'entity.parse.failed') {
       res.status(400).json(jsonRpcError(-32700, 'Parse error: request body is not valid JSON'));
       return;
     }
-    let err = parsed ?? toAppError(e);
+    if (parsed && req.path.startsWith('/mcp') && type === 'entity.verify.failed') {
+      res.status(400).json(jsonRpcError(-32700, `Parse error: ${parsed.message}`, parsed.toJSON()));
+      return;
+    }
+    let err = parsed ?? badPath(e) ?? toAppError(e);
     if (err.code === 'INTERNAL') {
       logger.error({ err: e, method: req.method, path: req.path }, 'request failed');
       err = new AppError('INTERNAL', 'internal error; the server log has the detail');
     }
     sendError(req, res, err);
   };
+}
+
+/** A route parameter that is not percent-encoded UTF-8 (the router's URIError, `%zz` or `%ED%A0%80`). */
+export function badPath(e: unknown): AppError | undefined {
+  if (!(e instanceof URIError)) return undefined;
+  return new AppError('INVALID_REQUEST', `the URL path is not percent-encoded UTF-8: ${e.message}`, {
+    violations: [{ field: '(path)', message: 'not percent-encoded UTF-8' }],
+    hint: 'encode each byte of a name with %XX, and only bytes of UTF-8 text',
+  });
 }
 
 export function notFound(req: Request, res: Response): void {

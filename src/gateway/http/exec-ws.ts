@@ -23,7 +23,7 @@ import type { Authenticator } from '../auth.js';
 import type { Principal } from '../principal.js';
 import type { SandpitService } from '../service.js';
 import type { ExecHandle } from '../session-execs.js';
-import { allowedHostSet, hostRefusal } from './host-validation.js';
+import { allowedHostSet, hostRefusal, originRefusal } from './host-validation.js';
 
 export { Channel, EXEC_WS_PROTOCOL };
 export const EXEC_WS_ROUTE = '/sessions/:id/exec/ws';
@@ -119,12 +119,8 @@ async function admit(
     throw new AppError('NOT_FOUND', `no WebSocket at ${url.pathname}`, { hint: `open ${EXEC_WS_ROUTE}` });
   const refusal = allowed && hostRefusal(allowed, req.headers.host);
   if (refusal) throw refusal;
-  const origin = req.headers.origin;
-  if (origin !== undefined && !sameOrigin(origin, req.headers.host)) {
-    throw new AppError('FORBIDDEN', `Origin "${origin}" may not open this WebSocket`, {
-      hint: 'only a page served by this gateway, or a client that sends no Origin, may open it',
-    });
-  }
+  const cross = originRefusal(req.headers.origin, req.headers.host);
+  if (cross) throw cross;
   if (url.search !== '') {
     throw new AppError('INVALID_REQUEST', 'this WebSocket takes no query parameters', {
       violations: [{ field: 'query', message: 'a token in the URL ends up in logs: send no query string' }],
@@ -138,14 +134,6 @@ async function admit(
   // Unknown, ended or another token's session: refused before the upgrade (another's is a 404).
   deps.service.sessions.assertLive(sessionId, principal);
   return { sessionId, principal };
-}
-
-function sameOrigin(origin: string, host: string | undefined): boolean {
-  try {
-    return host !== undefined && new URL(origin).host.toLowerCase() === host.toLowerCase();
-  } catch {
-    return false;
-  }
 }
 
 /** `Sec-WebSocket-Protocol: bearer.<token>` as an Authorization header value. */

@@ -1,7 +1,9 @@
 /**
- * DNS-rebinding protection: a request whose Host header names another host is refused. On a
- * loopback bind the allowed names are the loopback ones; elsewhere they come from config
- * (`server.allowedHosts`).
+ * DNS-rebinding and cross-origin protection: a request whose Host header names another host is
+ * refused (on a loopback bind the allowed names are the loopback ones; elsewhere they come from
+ * config, `server.allowedHosts`), and so is one that a page of another origin sent (its Origin
+ * header; MCP's Streamable HTTP transport requires servers to check it). Clients that are not
+ * browsers send no Origin.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../../shared/errors.js';
@@ -40,6 +42,35 @@ export function hostValidation(allowedHosts: readonly string[]) {
   const allowed = allowedHostSet(allowedHosts);
   return (req: Request, res: Response, next: NextFunction): void => {
     const refusal = hostRefusal(allowed, req.headers.host);
+    if (!refusal) return next();
+    sendError(req, res, refusal);
+  };
+}
+
+/** Whether `origin` (an Origin header) is the origin of this server as `host` (the Host header) names it. */
+export function sameOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  try {
+    const from = new URL(origin);
+    if (from.protocol !== 'http:' && from.protocol !== 'https:') return false;
+    return from.host === new URL(`${from.protocol}//${host}`).host;
+  } catch {
+    return false;
+  }
+}
+
+/** The refusal of a request a page of another origin sent (`null` included); undefined when it may go on. */
+export function originRefusal(origin: string | undefined, host: string | undefined): AppError | undefined {
+  if (origin === undefined || sameOrigin(origin, host)) return undefined;
+  return new AppError('FORBIDDEN', `Origin "${origin}" is not this server's`, {
+    violations: [{ field: 'Origin', message: 'a page of another origin may not call this gateway' }],
+    hint: 'call the gateway from a client that is not a browser page (it sends no Origin), or from a page it serves',
+  });
+}
+
+export function originValidation() {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const refusal = originRefusal(req.headers.origin, req.headers.host);
     if (!refusal) return next();
     sendError(req, res, refusal);
   };

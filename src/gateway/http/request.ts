@@ -1,4 +1,5 @@
 /** What the REST routes read off a request: its principal, a JSON body (only as JSON), a wildcard path. */
+import { isUtf8 } from 'node:buffer';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../../shared/errors.js';
 import { principalFromAuthInfo } from '../auth.js';
@@ -11,9 +12,28 @@ export function principalOfRequest(req: Request): Principal {
   return principal;
 }
 
+/**
+ * express.json with the gateway's rules: at most `limitBytes`, and UTF-8 that is valid (body-parser
+ * would decode bytes that are not as U+FFFD, and a program's code would run changed, silently).
+ */
+export function jsonBody(limitBytes: number, options: { strict?: boolean } = {}) {
+  return express.json({
+    limit: limitBytes,
+    ...options,
+    verify: (_req, _res, buf, encoding) => {
+      if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) {
+        throw new AppError('INVALID_REQUEST', 'the request body is not valid UTF-8', {
+          violations: [{ field: '(request body)', message: 'not valid UTF-8' }],
+          hint: 'send JSON as UTF-8; send bytes that are not text as base64 (a file with encoding: base64)',
+        });
+      }
+    },
+  });
+}
+
 /** A JSON body, parsed: another Content-Type is a 415 naming it, before anything is read. */
 export function requireJson(limitBytes: number) {
-  const parse = express.json({ limit: limitBytes, strict: false });
+  const parse = jsonBody(limitBytes, { strict: false });
   return (req: Request, res: Response, next: NextFunction): void => {
     if (!req.is('application/json')) {
       next(

@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { Router } from 'express';
 import type { SandpitService } from '../service.js';
+import { primed } from './primed.js';
 import { param, principalOfRequest, type requireJson } from './request.js';
 
 export function runRoutes(service: SandpitService, json: ReturnType<typeof requireJson>): Router {
@@ -47,7 +48,7 @@ export function runRoutes(service: SandpitService, json: ReturnType<typeof requi
       .send(data);
   });
   router.get('/runs/:id/artifacts', async (req, res) => {
-    const tar = await service.runFiles.artifacts(param(req, 'id'), principalOfRequest(req));
+    const tar = await primed(await service.runFiles.artifacts(param(req, 'id'), principalOfRequest(req)));
     res.status(200).type('application/x-tar');
     res.setHeader('Content-Disposition', `attachment; filename="${param(req, 'id')}.tar"`);
     await pipeline(Readable.from(tar), res);

@@ -9,7 +9,9 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { Router, type Request, type Response } from 'express';
 import type { ExecEvent } from '../../api/session.js';
+import { AppError } from '../../shared/errors.js';
 import type { SandpitService } from '../service.js';
+import { primed } from './primed.js';
 import { param, principalOfRequest, type requireJson } from './request.js';
 
 type Streaming = 'json' | 'ndjson' | 'sse';
@@ -26,6 +28,16 @@ function clientGone(res: Response): AbortSignal {
     if (!res.writableFinished) controller.abort(new Error('the client went away'));
   });
   return controller.signal;
+}
+
+/** `?mode=755`: permission bits in octal, as sandbox_write_file takes them (0–0777); anything else is refused. */
+function modeOf(query: unknown): number | undefined {
+  if (query === undefined) return undefined;
+  if (typeof query === 'string' && /^0?[0-7]{1,3}$/.test(query)) return Number.parseInt(query, 8);
+  throw new AppError('INVALID_REQUEST', `invalid mode: ${JSON.stringify(query)}`, {
+    violations: [{ field: 'mode', message: 'expected octal permission bits, 0 to 777' }],
+    hint: 'e.g. ?mode=755',
+  });
 }
 
 export function sessionRoutes(service: SandpitService, json: ReturnType<typeof requireJson>): Router {
@@ -63,11 +75,11 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
     });
   });
   router.put('/sessions/:id/files/*path', async (req, res) => {
-    const mode = typeof req.query.mode === 'string' ? Number.parseInt(req.query.mode, 8) : undefined;
+    const mode = modeOf(req.query.mode);
     const entry = await sessions.writeFile(param(req, 'id'), principalOfRequest(req), {
       path: param(req, 'path'),
       content: req,
-      mode: Number.isNaN(mode) ? undefined : mode,
+      mode,
       append: req.query.append === 'true',
     });
     res.status(201).json(entry);
@@ -88,7 +100,7 @@ export function sessionRoutes(service: SandpitService, json: ReturnType<typeof r
   });
   router.get('/sessions/:id/artifacts', async (req, res) => {
     const path = typeof req.query.path === 'string' ? req.query.path : '';
-    const tar = sessions.artifacts(param(req, 'id'), principalOfRequest(req), path);
+    const tar = await primed(sessions.artifacts(param(req, 'id'), principalOfRequest(req), path));
     res.status(200).type('application/x-tar');
     res.setHeader('Content-Disposition', `attachment; filename="${param(req, 'id')}.tar"`);
     await pipeline(Readable.from(tar), res);

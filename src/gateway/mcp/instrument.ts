@@ -44,10 +44,19 @@ export function instrumentWith<A, R>(
           principal: principalOf(extra, deps).name,
           outcome,
           durationMs: Math.round(performance.now() - started),
-          argBytes: Buffer.byteLength(JSON.stringify(args ?? {})),
+          argBytes: jsonBytes(args ?? {}),
         },
         'tool call',
       );
     }
   };
+}
+
+/** The size of `value` as JSON; undefined for one that cannot be written (too deep: the caller's refusal must still go out). */
+function jsonBytes(value: unknown): number | undefined {
+  try {
+    return Buffer.byteLength(JSON.stringify(value));
+  } catch {
+    return undefined;
+  }
 }

@@ -3,6 +3,8 @@ import { describe, test } from 'node:test';
 import {
   isSafeRelativePath,
   isTerminal,
+  MAX_ARG_STRING_BYTES,
+  MAX_ARGV_ENV_BYTES,
   PHASES,
   PhaseSchema,
   REASONS,
@@ -345,6 +347,36 @@ describe('RunRequestSchema', () => {
       'template',
       'timeoutSeconds',
     ]);
+  });
+});
+
+describe('RunRequestSchema: what exec(2) cannot take', () => {
+  test('an argument or a variable over MAX_ARG_STRLEN is refused, naming it; one byte under runs', () => {
+    const long = 'x'.repeat(MAX_ARG_STRING_BYTES);
+    assert.deepEqual(
+      issues({ template: 'bash', command: ['echo', long] }).map((i) => i.split(':')[0]),
+      ['command.1'],
+    );
+    valid({ template: 'bash', command: ['echo', long.slice(1)] });
+    assert.deepEqual(
+      issues({ template: 'bash', code: 'x', env: [{ name: 'V', value: long.slice(2) }] }).map(
+        (i) => i.split(':')[0],
+      ),
+      ['env.0.value'],
+    );
+    valid({ template: 'bash', code: 'x', env: [{ name: 'V', value: long.slice(3) }] });
+  });
+
+  test(`argv and env over ${MAX_ARGV_ENV_BYTES} bytes in all are refused`, () => {
+    const big = 'x'.repeat(100_000);
+    const [issue] = issues({ template: 'bash', command: Array<string>(11).fill(big) });
+    assert.match(issue ?? '', /^command: arguments and environment total 1100011 bytes, over the 1048576/);
+    const env = Array.from({ length: 11 }, (_, i) => ({ name: `V${i}`, value: big }));
+    assert.match(
+      issues({ template: 'bash', code: 'x', env })[0] ?? '',
+      /^env: arguments and environment total/,
+    );
+    valid({ template: 'bash', command: Array<string>(10).fill(big) });
   });
 });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { MAX_ARG_STRING_BYTES } from '../../../src/api/run.js';
 import {
   ExecRequestSchema,
   fromSeedSessionBody,
@@ -71,5 +72,28 @@ describe('ExecRequestSchema', () => {
       ['cwd'],
     );
     assert.equal(ExecRequestSchema.safeParse({ command: ['ls'], cwd: '/workspace/src' }).success, true);
+  });
+
+  test('what exec(2) cannot take is refused here, naming the field: a NUL, an argument over MAX_ARG_STRLEN, too much in all', () => {
+    const fields = (input: unknown): string[] =>
+      (ExecRequestSchema.safeParse(input).error?.issues ?? []).map((i) => i.path.join('.'));
+    assert.deepEqual(fields({ command: ['echo', 'a\0b'] }), ['command.1']);
+    assert.deepEqual(fields({ shell: 'echo a\0b' }), ['shell']);
+    assert.deepEqual(fields({ command: ['echo', 'x'.repeat(MAX_ARG_STRING_BYTES)] }), ['command.1']);
+    assert.deepEqual(fields({ command: ['echo', 'x'.repeat(MAX_ARG_STRING_BYTES - 1)] }), []);
+    const big = 'x'.repeat(100_000);
+    assert.deepEqual(fields({ command: ['echo', ...Array<string>(6).fill(big)] }), ['command']);
+    assert.deepEqual(
+      fields({ shell: 'true', env: Array.from({ length: 6 }, (_, i) => ({ name: `V${i}`, value: big })) }),
+      ['shell'],
+    );
+    const session = SessionRequestSchema.safeParse({
+      template: 'python',
+      secrets: Array.from({ length: 6 }, (_, i) => ({ name: `S${i}`, value: big })),
+    });
+    assert.deepEqual(
+      session.error?.issues.map((i) => i.path.join('.')),
+      ['env'],
+    );
   });
 });

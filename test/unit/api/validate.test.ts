@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as z from 'zod';
 import { RunRequestSchema } from '../../../src/api/run.js';
-import { issuesToViolations, parseInput } from '../../../src/api/validate.js';
+import {
+  issuesToViolations,
+  MAX_INPUT_DEPTH,
+  parseInput,
+  unsafeJsonViolations,
+} from '../../../src/api/validate.js';
 import { AppError } from '../../../src/shared/errors.js';
 
 function thrown(fn: () => unknown): AppError {
@@ -68,4 +73,38 @@ test('issuesToViolations joins numeric paths with dots', () => {
       { field: '(request)', message: 'top' },
     ],
   );
+});
+
+test('a lone surrogate anywhere is refused, naming the field, before it could reach the sandbox as U+FFFD', () => {
+  const e = thrown(() =>
+    parseInput(RunRequestSchema, {
+      template: 'python',
+      code: 'print("\ud800")',
+      files: [{ path: 'a', content: 'ok \udfff' }],
+    }),
+  );
+  assert.equal(e.code, 'INVALID_REQUEST');
+  assert.deepEqual(e.violations.map((v) => v.field).sort(), ['code', 'files.0.content']);
+  assert.match(e.message, /code: is not well-formed Unicode: a lone surrogate \(U\+D800\) at character 7/);
+  // A surrogate pair is one character, and fine.
+  assert.equal(
+    parseInput(RunRequestSchema, { template: 'python', code: 'print("\ud83d\ude00")' }).code,
+    'print("😀")',
+  );
+  const key = thrown(() => parseInput(RunRequestSchema, { template: 'python', code: 'x', '\ud800': 1 }));
+  assert.deepEqual(key.violations, [
+    { field: '(request)', message: 'has a key that is not well-formed Unicode' },
+  ]);
+});
+
+test('input nested deeper than MAX_INPUT_DEPTH is refused without walking it recursively', () => {
+  const deep = JSON.parse(
+    `{"template":"python","code":"x","files":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+  );
+  const e = thrown(() => parseInput(RunRequestSchema, deep));
+  assert.equal(e.code, 'INVALID_REQUEST');
+  assert.equal(e.violations.length, 1);
+  assert.match(e.violations[0]?.field ?? '', /^files(\.0){31}$/);
+  assert.equal(e.violations[0]?.message, `nests deeper than ${MAX_INPUT_DEPTH} levels`);
+  assert.deepEqual(unsafeJsonViolations({ a: [{ b: 'fine' }] }), []);
 });

@@ -1,5 +1,6 @@
 // Host-header validation with server.allowedHosts set as docs/mcp.md shows: /mcp and /metrics only
-// under the allowed names, /health also under the loopback names a local probe uses.
+// under the allowed names, /health also under the loopback names a local probe uses. Origin
+// validation: a request a page of another origin sent is refused on every route but /health.
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,10 +52,11 @@ before(async () => {
 });
 after(() => server.close());
 
-/** GET `path` on the loopback listener with this Host header. */
-function get(path: string, host: string): Promise<number> {
+/** GET `path` on the loopback listener with this Host header (and Origin, when given). */
+function get(path: string, host: string, origin?: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+    const headers = { host, ...(origin === undefined ? {} : { origin }) };
+    const req = request({ host: '127.0.0.1', port, path, headers }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -73,4 +75,32 @@ test('/health still refuses other names; /metrics and /mcp only the allowed one'
   assert.equal(await get('/metrics', `127.0.0.1:${port}`), 403);
   assert.equal(await get('/mcp', `localhost:${port}`), 403);
   assert.equal(await get('/metrics', 'sandpit.example.com'), 200);
+});
+
+test('a foreign Origin is refused (403) on /mcp, the REST API, /metrics and /openapi.json; /health answers', async () => {
+  const host = 'sandpit.example.com';
+  for (const origin of [
+    'https://evil.example',
+    'http://sandpit.example.com.evil.example',
+    'null',
+    'file://',
+  ]) {
+    for (const path of ['/mcp', '/sessions', '/runs/x', '/metrics', '/openapi.json'])
+      assert.equal(await get(path, host, origin), 403, `${origin} ${path}`);
+    assert.equal(await get('/health', host, origin), 200, origin);
+  }
+});
+
+test("the server's own origin, and no Origin at all (a client that is not a browser), go on", async () => {
+  for (const origin of [undefined, 'http://sandpit.example.com', 'https://SANDPIT.example.com'])
+    assert.equal(await get('/openapi.json', 'sandpit.example.com', origin), 200, origin);
+  assert.equal(
+    await get('/openapi.json', 'sandpit.example.com:8443', 'https://sandpit.example.com:8443'),
+    200,
+  );
+  // Another port is another origin.
+  assert.equal(
+    await get('/openapi.json', 'sandpit.example.com:8443', 'https://sandpit.example.com:9999'),
+    403,
+  );
 });

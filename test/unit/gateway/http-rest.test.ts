@@ -119,6 +119,11 @@ describe('REST', () => {
         'command',
       ],
       ['PUT', `/sessions/${id}/files/..%2F..%2Fetc%2Fpasswd`, { body: 'x' }, 400, 'INVALID_REQUEST', 'path'],
+      ['PUT', `/sessions/${id}/files/m?mode=-1`, { body: 'x' }, 400, 'INVALID_REQUEST', 'mode'],
+      ['PUT', `/sessions/${id}/files/m?mode=4755`, { body: 'x' }, 400, 'INVALID_REQUEST', 'mode'],
+      ['PUT', `/sessions/${id}/files/m?mode=rwx`, { body: 'x' }, 400, 'INVALID_REQUEST', 'mode'],
+      // The runner refuses the path before the first byte of the tar: still a status and JSON.
+      ['GET', `/sessions/${id}/artifacts?path=link-out`, {}, 400, 'INVALID_REQUEST', 'path'],
       ['GET', '/sessions/ses-unknown', {}, 404, 'NOT_FOUND'],
       ['GET', `/sessions/${id}`, { headers: auth(OTHER) }, 404, 'NOT_FOUND'],
       ['DELETE', `/sessions/${id}`, { headers: auth(OTHER) }, 404, 'NOT_FOUND'],
@@ -137,6 +142,8 @@ describe('REST', () => {
         );
     }
     assert.equal(sandboxes.at(-1)?.files.size, 0, 'no partial state');
+    const fine = await send('PUT', `/sessions/${id}/files/m?mode=0750`, { body: 'x' });
+    assert.equal(fine.status, 201, fine.text);
     assert.equal((await send('GET', `/sessions/${id}`)).body.state, 'Ready');
   });
 

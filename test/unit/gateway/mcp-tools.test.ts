@@ -198,3 +198,14 @@ test('tool calls are counted by tool and outcome', async () => {
   )?.[1];
   assert.equal(Number(after), Number(before ?? 0) + 1);
 });
+
+test('arguments nested too deep are refused as INVALID_REQUEST, and the call is still logged (no stack overflow)', async () => {
+  const deep = JSON.parse(`${'['.repeat(50_000)}${']'.repeat(50_000)}`) as unknown;
+  const r = await call('run_code', { code: 'print(1)', files: deep });
+  assert.equal(r.isError, true);
+  const error = (r._meta as { 'sandpit.dev/error': { code: string; violations: { field: string }[] } })[
+    'sandpit.dev/error'
+  ];
+  assert.equal(error.code, 'INVALID_REQUEST');
+  assert.match(error.violations[0]?.field ?? '', /^files(\.0)+$/);
+});

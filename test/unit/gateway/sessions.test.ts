@@ -298,6 +298,19 @@ describe('session use cases', () => {
     assert.deepEqual([...(sandboxes[0]?.files.keys() ?? [])], ['ok.txt']);
   });
 
+  test('an exec the sandbox refuses as sent (a cwd that is a symlink out) ends Rejected by policy, naming the field, not a backend error', async () => {
+    const { service, metrics } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    const result = await service.sessions.exec(s.id, ALICE, { command: ['pwd'], cwd: 'link-out' }).result;
+    assert.equal(result.phase, 'Rejected');
+    assert.equal(result.reason, 'PolicyDenied');
+    assert.match(result.message ?? '', /^cwd: link-out is a symlink that leads out of the workspace/);
+    assert.equal(result.exitCode, null);
+    const counted = await metrics.registry.getSingleMetricAsString('sandpit_session_execs_total');
+    assert.match(counted, /phase="Rejected",reason="PolicyDenied"/);
+    assert.doesNotMatch(counted, /BackendError/);
+  });
+
   test('a file over the download limit is TOO_LARGE; an upload over the workspace too', async () => {
     const { service } = memorySessions({ policy: { ceilings: { downloadBytes: 4, workspaceBytes: 1024 } } });
     const s = await service.sessions.create({ template: 'python' }, ALICE);
