@@ -20,8 +20,20 @@ export const UNROUTABLE_NAMESERVER = '192.0.2.1';
 /** One quick attempt, no search domains. */
 export const RESOLVER_OPTIONS = ['attempts:1', 'timeout:1'] as const;
 
-/** gVisor's own threads count against the pids cgroup; a warm runsc sandbox dies at 64 (notes). */
-export const RUNSC_PIDS_OVERHEAD = 384;
+/**
+ * Under gVisor the pids limit moves inside the sandbox, as the test cluster's runsc wrapper does
+ * on Kubernetes (test/env/kube/runsc-cri.sh): the program's processes and threads are bounded by
+ * RLIMIT_NPROC (sandboxRlimits), which the Sentry enforces for its own tasks (fork and
+ * pthread_create fail with EAGAIN, as under runc's pids cgroup), and the pids cgroup bounds only
+ * the sandbox's threads on the host: the Sentry, its gofers and, on the ptrace platform, stub
+ * processes whose threads grow with guest processes × Sentry threads (~1,900 for 128 sleeping
+ * processes). With the cgroup at the program's limit plus 384, a fork bomb made the Sentry panic
+ * ("creating stub process") and the run end with no result (found by the hostile tier). Under runc
+ * no RLIMIT_NPROC is set: the host kernel counts it per uid, across every sandbox.
+ */
+export const RUNSC_HOST_PIDS = 4096;
+/** Host threads a guest process may cost gVisor (~15 measured), with room to spare. */
+export const RUNSC_HOST_PIDS_PER_PROCESS = 32;
 
 /** /dev/shm: the size Docker gives it by default, stated so that every engine makes the same one. */
 export const SHM_BYTES = 64 * 1024 ** 2;
@@ -31,9 +43,10 @@ export function isGvisor(shape: Pick<SandboxShape, 'runtime'>): boolean {
   return shape.runtime === 'runsc';
 }
 
-/** The pids limit the engine sets: the program's, plus gVisor's own threads under runsc. */
+/** The pids limit the engine sets: the program's under runc; under runsc, room for gVisor's own threads. */
 export function pidsLimit(shape: Pick<SandboxShape, 'runtime' | 'limits'>): number {
-  return isGvisor(shape) ? shape.limits.pids + RUNSC_PIDS_OVERHEAD : shape.limits.pids;
+  if (!isGvisor(shape)) return shape.limits.pids;
+  return Math.max(RUNSC_HOST_PIDS, shape.limits.pids * RUNSC_HOST_PIDS_PER_PROCESS);
 }
 
 /** sandpit's seccomp profile for the shape's runtime (gVisor applies it inside, runsc --oci-seccomp). */
@@ -47,11 +60,33 @@ export interface TmpfsMount {
   options: string[];
 }
 
-/** The writable places: /tmp and the workspace, size-limited, no setuid or devices; the workspace is 1000's. */
+/**
+ * A tmpfs's inodes: one per page of its size, as many files as could each hold a byte. Without a
+ * count, a tmpfs has half the host's RAM pages of inodes, and an inode fill of empty files (which
+ * take no pages) ran until the memory limit killed the whole sandbox (found by the hostile tier);
+ * with it, creating a file fails with ENOSPC, as on a full disk. gVisor ignores the option (its
+ * tmpfs charges every file to the sandbox's memory), as Kubernetes' emptyDirs cannot say it.
+ */
+export function tmpfsInodes(bytes: number): number {
+  return Math.max(1024, Math.floor(bytes / 4096));
+}
+
+/** The writable places: /tmp and the workspace, size- and inode-limited, no setuid or devices; the workspace is 1000's. */
 export function sandboxTmpfs(shape: Pick<SandboxShape, 'workdir' | 'limits'>): TmpfsMount[] {
   const { limits } = shape;
   return [
-    { path: '/tmp', options: ['rw', 'exec', 'nosuid', 'nodev', `size=${limits.tmpBytes}`, 'mode=1777'] },
+    {
+      path: '/tmp',
+      options: [
+        'rw',
+        'exec',
+        'nosuid',
+        'nodev',
+        `size=${limits.tmpBytes}`,
+        `nr_inodes=${tmpfsInodes(limits.tmpBytes)}`,
+        'mode=1777',
+      ],
+    },
     {
       path: shape.workdir,
       options: [
@@ -60,6 +95,7 @@ export function sandboxTmpfs(shape: Pick<SandboxShape, 'workdir' | 'limits'>): T
         'nosuid',
         'nodev',
         `size=${limits.workspaceBytes}`,
+        `nr_inodes=${tmpfsInodes(limits.workspaceBytes)}`,
         `uid=${SANDBOX_UID}`,
         `gid=${SANDBOX_GID}`,
         'mode=0755',
@@ -69,17 +105,19 @@ export function sandboxTmpfs(shape: Pick<SandboxShape, 'workdir' | 'limits'>): T
 }
 
 export interface Rlimit {
-  name: 'nofile' | 'fsize' | 'core';
+  name: 'nofile' | 'fsize' | 'core' | 'nproc';
   soft: number;
   hard: number;
 }
 
-/** Open files and file size as the policy says, and no core dumps. */
-export function sandboxRlimits(limits: SandboxShape['limits']): Rlimit[] {
+/** Open files and file size as the policy says, no core dumps; under gVisor, the pids limit too (pidsLimit). */
+export function sandboxRlimits(shape: Pick<SandboxShape, 'runtime' | 'limits'>): Rlimit[] {
+  const { limits } = shape;
   return [
     { name: 'nofile', soft: limits.openFiles, hard: limits.openFiles },
     { name: 'fsize', soft: limits.fileSizeBytes, hard: limits.fileSizeBytes },
     { name: 'core', soft: 0, hard: 0 },
+    ...(isGvisor(shape) ? [{ name: 'nproc' as const, soft: limits.pids, hard: limits.pids }] : []),
   ];
 }
 

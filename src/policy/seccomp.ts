@@ -10,7 +10,11 @@
  * Under gVisor the profile is applied inside the sandbox (runsc --oci-seccomp) to the system calls
  * the Sentry serves. There the runner gives the program its own user and PID namespaces (see
  * images/runner/sandpit-runner.c), which the Sentry implements itself, so the gVisor profile lets
- * clone(2) create those two and no other.
+ * clone(2) create those two and no other. And there clone3(2) is refused by SCMP_ACT_TRACE, not by
+ * Docker's SCMP_ACT_ERRNO with errnoRet ENOSYS: runsc before 2023 ignores errnoRet and answers
+ * EPERM, and glibc falls back from clone3 to clone only on ENOSYS, so no thread could start (node
+ * aborted at start-up; found by the hostile tier's thread bomb). With no tracer, SCMP_ACT_TRACE
+ * fails the call with ENOSYS on every runsc, as on Linux.
  *
  * On Kubernetes the same two profiles are `localhost/` profiles in each node's kubelet seccomp
  * directory (SECCOMP_PROFILE_FILES): generated into the chart (npm run gen:crd), which installs them
@@ -68,7 +72,7 @@ export function buildSeccompProfile(options: SeccompOptions): SeccompProfile {
       ),
     }))
     .filter((rule) => rule.names.length > 0)
-    .map((rule) => (options.gvisor ? withSentryNamespaces(rule) : rule));
+    .map((rule) => (options.gvisor ? withClone3Unimplemented(withSentryNamespaces(rule)) : rule));
   return { ...base, syscalls };
 }
 
@@ -91,6 +95,16 @@ function withSentryNamespaces(rule: SeccompRule): SeccompRule {
         : arg,
     ),
   };
+}
+
+const ENOSYS = 38;
+
+/** Docker's rule that makes clone3(2) fail with ENOSYS, as SCMP_ACT_TRACE (ENOSYS with no tracer). */
+function withClone3Unimplemented(rule: SeccompRule): SeccompRule {
+  if (rule.names.length !== 1 || rule.names[0] !== 'clone3') return rule;
+  if (rule.action !== 'SCMP_ACT_ERRNO' || rule.errnoRet !== ENOSYS) return rule;
+  const { errnoRet: _errnoRet, ...traced } = rule;
+  return { ...traced, action: 'SCMP_ACT_TRACE' };
 }
 
 /** The profiles' paths below a kubelet's seccomp directory: the pods' `localhostProfile`. */

@@ -20,7 +20,7 @@ import {
   UNROUTABLE_NAMESERVER,
 } from '../hardening.js';
 
-export { RUNSC_PIDS_OVERHEAD, SANDBOX_USER, UNROUTABLE_NAMESERVER } from '../hardening.js';
+export { RUNSC_HOST_PIDS, SANDBOX_USER, UNROUTABLE_NAMESERVER } from '../hardening.js';
 
 /** sandpit's seccomp profile as the Engine API takes it; gVisor applies it inside (runsc --oci-seccomp). */
 const SECCOMP = {
@@ -108,7 +108,7 @@ export function buildContainerConfig(
       MemorySwap: limits.memoryBytes,
       NanoCpus: limits.cpuMilli * 1_000_000,
       PidsLimit: pidsLimit(shape),
-      Ulimits: sandboxRlimits(limits).map((r) => ({ Name: r.name, Soft: r.soft, Hard: r.hard })),
+      Ulimits: sandboxRlimits(shape).map((r) => ({ Name: r.name, Soft: r.soft, Hard: r.hard })),
       ReadonlyRootfs: true,
       Tmpfs: Object.fromEntries(sandboxTmpfs(shape).map((m) => [m.path, m.options.join(',')])),
       ShmSize: SHM_BYTES,

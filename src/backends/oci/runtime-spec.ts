@@ -126,7 +126,7 @@ export function buildRuntimeSpec(shape: SandboxShape, options: RuntimeSpecOption
       env: containerEnv(options.imageEnv),
       cwd: shape.workdir,
       capabilities: {},
-      rlimits: sandboxRlimits(limits).map((r) => ({
+      rlimits: sandboxRlimits(shape).map((r) => ({
         type: `RLIMIT_${r.name.toUpperCase()}`,
         hard: r.hard,
         soft: r.soft,

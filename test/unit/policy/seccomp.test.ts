@@ -21,6 +21,9 @@ const names = (p: SeccompProfile): string[] => p.syscalls.flatMap((r) => r.names
 const cloneRules = (p: SeccompProfile) =>
   p.syscalls.filter((r) => r.names.includes('clone') && r.args?.[0]?.index === 0);
 
+const listOf = (r: SeccompProfile['syscalls'][number], key: 'arches' | 'caps') =>
+  (r.includes?.[key] as string[] | undefined) ?? [];
+
 describe('buildSeccompProfile', () => {
   for (const gvisor of [false, true]) {
     test(`${gvisor ? 'gVisor' : 'runc'}: Docker's default without io_uring, and ptrace only with CAP_SYS_PTRACE; everything else kept`, () => {
@@ -72,6 +75,30 @@ describe('buildSeccompProfile', () => {
     for (const [name, flag] of Object.entries(flags)) assert.ok(mask & flag, `CLONE_${name} stays refused`);
     assert.equal(mask & 0x10000000, 0, 'CLONE_NEWUSER is allowed');
     assert.equal(mask & 0x20000000, 0, 'CLONE_NEWPID is allowed');
+  });
+
+  test('clone3(2) fails with ENOSYS so that glibc falls back to clone(2): by errnoRet under runc, by SCMP_ACT_TRACE (no tracer) under gVisor, whose runsc ignores errnoRet', () => {
+    // The rules for clone3 that apply to a sandbox (no capability) on amd64 or arm64.
+    const clone3 = (p: SeccompProfile) =>
+      p.syscalls.filter(
+        (r) => r.names.includes('clone3') && !listOf(r, 'arches').length && !listOf(r, 'caps').length,
+      );
+    assert.deepEqual(
+      clone3(buildSeccompProfile({ gvisor: false })).map((r) => [r.action, r.errnoRet]),
+      [['SCMP_ACT_ERRNO', 38]],
+    );
+    const gvisor = clone3(buildSeccompProfile({ gvisor: true }));
+    assert.deepEqual(
+      gvisor.map((r) => [r.action, r.errnoRet]),
+      [['SCMP_ACT_TRACE', undefined]],
+    );
+    // Still only where Docker's rule applies: a sandbox without CAP_SYS_ADMIN.
+    assert.deepEqual(gvisor[0]?.excludes?.caps, ['CAP_SYS_ADMIN']);
+    const pod = clone3(withoutConditions(buildSeccompProfile({ gvisor: true })));
+    assert.deepEqual(
+      pod.map((r) => r.action),
+      ['SCMP_ACT_TRACE'],
+    );
   });
 
   test('each call builds a fresh profile: callers cannot change the next one', () => {

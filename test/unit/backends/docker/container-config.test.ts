@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   buildContainerConfig,
-  RUNSC_PIDS_OVERHEAD,
+  RUNSC_HOST_PIDS,
   SANDBOX_USER,
   UNROUTABLE_NAMESERVER,
   type ContainerOptions,
@@ -123,17 +123,23 @@ describe('resources', () => {
     assert.equal(host({ runtime: 'runc' }).PidsLimit, 100);
   });
 
-  test('PidsLimit under runsc adds gVisor’s own threads', () => {
-    assert.equal(RUNSC_PIDS_OVERHEAD, 384);
-    assert.equal(host({ runtime: 'runsc' }).PidsLimit, 100 + 384);
+  test('under runsc the pids limit is the nproc ulimit, and PidsLimit leaves room for gVisor’s own threads', () => {
+    assert.equal(RUNSC_HOST_PIDS, 4096);
+    assert.equal(host({ runtime: 'runsc' }).PidsLimit, 4096);
+    assert.equal(host({ runtime: 'runsc', limits: { ...shape.limits, pids: 1000 } }).PidsLimit, 32_000);
+    assert.deepEqual(
+      host({ runtime: 'runsc' }).Ulimits?.find((u) => u.Name === 'nproc'),
+      { Name: 'nproc', Soft: 100, Hard: 100 },
+    );
   });
 
-  test('ulimits: nofile, fsize and no core dumps', () => {
-    assert.deepEqual(host().Ulimits, [
-      { Name: 'nofile', Soft: 1024, Hard: 1024 },
-      { Name: 'fsize', Soft: 32 * MiB, Hard: 32 * MiB },
-      { Name: 'core', Soft: 0, Hard: 0 },
-    ]);
+  test('ulimits: nofile, fsize and no core dumps; no nproc under runc (the host counts it per uid)', () => {
+    for (const runtime of [undefined, 'runc'])
+      assert.deepEqual(host({ runtime }).Ulimits, [
+        { Name: 'nofile', Soft: 1024, Hard: 1024 },
+        { Name: 'fsize', Soft: 32 * MiB, Hard: 32 * MiB },
+        { Name: 'core', Soft: 0, Hard: 0 },
+      ]);
   });
 });
 
@@ -142,10 +148,10 @@ describe('filesystem', () => {
     assert.equal(host().ReadonlyRootfs, true);
   });
 
-  test('size-limited tmpfs for /tmp and the workspace, no suid or devices, workspace owned by 1000', () => {
+  test('size- and inode-limited tmpfs for /tmp and the workspace (an inode a page), no suid or devices, workspace owned by 1000', () => {
     assert.deepEqual(host().Tmpfs, {
-      '/tmp': `rw,exec,nosuid,nodev,size=${16 * MiB},mode=1777`,
-      '/workspace': `rw,exec,nosuid,nodev,size=${32 * MiB},uid=1000,gid=1000,mode=0755`,
+      '/tmp': `rw,exec,nosuid,nodev,size=${16 * MiB},nr_inodes=4096,mode=1777`,
+      '/workspace': `rw,exec,nosuid,nodev,size=${32 * MiB},nr_inodes=8192,uid=1000,gid=1000,mode=0755`,
     });
   });
 

@@ -2,11 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { buildContainerConfig } from '../../../../src/backends/docker/container-config.js';
-import {
-  RUNSC_PIDS_OVERHEAD,
-  UNROUTABLE_NAMESERVER,
-  resolvConf,
-} from '../../../../src/backends/hardening.js';
+import { RUNSC_HOST_PIDS, UNROUTABLE_NAMESERVER, resolvConf } from '../../../../src/backends/hardening.js';
 import type { OciSpec } from '../../../../src/backends/oci/oci-spec.js';
 import {
   buildRuntimeSpec,
@@ -149,10 +145,14 @@ describe('field by field', () => {
     });
   }
 
-  test('pids: the limit under runc, plus gVisor’s own threads under runsc', () => {
+  test('pids: the limit under runc; under runsc RLIMIT_NPROC, and room for gVisor’s own threads', () => {
     assert.equal(build().linux.resources.pids.limit, 100);
     assert.equal(build({ runtime: 'runc' }).linux.resources.pids.limit, 100);
-    assert.equal(build({ runtime: 'runsc' }).linux.resources.pids.limit, 100 + RUNSC_PIDS_OVERHEAD);
+    assert.equal(build({ runtime: 'runsc' }).linux.resources.pids.limit, RUNSC_HOST_PIDS);
+    assert.deepEqual(
+      build({ runtime: 'runsc' }).process.rlimits.find((r) => r.type === 'RLIMIT_NPROC'),
+      { type: 'RLIMIT_NPROC', hard: 100, soft: 100 },
+    );
   });
 
   test('rlimits: nofile, fsize, and no core dumps', () => {
@@ -163,7 +163,7 @@ describe('field by field', () => {
     ]);
   });
 
-  test('size-limited tmpfs for /tmp, the workspace and /dev/shm; the workspace is 1000’s', () => {
+  test('size-limited tmpfs for /tmp, the workspace and /dev/shm (the first two inode-limited too); the workspace is 1000’s', () => {
     const tmpfs = Object.fromEntries(
       build()
         .mounts.filter((m) => m.type === 'tmpfs')
@@ -176,6 +176,7 @@ describe('field by field', () => {
       'nosuid',
       'nodev',
       `size=${16 * MiB}`,
+      'nr_inodes=4096',
       'mode=1777',
     ]);
     assert.deepEqual(tmpfs['/workspace'], [
@@ -185,6 +186,7 @@ describe('field by field', () => {
       'nosuid',
       'nodev',
       `size=${32 * MiB}`,
+      'nr_inodes=8192',
       'uid=1000',
       'gid=1000',
       'mode=0755',
