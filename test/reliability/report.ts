@@ -151,6 +151,30 @@ export function renderReport(records: readonly TestRecord[], meta: Meta): string
   ].join('\n');
 }
 
+/** The totals a report states (its Totals table), for the README's check. */
+export function parseTotals(report: string): Totals {
+  const row = (label: string): RegExpExecArray => {
+    const m = new RegExp(`^\\| ${label} \\| (\\d+)(?: of (\\d+))? \\|$`, 'm').exec(report);
+    if (!m) throw new Error(`the report has no "${label}" row`);
+    return m;
+  };
+  const of = (label: string): [number, number] => {
+    const m = row(label);
+    return [Number(m[1]), Number(m[2])];
+  };
+  const [faultsSurvived, faults] = of('Faults survived');
+  const [loadPassed, loadChecks] = of('Load checks passed');
+  return {
+    cases: Number(row('Hostile cases')[1]),
+    tries: Number(row('Tries \\(cases × configurations\\)')[1]),
+    contained: Number(row('Contained')[1]),
+    faults,
+    faultsSurvived,
+    loadChecks,
+    loadPassed,
+  };
+}
+
 /** Reads every `*.jsonl` file in `dir`. */
 export function readResults(dir: string): TestRecord[] {
   return readdirSync(dir)

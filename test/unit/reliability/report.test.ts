@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { place, renderReport, totals, type TestRecord } from '../../reliability/report.js';
+import { parseTotals, place, renderReport, totals, type TestRecord } from '../../reliability/report.js';
 
 const record = (suites: string[], name: string, status: TestRecord['status'] = 'pass'): TestRecord => ({
   file: 'test/hostile/x.test.ts',
@@ -59,4 +59,9 @@ describe('the reliability report', () => {
     assert.match(text, /\| a soak, docker \| RSS \| passed \| p50 30 ms \|/);
     assert.doesNotMatch(text, /not in the report/);
   });
+});
+
+test('a report states the totals it was made with', () => {
+  const text = renderReport(RECORDS, { date: '2026-12-03', machine: 'm', matrix: 'ci' });
+  assert.deepEqual(parseTotals(text), totals(RECORDS));
 });
