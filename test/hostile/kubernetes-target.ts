@@ -16,16 +16,11 @@ import {
   labelValueFor,
 } from '../../src/api/v1alpha1/labels.js';
 import { isTerminal } from '../../src/api/run.js';
+import type { SandboxPool } from '../../src/api/v1alpha1/sandboxpool.js';
 import type { BackendWiring } from '../../src/cmd/wiring.js';
 import { bindGatewayRbac } from '../contract/kube-gateway.js';
 import { getRun, startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
-import {
-  createPool,
-  isIdlePoolPod,
-  poolSpecFor,
-  sandboxPods,
-  waitPods,
-} from '../integration/kubernetes/pool-harness.js';
+import { createPool, poolsPath, poolSpecFor, sandboxPods } from '../integration/kubernetes/pool-harness.js';
 import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
 import type { OperatorConfig } from '../integration/kubernetes/operator-process.js';
 import { specWith } from '../support/docker.js';
@@ -53,6 +48,8 @@ export function kubernetesTargets(
   operator: Omit<OperatorConfig, 'namespace'> = {},
 ): Targets {
   let host: Promise<Host> | undefined;
+  /** When the last run began from each pool (the targets of one configuration share it). */
+  const lastStart = new Map<string, number>();
 
   const start = (): Promise<Host> =>
     (host ??= (async () => {
@@ -106,16 +103,24 @@ export function kubernetesTargets(
       let ready: (() => Promise<void>) | undefined;
       if (config.warm) {
         const name = poolName(config);
+        // Ready when the operator's own view says so: its pool's Ready condition (written from
+        // the cache a claim reads; True when every wanted pod is ready and none starting) turned
+        // True after the last run here began. With one replica that run's claim turned it False
+        // (no ready pod until the refill): so it is the refill's pod that the next run finds. A
+        // pod this test's own watch sees ready may not be in the operator's cache yet (the run
+        // would go cold), and the old True is stale. The condition's time has whole seconds.
         ready = async () => {
-          await waitPods(
-            cluster,
-            ns,
-            (pods) => pods.some(isIdlePoolPod(name)),
-            180_000,
-            `a ready pod of pool ${name}`,
+          const after = Math.floor((lastStart.get(name) ?? 0) / 1000) * 1000;
+          await cluster.waitFor<SandboxPool>(
+            { path: poolsPath(ns), name },
+            (p) => {
+              const c = p.status?.conditions?.find((x) => x.type === 'Ready');
+              return c?.status === 'True' && Date.parse(c.lastTransitionTime ?? '') > after;
+            },
+            { timeoutMs: 180_000, description: `SandboxPool ${ns}/${name} to be ready again` },
           );
+          lastStart.set(name, Date.now());
         };
-        await ready();
       }
       return serviceTarget({
         config,
