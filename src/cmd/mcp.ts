@@ -1,4 +1,5 @@
 /** `sandpit mcp`: the MCP server over stdio, for Claude Code, Cursor and other local clients. */
+import { bodyLimitFor } from '../gateway/http/app.js';
 import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
 import { buildToolCatalog, createMcpServer } from '../gateway/mcp/server.js';
 import { serveStdio } from '../gateway/mcp/stdio.js';
@@ -56,7 +57,10 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const stop = shutdownSignal();
   ctx.logger.info({ pid: process.pid }, 'MCP server on stdio');
   try {
-    await serveStdio(server, { signal: stop.signal });
+    await serveStdio(server, {
+      signal: stop.signal,
+      maxLineBytes: bodyLimitFor(ctx.config.sandbox.maxRequestBytes),
+    });
   } finally {
     stop.dispose();
     // Nobody could reach this server's sessions again: they end with it.

@@ -106,7 +106,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     anonymousId: LOCAL_PRINCIPAL.id,
     version,
   });
-  const server = await listen(app, host, port);
+  const server = await listen(app, host, port, {
+    headersMs: config.server.headersTimeoutSeconds * 1000,
+    requestMs: config.server.requestTimeoutSeconds * 1000,
+  });
   const sessionSockets = execWebSocket({ service, authenticator, metrics, logger, allowedHosts });
   server.server.on('upgrade', sessionSockets.upgrade);
   logger.info({ url: `${server.url}/mcp`, stateless, auth: authenticator.required }, 'MCP server listening');

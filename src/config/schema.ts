@@ -313,6 +313,12 @@ export const ConfigSchema = z
         unusedSessionSeconds: int(1, 86_400)
           .default(60)
           .describe('A session that made no call since initialize is closed after this long'),
+        headersTimeoutSeconds: int(1, 300)
+          .default(10)
+          .describe("How long a client has to send a request's headers (slowloris); then 408 and closed"),
+        requestTimeoutSeconds: int(1, 86_400)
+          .default(30)
+          .describe('How long a client has to send a whole request, its body included; then 408 and closed'),
         maxRequestsPerSecond: int(1, 100_000)
           .default(100)
           .describe('Requests one token (without tokens: one client address) may make each second'),
@@ -331,6 +337,11 @@ export const ConfigSchema = z
           ),
       })
       .strict()
+      // Node refuses a headers timeout longer than the request's.
+      .refine((s) => s.headersTimeoutSeconds <= s.requestTimeoutSeconds, {
+        path: ['headersTimeoutSeconds'],
+        error: 'must not be over server.requestTimeoutSeconds',
+      })
       .prefault({}),
     auth: z
       .object({

@@ -9,16 +9,31 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** A client gets this long to send its headers, and this long for the whole request (not the response). */
+/**
+ * By default a client gets this long to send its headers, and this long for the whole request (not
+ * the response): then it is answered 408 and closed (server.headersTimeoutSeconds,
+ * server.requestTimeoutSeconds).
+ */
 export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 30_000;
 
-export function listen(handler: RequestListener, host: string, port: number): Promise<Listening> {
+export interface Timeouts {
+  headersMs: number;
+  requestMs: number;
+}
+
+export function listen(
+  handler: RequestListener,
+  host: string,
+  port: number,
+  timeouts: Timeouts = { headersMs: HEADERS_TIMEOUT_MS, requestMs: REQUEST_TIMEOUT_MS },
+): Promise<Listening> {
   const server = createServer(
     {
-      headersTimeout: HEADERS_TIMEOUT_MS,
-      requestTimeout: REQUEST_TIMEOUT_MS,
-      connectionsCheckingInterval: 1000,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      // How often they are checked: a tenth of the shorter, between 250 ms and 1 s.
+      connectionsCheckingInterval: Math.min(1000, Math.max(250, timeouts.headersMs / 10)),
     },
     handler,
   );

@@ -6,7 +6,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
-  CallToolRequestSchema,
+  type CallToolRequest,
   ListToolsRequestSchema,
   type CallToolResult,
   type Tool,
@@ -105,5 +105,14 @@ export function registerCatalog(
   tasks: PrincipalTaskStore,
 ): void {
   server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...catalog.list] }));
-  server.server.setRequestHandler(CallToolRequestSchema, toolCallHandler(catalog.specs, deps, tasks));
+  // The SDK's Server checks params against CallToolRequestSchema itself, answering -32602 naming the
+  // field; registered with the strict schema, the Protocol's own parse came first and a bad params
+  // was -32603, an internal error. The handler still only sees requests that passed the check.
+  const call = toolCallHandler(catalog.specs, deps, tasks);
+  server.server.setRequestHandler(ANY_TOOLS_CALL, (request, extra) =>
+    call(request as CallToolRequest, extra),
+  );
 }
+
+/** tools/call with any params: the Server validates them (see registerCatalog). */
+const ANY_TOOLS_CALL = z.object({ method: z.literal('tools/call'), params: z.unknown() });

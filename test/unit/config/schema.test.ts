@@ -203,3 +203,19 @@ describe('egress settings', () => {
     ]);
   });
 });
+
+describe('HTTP timeouts', () => {
+  test('default to 10 s for the headers and 30 s for the whole request', () => {
+    const { server } = ConfigSchema.parse({});
+    assert.equal(server.headersTimeoutSeconds, 10);
+    assert.equal(server.requestTimeoutSeconds, 30);
+  });
+
+  test('the headers may not take longer than the whole request (Node refuses it)', () => {
+    const r = ConfigSchema.safeParse({ server: { headersTimeoutSeconds: 20, requestTimeoutSeconds: 5 } });
+    assert.deepEqual(
+      r.error?.issues.map((i) => [i.path.join('.'), i.message]),
+      [['server.headersTimeoutSeconds', 'must not be over server.requestTimeoutSeconds']],
+    );
+  });
+});

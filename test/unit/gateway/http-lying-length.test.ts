@@ -84,3 +84,13 @@ test('a request must arrive whole within its timeout, far below Node’s 300 s d
   assert.equal(server.server.requestTimeout, REQUEST_TIMEOUT_MS);
   assert.ok(server.server.headersTimeout <= 10_000);
 });
+
+test('the timeouts are the configured ones when given (server.headersTimeoutSeconds, requestTimeoutSeconds)', async () => {
+  const other = await listen(() => undefined, '127.0.0.1', 0, { headersMs: 2000, requestMs: 4000 });
+  try {
+    assert.equal(other.server.headersTimeout, 2000);
+    assert.equal(other.server.requestTimeout, 4000);
+  } finally {
+    await other.close();
+  }
+});

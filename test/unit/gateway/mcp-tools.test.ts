@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { SandboxBackend } from '../../../src/backends/types.js';
 import { createMcpServer } from '../../../src/gateway/mcp/server.js';
 import { TOOL_NAMES } from '../../../src/gateway/mcp/tools/index.js';
@@ -208,4 +208,18 @@ test('arguments nested too deep are refused as INVALID_REQUEST, and the call is 
   ];
   assert.equal(error.code, 'INVALID_REQUEST');
   assert.match(error.violations[0]?.field ?? '', /^files(\.0)+$/);
+});
+
+test('tools/call whose params are not a call is -32602 Invalid params naming the field, not an internal error', async () => {
+  for (const params of [{}, { name: 'run_code', arguments: [1] }, { name: 7 }]) {
+    await assert.rejects(
+      client.request({ method: 'tools/call', params }, CallToolResultSchema),
+      (e: Error & { code?: number }) => {
+        assert.equal(e.code, -32602, e.message);
+        assert.match(e.message, /Invalid tools\/call request: .*(name|arguments)/s);
+        return true;
+      },
+    );
+  }
+  assert.equal((await call('list_templates')).isError, undefined, 'the server answers on');
 });
