@@ -44,6 +44,8 @@ export interface Gateway {
   /** The audit file every one of its processes writes. */
   auditFile: string;
   rest(method: string, path: string, body?: unknown): Promise<Answer>;
+  /** PUT of a raw body (a session's file). */
+  put(path: string, body: string): Promise<Answer>;
   /** An MCP client over its Streamable HTTP endpoint (closed by the caller). */
   mcp(): Promise<Connected>;
   /** Its audit records so far, each checked against the schema. */
@@ -86,22 +88,23 @@ function over(served: Served, auditFile: string): Gateway {
   return {
     served,
     auditFile,
-    async rest(method, path, body) {
-      const res = await fetch(`${served.url}${path}`, {
+    rest: (method, path, body) =>
+      send(`${served.url}${path}`, {
         method,
         headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return {
-        status: res.status,
-        text,
-        json: text.startsWith('{') ? (JSON.parse(text) as Answer['json']) : {},
-      };
-    },
+      }),
+    put: (path, body) =>
+      send(`${served.url}${path}`, { method: 'PUT', headers: { Authorization: `Bearer ${TOKEN}` }, body }),
     mcp: () => connectHttp(`${served.url}/mcp`, TOKEN),
     audit: () => readAuditFile(auditFile),
   };
+}
+
+async function send(url: string, init: RequestInit): Promise<Answer> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, text, json: text.startsWith('{') ? (JSON.parse(text) as Answer['json']) : {} };
 }
 
 /** A tool's structured result (a run's), failing with its text when the call was a tool error. */
