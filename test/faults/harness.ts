@@ -48,8 +48,11 @@ export interface Gateway {
   put(path: string, body: string): Promise<Answer>;
   /** An MCP client over its Streamable HTTP endpoint (closed by the caller). */
   mcp(): Promise<Connected>;
-  /** Its audit records so far, each checked against the schema. */
-  audit(): AuditRecord[];
+  /**
+   * Its audit records, each checked against the schema: once `until` holds of them (a record is
+   * written just after its answer went out), or as they are after 10 s.
+   */
+  audit(until?: (records: AuditRecord[]) => boolean): Promise<AuditRecord[]>;
 }
 
 export interface GatewayOptions {
@@ -97,7 +100,14 @@ function over(served: Served, auditFile: string): Gateway {
     put: (path, body) =>
       send(`${served.url}${path}`, { method: 'PUT', headers: { Authorization: `Bearer ${TOKEN}` }, body }),
     mcp: () => connectHttp(`${served.url}/mcp`, TOKEN),
-    audit: () => readAuditFile(auditFile),
+    async audit(until = () => true) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const records = readAuditFile(auditFile);
+        if (until(records) || Date.now() > deadline) return records;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
   };
 }
 
@@ -128,6 +138,11 @@ export function marker(name: string): string {
  */
 export function sleeper(mark: string, seconds: number): string {
   return `bash -c 'exec -a ${mark} sleep ${seconds}'`;
+}
+
+/** A shell command that spins on a CPU forever as a process named `mark` (see sleeper). */
+export function spinner(mark: string): string {
+  return `bash -c 'exec -a ${mark} bash -c "while :; do :; done"'`;
 }
 
 /** Host processes whose command line contains `needle` (sandboxes' processes too: they share the kernel). */
