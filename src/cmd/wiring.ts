@@ -15,6 +15,8 @@ import type { SandboxBackend } from '../backends/types.js';
 import { auditFileFor } from '../config/audit.js';
 import { defaultStateDir } from '../config/instance.js';
 import { fileJournal, type SessionJournal } from '../gateway/session-journal.js';
+import { fileRunJournal, type RunJournal } from '../gateway/run-journal.js';
+import { currentOwner, ownerAlive } from '../backends/docker/owner.js';
 import { configWarnings, loadConfig } from '../config/load.js';
 import { operatorPolicy, policyFromConfig } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
@@ -129,8 +131,27 @@ export async function wireDocker(
     prewarmSessions.map((template) => defaultSessionShape(template, policy)),
   );
   const journal = options.instanceId ? sessionJournalFor(ctx, options.instanceId) : undefined;
-  const service = await createService(ctx, { backend, policy, metrics, journal, audit });
+  const service = await createService(ctx, {
+    backend,
+    policy,
+    metrics,
+    journal,
+    audit,
+    runJournal: runJournalFor(ctx),
+  });
+  service.runs.auditLost();
   return { service, backend, metrics };
+}
+
+/**
+ * Where the runs under way of every sandpit process on this state directory are remembered: a run
+ * whose process dies with it (its sandbox goes too, on Docker and oci) is audited by the next one.
+ */
+function runJournalFor(ctx: Context): RunJournal {
+  return fileRunJournal(join(defaultStateDir(process.env), 'runs'), ctx.logger, {
+    owner: currentOwner(),
+    alive: ownerAlive,
+  });
 }
 
 /** Where the backends of one machine (Docker, oci) keep runs' output files: under the state directory. */
@@ -236,7 +257,14 @@ export async function wireOci(
     logger.info({ containers: reaped.removed }, 'removed containers left behind by crashed runs');
   }
   if (options.reaping !== false) backend.startReaping(REAP_INTERVAL_MS);
-  const service = await createService(ctx, { backend, policy: policyFromConfig(config), metrics, audit });
+  const service = await createService(ctx, {
+    backend,
+    policy: policyFromConfig(config),
+    metrics,
+    audit,
+    runJournal: runJournalFor(ctx),
+  });
+  service.runs.auditLost();
   return { service, backend, metrics };
 }
 
@@ -298,6 +326,7 @@ async function createService(
     policy: Policy;
     metrics: Metrics;
     journal?: SessionJournal | undefined;
+    runJournal?: RunJournal | undefined;
     /** The audit trail, when it is open already. */
     audit?: AuditTrail;
   },

@@ -20,6 +20,10 @@ import { LiveOutput, type LiveChunk } from './live-output.js';
 import { followRecord } from './run-follow.js';
 import type { Principal } from './principal.js';
 import { RunStore, type HistoryOptions, type RunRecord } from './run-store.js';
+import { lostRunRecord } from './run-journal.js';
+
+/** Why a run lost with its process failed, as the next process audits it. */
+const LOST_WITH_ITS_PROCESS = 'the sandpit process that ran it ended before it did, and its sandbox with it';
 
 export interface RunHandle {
   runId: string;
@@ -180,6 +184,7 @@ export class RunUseCases {
       requestDigest: keyed?.digest,
     };
     this.store.add(record);
+    this.remember(record, spec, principal);
     if (keyed) this.keys.recorded(keyed, runId);
     metrics.activeRuns.inc({ backend: backend.name });
     logger.debug(
@@ -202,6 +207,8 @@ export class RunUseCases {
       metrics.activeRuns.dec({ backend: backend.name });
       release();
       settle();
+      // Its own record (if it has one) in the file first: only then may the journal let go of it.
+      void this.deps.audit.written().then(() => this.deps.runJournal.forget(runId));
     });
     return {
       runId,
@@ -209,6 +216,49 @@ export class RunUseCases {
       delivered: () => this.store.delivered(runId),
       recorded: execution.recorded ?? Promise.resolve(),
     };
+  }
+
+  /** Remembers the run in the journal, with the record it gets if this process dies before it ends. */
+  private remember(record: RunRecord, spec: EffectiveSpec, principal: Principal): void {
+    const { backend } = this.deps;
+    const lost = buildResult({
+      runId: record.runId,
+      subject: spec,
+      outcome: classify(failedFacts(LOST_WITH_ITS_PROCESS)),
+      startedAt: record.createdAt,
+      finishedAt: record.createdAt,
+      backend: backend.name,
+    });
+    this.deps.runJournal.remember({
+      runId: record.runId,
+      startedAt: record.createdAt,
+      record: buildRunAudit({
+        spec,
+        outcome: lost,
+        principal: principal.name,
+        backend: backend.name,
+        time: new Date(record.createdAt),
+      }),
+    });
+  }
+
+  /**
+   * Audits the runs that sandpit processes now gone left under way (the journal's), each once:
+   * Failed, BackendError, with no exit code. Call once at start-up. Returns how many.
+   */
+  auditLost(): number {
+    const now = Date.now();
+    const lost = this.deps.runJournal.takeOrphans();
+    for (const run of lost) {
+      this.deps.audit.record(lostRunRecord(run, now));
+      this.deps.metrics.runs.inc({ backend: run.record.backend, phase: 'Failed', reason: 'BackendError' });
+    }
+    if (lost.length)
+      this.deps.logger.warn(
+        { runs: lost.map((r) => r.runId) },
+        'Audited runs that a sandpit process now gone left under way',
+      );
+    return lost.length;
   }
 
   /** The one consumer of the backend's output: decoded once, kept for get_run, handed on. */

@@ -14,6 +14,7 @@ import type { HistoryOptions } from './run-store.js';
 import { RunFileUseCases } from './run-files.js';
 import { RunUseCases } from './runs.js';
 import type { SessionJournal } from './session-journal.js';
+import { NO_RUN_JOURNAL, type RunJournal } from './run-journal.js';
 import { SessionUseCases, type SessionCaps } from './sessions.js';
 import { RateLimits, type RateLimitOptions } from './rate-limits.js';
 import { Slots, type SlotOptions } from './slots.js';
@@ -41,6 +42,11 @@ export interface ServiceOptions {
   sessions?: Partial<SessionCaps>;
   /** Where live sessions are remembered across a restart (a server with an instance id). */
   journal?: SessionJournal | undefined;
+  /**
+   * Where runs under way are remembered, so that one lost with this process is audited by the
+   * next (backends whose sandboxes end with their process: Docker, oci). None by default.
+   */
+  runJournal?: RunJournal | undefined;
 }
 
 export interface ShutdownOptions {
@@ -60,9 +66,15 @@ export class SandpitService {
   private backendHealth: { at: number; health: Promise<BackendHealth> } | undefined;
 
   constructor(options: ServiceOptions) {
-    const { history, sessions, journal, rates, ...deps } = options;
+    const { history, sessions, journal, rates, runJournal, ...deps } = options;
     const audit = deps.audit ?? createAuditTrail({ logger: deps.logger, metrics: deps.metrics.audit });
-    this.deps = { ...deps, audit, slots: new Slots(deps.slots), rates: new RateLimits(rates) };
+    this.deps = {
+      ...deps,
+      audit,
+      slots: new Slots(deps.slots),
+      rates: new RateLimits(rates),
+      runJournal: runJournal ?? NO_RUN_JOURNAL,
+    };
     this.runs = new RunUseCases(this.deps, history);
     this.runFiles = new RunFileUseCases(this.runs, deps.backend.files);
     this.sessions = new SessionUseCases(this.deps, sessions, journal);

@@ -93,6 +93,10 @@ export class AuditFile {
   private retryTimer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Lines appended, and lines in the file and fsynced, since the file was made (for written()). */
+  private appended = 0;
+  private synced = 0;
+  private readonly waiters: { line: number; resolve: () => void }[] = [];
 
   constructor(options: AuditFileOptions, events: AuditFileEvents) {
     this.options = { retryIntervalMs: 1000, ...options };
@@ -133,7 +137,17 @@ export class AuditFile {
 
   append(line: string): void {
     this.queue.push(Buffer.from(`${line}\n`, 'utf8'));
+    this.appended++;
     this.schedule();
+  }
+
+  /**
+   * Resolves once every line appended so far is in the file and fsynced, in its own batch's time
+   * (no earlier write is forced); while the file fails, not before a write succeeds.
+   */
+  written(): Promise<void> {
+    if (this.synced >= this.appended) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ line: this.appended, resolve }));
   }
 
   /** A flush within the interval for queued lines (while failing, the retry timer takes them). */
@@ -230,7 +244,9 @@ export class AuditFile {
   private async sync(handle: FileHandle): Promise<void> {
     await handle.sync();
     if (this.unsynced) this.events.written(this.unsynced);
+    this.synced += this.unsynced;
     this.unsynced = 0;
+    while (this.waiters.length && this.waiters[0]!.line <= this.synced) this.waiters.shift()!.resolve();
   }
 
   /** The open file at `path`: opened when there is none, reopened when another writer rotated it away. */

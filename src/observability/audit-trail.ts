@@ -27,6 +27,11 @@ export interface AuditTrail extends AuditGate {
   open(): Promise<void>;
   /** Resolves once every record taken so far is written, or writing failed. */
   flush(): Promise<void>;
+  /**
+   * Resolves once every record taken so far is in the file (fsynced in its batch's time; while the
+   * file fails, only once a write succeeds); at once without a file.
+   */
+  written(): Promise<void>;
   /** Writes what is left and closes the file; records that still fail are reported (they are in the log). */
   close(): Promise<void>;
 }
@@ -115,6 +120,7 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
     },
     open: async () => file?.open(),
     flush: async () => file?.flush(),
+    written: async () => file?.written(),
     async close() {
       if (!file || closed) return;
       closed = true;

@@ -6,7 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { ExecAuditRecord, RunAuditRecord, SessionAuditRecord } from '../../src/api/audit.js';
+import type {
+  AuditRecord,
+  ExecAuditRecord,
+  RunAuditRecord,
+  SessionAuditRecord,
+} from '../../src/api/audit.js';
 import type { RunResult } from '../../src/api/run.js';
 import { containerId } from '../../src/backends/oci/layout.js';
 import { ociLeftovers } from '../support/oci.js';
@@ -72,14 +77,13 @@ describe('faults: dockerd restarted mid-run and mid-session (live-restore off)',
     assert.notEqual(restart.after, restart.before);
   });
 
-  test('a run under way ends Failed (BackendError), saying the engine took it, and is audited', () => {
+  test('a run under way ends Failed (BackendError), saying the engine took it, and is audited', async () => {
     assert.equal(run.phase, 'Failed', JSON.stringify(run));
     assert.equal(run.reason, 'BackendError');
     assert.match(run.message ?? '', /Docker engine stopped or restarted mid-run/);
     assert.equal(run.stdout, 'up\n', 'what it printed before is kept');
-    const record = docker
-      .audit()
-      .find((r): r is RunAuditRecord => r.event === 'run' && r.runId === run.runId);
+    const isIt = (r: AuditRecord): r is RunAuditRecord => r.event === 'run' && r.runId === run.runId;
+    const record = (await docker.audit((rs) => rs.some(isIt))).find(isIt);
     assert.deepEqual(record?.outcome, { phase: 'Failed', reason: 'BackendError' });
     assert.equal(record?.exitCode, run.exitCode);
   });
@@ -92,7 +96,7 @@ describe('faults: dockerd restarted mid-run and mid-session (live-restore off)',
     assert.equal(session.json.state, 'Failed', session.text);
     assert.equal(session.json.reason, 'EngineRestarted');
     assert.match(String(session.json.message), /engine stopped or restarted.*live-restore is off/);
-    const records = docker.audit();
+    const records = await docker.audit((rs) => rs.some((r) => r.event === 'session.failed'));
     const execRecord = records.find(
       (r): r is ExecAuditRecord => r.event === 'exec' && r.execId === exec.json.execId,
     );
@@ -125,7 +129,9 @@ describe('faults: dockerd restarted mid-run and mid-session (live-restore off)',
     const again = await docker.rest('POST', `/sessions/${id}/exec`, { command: ['echo', 'again'] });
     assert.equal(again.json.stdout, 'again\n', again.text);
     assert.equal((await docker.rest('DELETE', `/sessions/${id}`)).status, 200);
-    const events = docker.audit().map((r) => r.event);
+    const events = (await docker.audit((rs) => rs.some((r) => r.event === 'session.deleted'))).map(
+      (r) => r.event,
+    );
     assert.ok(
       events.filter((e) => e === 'run').length >= 2 && events.includes('session.deleted'),
       String(events),
@@ -142,7 +148,8 @@ describe('faults: dockerd restarted mid-run and mid-session (live-restore off)',
     assert.equal(ociRun.json.phase, 'Succeeded', ociRun.text);
     assert.equal(ociRun.json.stdout, 'survived\n');
     const runId = ociRun.json.runId as string;
-    const record = oci.audit().find((r): r is RunAuditRecord => r.event === 'run' && r.runId === runId);
+    const isIt = (r: AuditRecord): r is RunAuditRecord => r.event === 'run' && r.runId === runId;
+    const record = (await oci.audit((rs) => rs.some(isIt))).find(isIt);
     assert.deepEqual(record?.outcome, { phase: 'Succeeded', reason: 'Completed' });
     assert.deepEqual(processesWith(ociMark), []);
     assert.deepEqual(await ociLeftovers(containerId(runId)), []);

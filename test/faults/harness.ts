@@ -44,10 +44,15 @@ export interface Gateway {
   /** The audit file every one of its processes writes. */
   auditFile: string;
   rest(method: string, path: string, body?: unknown): Promise<Answer>;
+  /** PUT of a raw body (a session's file). */
+  put(path: string, body: string): Promise<Answer>;
   /** An MCP client over its Streamable HTTP endpoint (closed by the caller). */
   mcp(): Promise<Connected>;
-  /** Its audit records so far, each checked against the schema. */
-  audit(): AuditRecord[];
+  /**
+   * Its audit records, each checked against the schema: once `until` holds of them (a record is
+   * written just after its answer went out), or as they are after 10 s.
+   */
+  audit(until?: (records: AuditRecord[]) => boolean): Promise<AuditRecord[]>;
 }
 
 export interface GatewayOptions {
@@ -86,22 +91,30 @@ function over(served: Served, auditFile: string): Gateway {
   return {
     served,
     auditFile,
-    async rest(method, path, body) {
-      const res = await fetch(`${served.url}${path}`, {
+    rest: (method, path, body) =>
+      send(`${served.url}${path}`, {
         method,
         headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return {
-        status: res.status,
-        text,
-        json: text.startsWith('{') ? (JSON.parse(text) as Answer['json']) : {},
-      };
-    },
+      }),
+    put: (path, body) =>
+      send(`${served.url}${path}`, { method: 'PUT', headers: { Authorization: `Bearer ${TOKEN}` }, body }),
     mcp: () => connectHttp(`${served.url}/mcp`, TOKEN),
-    audit: () => readAuditFile(auditFile),
+    async audit(until = () => true) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const records = readAuditFile(auditFile);
+        if (until(records) || Date.now() > deadline) return records;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
   };
+}
+
+async function send(url: string, init: RequestInit): Promise<Answer> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, text, json: text.startsWith('{') ? (JSON.parse(text) as Answer['json']) : {} };
 }
 
 /** A tool's structured result (a run's), failing with its text when the call was a tool error. */
@@ -125,6 +138,11 @@ export function marker(name: string): string {
  */
 export function sleeper(mark: string, seconds: number): string {
   return `bash -c 'exec -a ${mark} sleep ${seconds}'`;
+}
+
+/** A shell command that spins on a CPU forever as a process named `mark` (see sleeper). */
+export function spinner(mark: string): string {
+  return `bash -c 'exec -a ${mark} bash -c "while :; do :; done"'`;
 }
 
 /** Host processes whose command line contains `needle` (sandboxes' processes too: they share the kernel). */

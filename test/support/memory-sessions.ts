@@ -288,6 +288,7 @@ export function memorySessions(
     record: (r: AuditRecord) => void records.push(r),
     open: async () => {},
     flush: async () => {},
+    written: async () => {},
     close: async () => {},
     file: undefined,
   };

@@ -29,6 +29,7 @@ const audit: AuditTrail = {
   record: (r) => void audited.push(r),
   open: () => Promise.resolve(),
   flush: () => Promise.resolve(),
+  written: () => Promise.resolve(),
   close: () => Promise.resolve(),
   file: undefined,
 };

@@ -231,6 +231,31 @@ describe('the gate', () => {
     );
   });
 
+  test('written() resolves once the records so far are in the file: in their batch, or once a write succeeds', async () => {
+    const fs = mountTmpfs(64);
+    mounts.push(fs);
+    const path = join(fs.dir, 'audit.jsonl');
+    const trail = createAuditTrail({ logger: logged().logger, file: fileOptions(path) });
+    await trail.open();
+    await trail.written(); // nothing taken: at once
+    trail.record(RECORD);
+    await trail.written();
+    assert.deepEqual(readAuditFile(path), [RECORD], 'in the file when written() resolves');
+    const filler = fill(fs.dir);
+    let done = false;
+    // A record too big for the slack left in the file's last block.
+    trail.record({ ...RECORD, runId: 'run-2', command: { ...RECORD.command, preview: 'x'.repeat(8000) } });
+    const written = trail.written().then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(done, false, 'not while the file fails');
+    unlinkSync(filler);
+    // The file's retry timer does not hold the process open: wait with one that does.
+    assert.ok(await pollUntil(() => done, { intervalMs: 10, timeoutMs: 5000 }), 'resolved after the retry');
+    await written;
+    assert.equal(readAuditFile(path).length, 2);
+    await trail.close();
+  });
+
   test('records that still cannot be written at close are logged at error level, whole', async () => {
     const { logger, lines } = logged();
     const trail = createAuditTrail({ logger, file: fileOptions('/dev/full') });
