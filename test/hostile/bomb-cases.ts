@@ -31,7 +31,7 @@ import {
   stragglersProgram,
 } from './bomb-programs.js';
 import { gatewayHealth, hostProcesses, leftoversAfter, rssGrowth, watch } from './outside.js';
-import { HOSTILE_OUTPUT_BYTES } from './service-target.js';
+import { HOSTILE_OUTPUT_BYTES } from './gateway.js';
 import { configLabel, type HostileConfig, type Ran, type Untrusted } from './untrusted.js';
 
 const MiB = 1024 ** 2;

@@ -14,10 +14,13 @@ import { wireBackend, type BackendWiring } from '../../src/cmd/wiring.js';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/observability/logger.js';
 
-/** The `sandbox:` settings of every hostile gateway and operator: sandpit/* images, room for a program's whole report (64 KiB a stream), a 30 s deadline. */
+/** Room for a program's whole report: 64 KiB a stream. */
+export const HOSTILE_OUTPUT_BYTES = 64 * 1024;
+
+/** The `sandbox:` settings of every hostile gateway and operator: sandpit/* images, room for a program's whole report, a 30 s deadline. */
 export const HOSTILE_SANDBOX_CONFIG = {
   imageAllowlist: ['sandpit/*'],
-  maxOutputBytes: 64 * 1024,
+  maxOutputBytes: HOSTILE_OUTPUT_BYTES,
   timeoutSeconds: 30,
 };
 
