@@ -87,13 +87,7 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
 }
 
 const mark = (r: TestRecord | undefined): string =>
-  r === undefined
-    ? '–'
-    : r.status === 'pass'
-      ? 'contained'
-      : r.status === 'fail'
-        ? '**ESCAPED or broke**'
-        : r.status;
+  r === undefined ? '–' : r.status === 'pass' ? 'contained' : r.status === 'fail' ? '**failed**' : r.status;
 
 function hostileSection(placed: Placed[]): string[] {
   const lines: string[] = ['## Hostile programs', ''];
@@ -105,6 +99,20 @@ function hostileSection(placed: Placed[]): string[] {
       const by = new Map(tries.map((p) => [p.config, p.record]));
       lines.push(`| ${cell(name)} | ${configs.map((c) => mark(by.get(c))).join(' | ')} |`);
     }
+    lines.push('');
+  }
+  const failed = placed.filter((p) => p.record.status === 'fail');
+  if (failed.length > 0) {
+    lines.push(
+      '### What failed, and why',
+      '',
+      '| category | configuration | case | error |',
+      '|---|---|---|---|',
+    );
+    for (const p of failed)
+      lines.push(
+        `| ${cell(p.category)} | ${cell(p.config)} | ${cell(caseName(p))} | ${cell(p.record.error ?? '')} |`,
+      );
     lines.push('');
   }
   return lines;
@@ -132,7 +140,7 @@ export function renderReport(records: readonly TestRecord[], meta: Meta): string
   return [
     '# Reliability report',
     '',
-    `Made by \`npm run test:reliability\` (test/reliability/report.ts) on ${meta.date}, on ${meta.machine}.`,
+    `Made by test/reliability/report.ts (\`npm run test:reliability\`, or \`npm run report:reliability\` from a run's results) on ${meta.date}, on ${meta.machine}.`,
     `Matrix: ${meta.matrix}. Each row is a named test in test/hostile, test/faults or test/load.`,
     '',
     '## Totals',

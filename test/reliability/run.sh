@@ -28,6 +28,7 @@ tier load
 # Kills the operator and restarts the apiserver: last.
 tier faults-kube
 
-node --import tsx test/reliability/report.ts --results "$results" --out "$out" --matrix "$SANDPIT_RELIABILITY" || status=1
+node --import tsx test/reliability/report.ts --results "$results" --out "$out" --matrix "$SANDPIT_RELIABILITY" &&
+  npx prettier --write "$out" >/dev/null || status=1
 echo "==> reliability report: $out" >&2
 exit "$status"

@@ -24,27 +24,27 @@ const FIGURE = 'figure ';
  * @returns {AsyncGenerator<string>}
  */
 export default async function* resultsReporter(source) {
-  // Per file: the names of the tests started at each nesting level (node reports a file's tests in
-  // order, children before their suite), and the record a following diagnostic belongs to. A
-  // test's figures come after its own pass, so the records are written at the end.
-  /** @type {Map<string, string[]>} */
-  const started = new Map();
-  /** @type {Map<string, { record: TestRecord, nesting: number }>} */
-  const last = new Map();
+  // The names of the tests started at each nesting level: node reports a file's tests in order,
+  // children before their suite, and the tiers this serves run one file at a time. (A test's
+  // own file can differ from its suite's, where a helper in another file calls test().) The
+  // record a following diagnostic belongs to is the last one: a test's figures come after its own
+  // pass, so the records are written at the end.
+  /** @type {string[]} */
+  const started = [];
+  /** @type {{ record: TestRecord, nesting: number } | undefined} */
+  let last;
   /** @type {TestRecord[]} */
   const records = [];
   for await (const { type, data } of source) {
     const file = data.file ? relative(process.cwd(), data.file) : '';
     if (type === 'test:start') {
-      const stack = started.get(file) ?? [];
-      stack.length = data.nesting;
-      stack.push(data.name ?? '');
-      started.set(file, stack);
+      started.length = data.nesting;
+      started.push(data.name ?? '');
     } else if ((type === 'test:pass' || type === 'test:fail') && data.details?.type !== 'suite') {
       /** @type {TestRecord} */
       const record = {
         file,
-        suites: (started.get(file) ?? []).slice(0, data.nesting),
+        suites: started.slice(0, data.nesting),
         name: data.name ?? '',
         status:
           type === 'test:fail'
@@ -58,11 +58,10 @@ export default async function* resultsReporter(source) {
         ...(data.details?.error ? { error: firstLine(data.details.error) } : {}),
       };
       records.push(record);
-      last.set(file, { record, nesting: data.nesting });
+      last = { record, nesting: data.nesting };
     } else if (type === 'test:diagnostic' && data.message?.startsWith(FIGURE)) {
-      const owner = last.get(file);
-      if (owner && owner.nesting === data.nesting)
-        (owner.record.figures ??= []).push(
+      if (last && last.nesting === data.nesting)
+        (last.record.figures ??= []).push(
           /** @type {unknown} */ (JSON.parse(data.message.slice(FIGURE.length))),
         );
     }
