@@ -31,7 +31,7 @@ export function armCanary(): void {
 
 /** The secrets every hostile gateway holds, by what they are. */
 export const GATEWAY_SECRETS: Readonly<Record<string, string>> = {
-  'the gateway’s token (auth.token, MCP_AUTH_TOKEN)': CANARY,
+  'the canary token in the gateway’s (and operator’s) config and env (auth.token, MCP_AUTH_TOKEN)': CANARY,
 };
 
 /** A gateway's service and backend, wired from `config` plus the canary as its token. */

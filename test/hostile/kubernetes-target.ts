@@ -25,7 +25,7 @@ import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
 import type { OperatorConfig } from '../integration/kubernetes/operator-process.js';
 import { specWith } from '../support/docker.js';
 import { withCluster } from '../support/kube/index.js';
-import { armCanary, GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
+import { armCanary, CANARY, GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
 import { serviceTarget } from './service-target.js';
 import type { HostileConfig, Targets, Untrusted } from './untrusted.js';
 
@@ -56,6 +56,8 @@ export function kubernetesTargets(
       armCanary();
       const suite = await startSuite(await withCluster(), 'hostile', {
         ...operator,
+        // The operator holds the canary too: in its config file, and (inherited) in its env.
+        auth: { token: CANARY },
         sandbox: { ...HOSTILE_SANDBOX_CONFIG, ...operator.sandbox },
         kubernetes: { allowedRuntimeClasses: [GVISOR], ...operator.kubernetes },
       });
