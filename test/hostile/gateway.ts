@@ -39,7 +39,8 @@ export async function wireGateway(config: Record<string, unknown>): Promise<Back
   armCanary();
   const dir = mkdtempSync(path.join(tmpdir(), 'sandpit-hostile-'));
   const file = path.join(dir, 'config.yaml');
-  writeFileSync(file, stringify({ ...config, auth: { token: CANARY } }), { mode: 0o600 });
+  const auth = { ...(config.auth as Record<string, unknown> | undefined), token: CANARY };
+  writeFileSync(file, stringify({ ...config, auth }), { mode: 0o600 });
   const loaded = loadConfig({ env: process.env, configPath: file });
   return wireBackend({ config: loaded, logger: silentLogger() });
 }
