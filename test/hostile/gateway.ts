@@ -34,7 +34,7 @@ export function armCanary(): void {
 
 /** The secrets every hostile gateway holds, by what they are. */
 export const GATEWAY_SECRETS: Readonly<Record<string, string>> = {
-  'the gateway’s token (auth.token, MCP_AUTH_TOKEN)': CANARY,
+  'the canary token in the gateway’s (and operator’s) config and env (auth.token, MCP_AUTH_TOKEN)': CANARY,
 };
 
 /** A gateway's service and backend, wired from `config` plus the canary as its token. */
@@ -42,7 +42,8 @@ export async function wireGateway(config: Record<string, unknown>): Promise<Back
   armCanary();
   const dir = mkdtempSync(path.join(tmpdir(), 'sandpit-hostile-'));
   const file = path.join(dir, 'config.yaml');
-  writeFileSync(file, stringify({ ...config, auth: { token: CANARY } }), { mode: 0o600 });
+  const auth = { ...(config.auth as Record<string, unknown> | undefined), token: CANARY };
+  writeFileSync(file, stringify({ ...config, auth }), { mode: 0o600 });
   const loaded = loadConfig({ env: process.env, configPath: file });
   return wireBackend({ config: loaded, logger: silentLogger() });
 }

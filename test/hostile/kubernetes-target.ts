@@ -1,12 +1,13 @@
 /**
  * Hostile targets on the Kubernetes backend: SandboxRuns and Sandboxes reconciled by one real
- * operator suite (its own namespace), made through a gateway wired as `sandpit serve` wires it
+ * operator (one per test file), made through a gateway wired as `sandpit serve` wires it
  * (test/hostile/gateway.ts) with the static gateway identity's kubeconfig (deploy/gateway-rbac.yaml,
- * never admin). Each warm configuration gets a SandboxPool of one pod of its shape (runs: the
- * shape the gateway writes; sessions: the template's), all made at the start so that they fill
- * together, and each of its runs waits until its pool has a ready pod. Besides the gateway's
- * canary, the cluster's credentials are secrets no sandbox may see: the gateway's, the
- * operator's and the admin's tokens.
+ * never admin). The operator watches two namespaces: cold configurations run in one that has no
+ * pools, so nothing can serve them warm; warm ones in the other, as a tenant token's runs
+ * (auth.tokens[].namespace), where each warm configuration has a SandboxPool of one pod of its
+ * shape (runs: the shape the gateway writes; sessions: the template's), all made at the start so
+ * that they fill together. Besides the gateway's canary, the cluster's credentials are secrets no
+ * sandbox may see: the gateway's, the operator's and the admin's tokens.
  */
 import {
   LABEL_POOL_POD,
@@ -19,13 +20,20 @@ import { isTerminal } from '../../src/api/run.js';
 import type { SandboxPool } from '../../src/api/v1alpha1/sandboxpool.js';
 import type { BackendWiring } from '../../src/cmd/wiring.js';
 import { bindGatewayRbac } from '../contract/kube-gateway.js';
-import { getRun, startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
+import { PRINCIPAL } from '../contract/target.js';
+import {
+  getRun,
+  OperatorProcess,
+  prepareNamespace,
+  stopSuite,
+  type Suite,
+} from '../integration/kubernetes/operator-harness.js';
+import type { OperatorConfig } from '../integration/kubernetes/operator-process.js';
 import { createPool, poolsPath, poolSpecFor, sandboxPods } from '../integration/kubernetes/pool-harness.js';
 import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
-import type { OperatorConfig } from '../integration/kubernetes/operator-process.js';
 import { specWith } from '../support/docker.js';
 import { withCluster } from '../support/kube/index.js';
-import { armCanary, GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
+import { armCanary, CANARY, GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
 import { serviceTarget } from './service-target.js';
 import type { HostileConfig, Targets, Untrusted } from './untrusted.js';
 
@@ -34,6 +42,8 @@ const GVISOR = 'gvisor';
 
 interface Host extends BackendWiring {
   suite: Suite;
+  /** Where the pools are, and the warm configurations' runs and sessions. */
+  warmNs: string;
   secrets: Record<string, string>;
 }
 
@@ -54,15 +64,32 @@ export function kubernetesTargets(
   const start = (): Promise<Host> =>
     (host ??= (async () => {
       armCanary();
-      const suite = await startSuite(await withCluster(), 'hostile', {
+      const cluster = await withCluster();
+      const ns = await cluster.createNamespace('hostile');
+      const warmNs = await cluster.createNamespace('hostile-warm');
+      await prepareNamespace(cluster, ns);
+      const op = OperatorProcess.start(cluster, {
         ...operator,
+        namespace: ns,
+        operator: { namespaces: [ns, warmNs], ...operator.operator },
+        // The operator holds the canary too: in its config file, and (inherited) in its env.
+        auth: { token: CANARY },
         sandbox: { ...HOSTILE_SANDBOX_CONFIG, ...operator.sandbox },
         kubernetes: { allowedRuntimeClasses: [GVISOR], ...operator.kubernetes },
       });
-      const { cluster, ns } = suite;
+      const suite: Suite = { cluster, ns, operator: op };
+      try {
+        await op.waitForLog((l) => l.msg === 'Synced caches', 30_000, 'Synced caches');
+      } catch (e) {
+        await stopSuite(suite, true, (l) => process.stderr.write(`# ${l}\n`));
+        await cluster.deleteNamespace(warmNs);
+        throw e;
+      }
       await bindGatewayRbac(cluster, ns);
+      await bindGatewayRbac(cluster, warmNs);
       const wired = await wireGateway({
         sandbox: { backend: 'kubernetes', ...HOSTILE_SANDBOX_CONFIG },
+        auth: { tokens: [{ name: 'hostile-warm', token: `${CANARY}-warm`, namespace: warmNs }] },
         kubernetes: {
           allowedRuntimeClasses: [GVISOR],
           gateway: { kubeconfig: cluster.env.identities.gateway.kubeconfigPath, namespace: ns },
@@ -74,7 +101,7 @@ export function kubernetesTargets(
         const runtime = c.gvisor ? { runtime: GVISOR } : {};
         await createPool(
           cluster,
-          ns,
+          warmNs,
           poolName(c),
           c.path === 'run'
             ? poolSpecFor(specWith({ template: 'python', code: '', ...runtime }, policy), { replicas: 1 })
@@ -93,13 +120,14 @@ export function kubernetesTargets(
         'the operator’s cluster token': ids.operator.token,
         'the cluster admin’s token': ids.admin.token,
       };
-      return { ...wired, suite, secrets };
+      return { ...wired, suite, warmNs, secrets };
     })());
 
   return {
     async target(config: HostileConfig): Promise<Untrusted> {
-      const { suite, service, metrics, secrets } = await start();
-      const { cluster, ns } = suite;
+      const { suite, warmNs, service, metrics, secrets } = await start();
+      const { cluster } = suite;
+      const ns = config.warm ? warmNs : suite.ns;
       let ready: (() => Promise<void>) | undefined;
       if (config.warm) {
         const name = poolName(config);
@@ -127,6 +155,8 @@ export function kubernetesTargets(
         service,
         metrics,
         secrets,
+        // The warm configurations' runs and sessions are the tenant token's, in the pools' namespace.
+        principal: config.warm ? { ...PRINCIPAL, namespace: warmNs } : PRINCIPAL,
         gvisorRuntime: GVISOR,
         ...(ready ? { ready } : {}),
         async leftovers(made) {
@@ -160,6 +190,7 @@ export function kubernetesTargets(
       const h = await host;
       await h.service.shutdown({ endSessions: true });
       await stopSuite(h.suite, false, (l) => process.stderr.write(`# ${l}\n`));
+      await h.suite.cluster.deleteNamespace(h.warmNs);
     },
   };
 }

@@ -6,6 +6,7 @@
  * a path other than the one its label names.
  */
 import { Buffer } from 'node:buffer';
+import type { Principal } from '../../src/gateway/principal.js';
 import type { SandpitService } from '../../src/gateway/service.js';
 import type { Metrics } from '../../src/observability/metrics.js';
 import { BUILTIN_TEMPLATES, CODE_DIR, WORKSPACE } from '../../src/policy/templates.js';
@@ -31,6 +32,8 @@ export interface ServiceTargetParts {
   metrics: Metrics;
   /** What the gateway and the operator hold that no sandbox may see, by name. */
   secrets: Readonly<Record<string, string>>;
+  /** Who runs the requests (default: the contract's principal). */
+  principal?: Principal;
   /** gVisor's name here: the runtime (Docker, oci) or the RuntimeClass (Kubernetes). */
   gvisorRuntime: string;
   /** Resolves once a sandbox of this configuration can be served as it says (warm: a pool has one ready). */
@@ -57,6 +60,7 @@ function sessionCommand(template: string): { file: string; command: string[] } {
 
 export function serviceTarget(parts: ServiceTargetParts): Untrusted {
   const { config, service, metrics } = parts;
+  const principal = parts.principal ?? PRINCIPAL;
   const made: Made = { runs: [], sessions: [] };
   const runtime = config.gvisor ? { runtime: parts.gvisorRuntime } : {};
   const expected = config.warm ? 'warm' : 'cold';
@@ -66,7 +70,7 @@ export function serviceTarget(parts: ServiceTargetParts): Untrusted {
 
   async function run(request: UntrustedRequest): Promise<Ran> {
     await parts.ready?.();
-    const handle = await service.runs.start({ template: 'python', ...request, ...runtime }, PRINCIPAL);
+    const handle = await service.runs.start({ template: 'python', ...request, ...runtime }, principal);
     made.runs.push(handle.runId);
     const { runId: _, ...ran } = await handle.result;
     if (ran.phase !== 'Rejected' && (ran.served ?? 'cold') !== expected)
@@ -99,14 +103,14 @@ export function serviceTarget(parts: ServiceTargetParts): Untrusted {
         ...(network ? { network } : {}),
         ...runtime,
       },
-      PRINCIPAL,
+      principal,
     );
     made.sessions.push(session.id);
     try {
       const served = (await warmSessions(metrics)) > warmBefore ? 'warm' : 'cold';
       if (served !== expected) throw wrongPath(served);
       for (const f of files ?? [])
-        await service.sessions.writeFile(session.id, PRINCIPAL, {
+        await service.sessions.writeFile(session.id, principal, {
           path: f.path,
           content: Buffer.from(f.content, f.encoding ?? 'utf8'),
           ...(f.executable ? { mode: 0o755 } : {}),
@@ -114,14 +118,14 @@ export function serviceTarget(parts: ServiceTargetParts): Untrusted {
       let argv = command;
       if (code !== undefined) {
         const main = sessionCommand(template);
-        await service.sessions.writeFile(session.id, PRINCIPAL, {
+        await service.sessions.writeFile(session.id, principal, {
           path: main.file,
           content: Buffer.from(code),
         });
         argv ??= main.command;
       }
       if (!argv) throw new Error('give code or command');
-      const handle = service.sessions.exec(session.id, PRINCIPAL, {
+      const handle = service.sessions.exec(session.id, principal, {
         command: argv,
         ...(stdin !== undefined ? { stdin } : {}),
         ...(env ? { env } : {}),
@@ -130,7 +134,7 @@ export function serviceTarget(parts: ServiceTargetParts): Untrusted {
       const { execId: _e, sessionId: _s, ...ran } = await handle.result;
       return { ...ran, served };
     } finally {
-      await service.sessions.delete(session.id, PRINCIPAL);
+      await service.sessions.delete(session.id, principal);
     }
   }
 
