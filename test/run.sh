@@ -37,8 +37,10 @@ case $tier in
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;
-  # Hostile programs (issue 21): escape and privilege techniques from inside the sandbox, on the
-  # Docker and oci backends, under runc and runsc.
+  # Hostile programs (issue 21): escape and privilege techniques and leaks, tried from inside the
+  # sandbox on Docker, oci and Kubernetes, in the configurations test/hostile/untrusted.ts's
+  # configs() gives (runc warm runs and sessions, a gVisor cold run; SANDPIT_RELIABILITY=full:
+  # every combination of runtime, pool and path).
   hostile) dirs=(test/hostile) ;;
   *) echo "unknown tier: $tier" >&2; exit 64 ;;
 esac

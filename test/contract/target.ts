@@ -9,7 +9,7 @@ import type { BackendHealth, RunExecution, SandboxBackend, StartOptions } from '
 import type { Principal } from '../../src/gateway/principal.js';
 import { SandpitService } from '../../src/gateway/service.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { EffectiveSpec } from '../../src/policy/evaluate.js';
 import { createPolicy, type Policy } from '../../src/policy/policy.js';
 
@@ -125,16 +125,12 @@ export interface ContractTarget {
   replica?(): SandpitService;
 }
 
-export function createService(
-  backend: CountingBackend,
-  policy: Policy,
-  metrics: Metrics = createMetrics(),
-): SandpitService {
+export function createService(backend: CountingBackend, policy: Policy): SandpitService {
   return new SandpitService({
     backend,
     policy,
     logger: silentLogger(),
-    metrics,
+    metrics: createMetrics(),
     slots: { maxConcurrent: 4, maxQueued: 16 },
   });
 }

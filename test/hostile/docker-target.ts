@@ -1,45 +1,34 @@
 /**
- * Hostile targets on the Docker backend: one DockerBackend per pool setting (cold: none; warm:
- * pools of one ready container for the shapes the configurations ask for), each under one service
- * that allows runc and runsc.
+ * Hostile targets on the Docker backend: one gateway per pool setting (cold: no pools; warm: pools
+ * of one ready container for the shapes the configurations ask for), each wired as `sandpit serve`
+ * wires it (test/hostile/gateway.ts), allowing runc and runsc.
  */
 import type Docker from 'dockerode';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
-import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
 import { sessionShape } from '../../src/backends/docker/session/docker-sessions.js';
-import type { SandpitService } from '../../src/gateway/service.js';
-import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
-import { CountingBackend, createService } from '../contract/target.js';
+import type { BackendWiring } from '../../src/cmd/wiring.js';
 import { requireDocker, sandpitContainers, specWith } from '../support/docker.js';
 import { sessionContainers, sessionSpec } from '../support/sessions.js';
-import { hostilePolicy, serviceTarget } from './service-target.js';
+import { GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
+import { serviceTarget } from './service-target.js';
 import type { HostileConfig, Targets, Untrusted } from './untrusted.js';
 
 const RUNSC = 'runsc';
 
-interface Host {
-  backend: DockerBackend;
-  service: SandpitService;
-  metrics: Metrics;
-}
-
 export function dockerTargets(): Targets {
-  const policy = hostilePolicy(['runc', RUNSC]);
-  const hosts = new Map<boolean, Promise<Host>>();
-  let engine: Docker | undefined;
+  const hosts = new Map<boolean, Promise<BackendWiring & { backend: DockerBackend }>>();
 
-  const host = (warm: boolean): Promise<Host> => {
+  const host = (warm: boolean) => {
     let h = hosts.get(warm);
     if (!h) {
       h = (async () => {
-        engine = await requireDocker();
-        const metrics = createMetrics();
-        const backend = new DockerBackend({
-          docker: engine,
-          metrics,
-          ...(warm ? { pool: { ...DEFAULT_POOL_OPTIONS, minIdle: 1, maxSize: 2 } } : {}),
+        await requireDocker();
+        const wired = await wireGateway({
+          sandbox: { backend: 'docker', ...HOSTILE_SANDBOX_CONFIG, allowedRuntimes: ['runc', RUNSC] },
+          pool: warm ? { enabled: true, minIdle: 1, maxSize: 2 } : { enabled: false },
         });
-        return { backend, metrics, service: createService(new CountingBackend(backend), policy, metrics) };
+        if (!(wired.backend instanceof DockerBackend)) throw new Error('the gateway did not wire Docker');
+        return { ...wired, backend: wired.backend };
       })();
       hosts.set(warm, h);
     }
@@ -49,15 +38,15 @@ export function dockerTargets(): Targets {
   return {
     async target(config: HostileConfig): Promise<Untrusted> {
       const { backend, service, metrics } = await host(config.warm);
-      const docker = engine!;
+      const docker: Docker = await requireDocker();
       const runtime = config.gvisor ? { runtime: RUNSC } : {};
       let ready: (() => Promise<void>) | undefined;
       if (config.warm) {
         const pool = backend.pool;
-        if (!pool) throw new Error('the warm Docker backend has no pool');
+        if (!pool) throw new Error('the warm Docker gateway has no pool');
         if (config.path === 'run')
-          pool.start([specWith({ template: 'python', code: '', ...runtime }, policy)]);
-        else pool.start([], [sessionShape(sessionSpec({ template: 'python', ...runtime }, policy))]);
+          pool.start([specWith({ template: 'python', code: '', ...runtime }, service.policy)]);
+        else pool.start([], [sessionShape(sessionSpec({ template: 'python', ...runtime }, service.policy))]);
         ready = async () => {
           if (!(await pool.filled(60_000))) throw new Error('the warm pools did not fill within 60 s');
         };
@@ -67,6 +56,7 @@ export function dockerTargets(): Targets {
         config,
         service,
         metrics,
+        secrets: GATEWAY_SECRETS,
         gvisorRuntime: RUNSC,
         ...(ready ? { ready } : {}),
         async leftovers(made) {

@@ -1,9 +1,12 @@
 /**
  * Hostile targets on the Kubernetes backend: SandboxRuns and Sandboxes reconciled by one real
- * operator suite (its own namespace), made through the gateway's service as the static gateway
- * identity (deploy/gateway-rbac.yaml, never admin). A warm configuration gets a SandboxPool of one
- * pod of its shape (runs: the shape the gateway writes; sessions: the template's), and each of its
- * runs waits until the pool has a ready pod.
+ * operator suite (its own namespace), made through a gateway wired as `sandpit serve` wires it
+ * (test/hostile/gateway.ts) with the static gateway identity's kubeconfig (deploy/gateway-rbac.yaml,
+ * never admin). Each warm configuration gets a SandboxPool of one pod of its shape (runs: the
+ * shape the gateway writes; sessions: the template's), all made at the start so that they fill
+ * together, and each of its runs waits until its pool has a ready pod. Besides the gateway's
+ * canary, the cluster's credentials are secrets no sandbox may see: the gateway's, the
+ * operator's and the admin's tokens.
  */
 import {
   LABEL_POOL_POD,
@@ -12,113 +15,136 @@ import {
   POOL_POD_IDLE,
   labelValueFor,
 } from '../../src/api/v1alpha1/labels.js';
-import type { KubernetesBackend } from '../../src/backends/kubernetes/kubernetes-backend.js';
-import type { SandpitService } from '../../src/gateway/service.js';
-import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
 import { isTerminal } from '../../src/api/run.js';
-import { bindGatewayRbac, gatewayBackend } from '../contract/kube-gateway.js';
-import { CountingBackend, createService } from '../contract/target.js';
+import type { SandboxPool } from '../../src/api/v1alpha1/sandboxpool.js';
+import type { BackendWiring } from '../../src/cmd/wiring.js';
+import { bindGatewayRbac } from '../contract/kube-gateway.js';
 import { getRun, startSuite, stopSuite, type Suite } from '../integration/kubernetes/operator-harness.js';
-import {
-  createPool,
-  isIdlePoolPod,
-  poolSpecFor,
-  sandboxPods,
-  waitPods,
-} from '../integration/kubernetes/pool-harness.js';
+import { createPool, poolsPath, poolSpecFor, sandboxPods } from '../integration/kubernetes/pool-harness.js';
 import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
 import type { OperatorConfig } from '../integration/kubernetes/operator-process.js';
 import { specWith } from '../support/docker.js';
 import { withCluster } from '../support/kube/index.js';
-import { HOSTILE_SANDBOX_CONFIG, hostilePolicy, serviceTarget } from './service-target.js';
+import { armCanary, CANARY, GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
+import { serviceTarget } from './service-target.js';
 import type { HostileConfig, Targets, Untrusted } from './untrusted.js';
 
 /** The RuntimeClass test/env/kube-cluster.sh installs (deploy/runtimeclasses.yaml, handler runsc). */
 const GVISOR = 'gvisor';
 
-interface Host {
+interface Host extends BackendWiring {
   suite: Suite;
-  backend: KubernetesBackend;
-  service: SandpitService;
-  metrics: Metrics;
+  secrets: Record<string, string>;
 }
 
-/** `operator`: more of the operator's config (e.g. a leak case's canary). */
-export function kubernetesTargets(operator: Omit<OperatorConfig, 'namespace'> = {}): Targets {
-  const policy = hostilePolicy([GVISOR]);
+const poolName = (c: HostileConfig): string => `${c.path}-${c.gvisor ? 'gvisor' : 'runc'}`;
+
+/**
+ * `configs`: the configurations this file tries (their pools are made at the start);
+ * `operator`: more of the operator's config.
+ */
+export function kubernetesTargets(
+  configs: readonly HostileConfig[],
+  operator: Omit<OperatorConfig, 'namespace'> = {},
+): Targets {
   let host: Promise<Host> | undefined;
-  const pools = new Set<string>();
+  /** When the last run began from each pool (the targets of one configuration share it). */
+  const lastStart = new Map<string, number>();
 
   const start = (): Promise<Host> =>
     (host ??= (async () => {
+      armCanary();
       const suite = await startSuite(await withCluster(), 'hostile', {
         ...operator,
+        // The operator holds the canary too: in its config file, and (inherited) in its env.
+        auth: { token: CANARY },
         sandbox: { ...HOSTILE_SANDBOX_CONFIG, ...operator.sandbox },
         kubernetes: { allowedRuntimeClasses: [GVISOR], ...operator.kubernetes },
       });
-      await bindGatewayRbac(suite.cluster, suite.ns);
-      const backend = gatewayBackend(suite.cluster, suite.ns, { policy });
-      const metrics = createMetrics();
-      return {
-        suite,
-        backend,
-        metrics,
-        service: createService(new CountingBackend(backend), policy, metrics),
+      const { cluster, ns } = suite;
+      await bindGatewayRbac(cluster, ns);
+      const wired = await wireGateway({
+        sandbox: { backend: 'kubernetes', ...HOSTILE_SANDBOX_CONFIG },
+        kubernetes: {
+          allowedRuntimeClasses: [GVISOR],
+          gateway: { kubeconfig: cluster.env.identities.gateway.kubeconfigPath, namespace: ns },
+          operator: { leaseNamespace: ns },
+        },
+      });
+      const policy = wired.service.policy;
+      for (const c of configs.filter((x) => x.warm)) {
+        const runtime = c.gvisor ? { runtime: GVISOR } : {};
+        await createPool(
+          cluster,
+          ns,
+          poolName(c),
+          c.path === 'run'
+            ? poolSpecFor(specWith({ template: 'python', code: '', ...runtime }, policy), { replicas: 1 })
+            : {
+                template: 'python',
+                mode: 'session',
+                replicas: 1,
+                ...(c.gvisor ? { runtimeClassName: GVISOR } : {}),
+              },
+        );
+      }
+      const ids = cluster.env.identities;
+      const secrets = {
+        ...GATEWAY_SECRETS,
+        'the gateway’s cluster token (its kubeconfig)': ids.gateway.token,
+        'the operator’s cluster token': ids.operator.token,
+        'the cluster admin’s token': ids.admin.token,
       };
+      return { ...wired, suite, secrets };
     })());
 
   return {
     async target(config: HostileConfig): Promise<Untrusted> {
-      const { suite, service, metrics } = await start();
+      const { suite, service, metrics, secrets } = await start();
       const { cluster, ns } = suite;
-      const runtime = config.gvisor ? { runtime: GVISOR } : {};
       let ready: (() => Promise<void>) | undefined;
       if (config.warm) {
-        const name = `${config.path}-${config.gvisor ? 'gvisor' : 'runc'}`;
-        if (!pools.has(name)) {
-          pools.add(name);
-          await createPool(
-            cluster,
-            ns,
-            name,
-            config.path === 'run'
-              ? poolSpecFor(specWith({ template: 'python', code: '', ...runtime }, policy), { replicas: 1 })
-              : {
-                  template: 'python',
-                  mode: 'session',
-                  replicas: 1,
-                  ...(config.gvisor ? { runtimeClassName: GVISOR } : {}),
-                },
-          );
-        }
+        const name = poolName(config);
+        // Ready when the operator's own view says so: its pool's Ready condition (written from
+        // the cache a claim reads; True when every wanted pod is ready and none starting) turned
+        // True after the last run here began. With one replica that run's claim turned it False
+        // (no ready pod until the refill): so it is the refill's pod that the next run finds. A
+        // pod this test's own watch sees ready may not be in the operator's cache yet (the run
+        // would go cold), and the old True is stale. The condition's time has whole seconds.
         ready = async () => {
-          await waitPods(
-            cluster,
-            ns,
-            (pods) => pods.some(isIdlePoolPod(name)),
-            180_000,
-            `a ready pod of pool ${name}`,
+          const after = Math.floor((lastStart.get(name) ?? 0) / 1000) * 1000;
+          await cluster.waitFor<SandboxPool>(
+            { path: poolsPath(ns), name },
+            (p) => {
+              const c = p.status?.conditions?.find((x) => x.type === 'Ready');
+              return c?.status === 'True' && Date.parse(c.lastTransitionTime ?? '') > after;
+            },
+            { timeoutMs: 180_000, description: `SandboxPool ${ns}/${name} to be ready again` },
           );
+          lastStart.set(name, Date.now());
         };
-        await ready();
       }
       return serviceTarget({
         config,
         service,
         metrics,
+        secrets,
         gvisorRuntime: GVISOR,
         ...(ready ? { ready } : {}),
         async leftovers(made) {
           const runs = new Set(made.runs.map(labelValueFor));
           const sessions = new Set(made.sessions.map(labelValueFor));
+          // A finished cold run keeps its pod, stopped, as its record until the run's TTL (its
+          // `kubectl logs`): a pod that is not finished still holds a sandbox.
           const pods = (await sandboxPods(cluster, ns))
             .filter((p) => p.metadata?.labels?.[LABEL_POOL_POD] !== POOL_POD_IDLE)
+            .filter((p) => !['Succeeded', 'Failed'].includes(p.status?.phase ?? ''))
             .filter(
               (p) =>
                 runs.has(p.metadata?.labels?.[LABEL_RUN] ?? '') ||
                 sessions.has(p.metadata?.labels?.[LABEL_SESSION] ?? ''),
             )
-            .map((p) => `pod ${p.metadata?.name}`);
+            .map((p) => `pod ${p.metadata?.name} (${p.status?.phase})`);
           // A finished SandboxRun is the run's record (kept until its TTL); an unfinished one is a live sandbox.
           const live: string[] = [];
           for (const id of made.runs) {

@@ -8,7 +8,6 @@
 import { Buffer } from 'node:buffer';
 import type { SandpitService } from '../../src/gateway/service.js';
 import type { Metrics } from '../../src/observability/metrics.js';
-import { createPolicy, type Policy } from '../../src/policy/policy.js';
 import { BUILTIN_TEMPLATES, CODE_DIR, WORKSPACE } from '../../src/policy/templates.js';
 import { PRINCIPAL } from '../contract/target.js';
 import {
@@ -18,27 +17,6 @@ import {
   type Untrusted,
   type UntrustedRequest,
 } from './untrusted.js';
-
-/**
- * The hostile tier's policy: the contract's (sandpit/* images, a 30 s deadline), with room for a
- * program's whole report on stdout (64 KiB a stream). The Kubernetes operator gets the same.
- */
-export const HOSTILE_OUTPUT_BYTES = 64 * 1024;
-
-export function hostilePolicy(allowedRuntimes: readonly string[]): Policy {
-  return createPolicy({
-    imageAllowlist: ['sandpit/*'],
-    allowedRuntimes,
-    ceilings: { outputBytes: HOSTILE_OUTPUT_BYTES, timeoutSeconds: 30 },
-  });
-}
-
-/** The operator's `sandbox:` section for hostilePolicy(). */
-export const HOSTILE_SANDBOX_CONFIG = {
-  imageAllowlist: ['sandpit/*'],
-  maxOutputBytes: HOSTILE_OUTPUT_BYTES,
-  timeoutSeconds: 30,
-};
 
 /** The runs and sessions a target made. */
 export interface Made {
@@ -51,6 +29,8 @@ export interface ServiceTargetParts {
   service: SandpitService;
   /** The service's metrics: how each session was served (sandpit_sessions_created_total). */
   metrics: Metrics;
+  /** What the gateway and the operator hold that no sandbox may see, by name. */
+  secrets: Readonly<Record<string, string>>;
   /** gVisor's name here: the runtime (Docker, oci) or the RuntimeClass (Kubernetes). */
   gvisorRuntime: string;
   /** Resolves once a sandbox of this configuration can be served as it says (warm: a pool has one ready). */
@@ -158,6 +138,7 @@ export function serviceTarget(parts: ServiceTargetParts): Untrusted {
     config,
     label,
     service,
+    secrets: parts.secrets,
     run: config.path === 'run' ? run : exec,
     leftovers: () => parts.leftovers(made),
     close: async () => parts.close?.(),

@@ -33,6 +33,8 @@ export interface Untrusted {
   label: string;
   /** The gateway's service over the backend (the path every MCP tool and REST route takes). */
   service: SandpitService;
+  /** What the gateway and the operator behind this target hold that no sandbox may see, by name. */
+  secrets: Readonly<Record<string, string>>;
   /** Runs `request` as untrusted code in this configuration, to its result. */
   run(request: UntrustedRequest): Promise<Ran>;
   /** This target's sandboxes (containers, bundles, pods, SandboxRuns, Sandboxes) that exist now. */

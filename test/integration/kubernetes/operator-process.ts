@@ -18,6 +18,8 @@ export interface OperatorConfig {
   /** Extra `kubernetes.operator:` settings. */
   operator?: Record<string, unknown>;
   sandbox?: Record<string, unknown>;
+  /** An `auth:` section (the hostile tier puts a canary token there, which no sandbox may see). */
+  auth?: Record<string, unknown>;
 }
 
 /** The config every test operator starts from: local images only, the test namespace, short leases. */
@@ -42,6 +44,7 @@ export function operatorConfig(c: OperatorConfig): Record<string, unknown> {
         ...c.operator,
       },
     },
+    ...(c.auth ? { auth: c.auth } : {}),
     logging: { level: 'debug' },
   };
 }

@@ -37,7 +37,7 @@ import { LABEL_PRINCIPAL, MANAGED_BY_GATEWAY, principalLabelValue } from '../bui
 import { gatewayError } from '../errors.js';
 import { followObject } from '../follow-object.js';
 import { buildSandbox } from './build-sandbox.js';
-import { LeasedSession, verifiedPod, type LeasedSessionDeps } from './leased-session.js';
+import { LeasedSession, servedOf, verifiedPod, type LeasedSessionDeps } from './leased-session.js';
 import { listedSession } from './listed-session.js';
 import { kubernetesOpenRequest, openFailure } from './open-session.js';
 import { deleteSandbox, PodChannel, type SandboxRef } from './pod-channel.js';
@@ -136,7 +136,7 @@ export class KubernetesSessions implements SessionBackend {
         spec,
         signal,
       );
-      const { podName } = await verifiedPod(kube, { namespace, name: sessionId }, principal);
+      const { sandbox, podName } = await verifiedPod(kube, { namespace, name: sessionId }, principal);
       const ref: SandboxRef = { namespace, name: sessionId, uid, podName };
       const key = newKey();
       const lease = await SessionLease.create(
@@ -153,7 +153,7 @@ export class KubernetesSessions implements SessionBackend {
         OPEN_TIMEOUT_MS,
         "the session's runner did not answer its open request",
       );
-      const session = new LeasedSession(this.deps, { ref, principal, spec });
+      const session = new LeasedSession(this.deps, { ref, principal, spec, served: servedOf(sandbox) });
       session.adoptHeld(lease, channel);
       this.track(session);
       return session;
@@ -304,7 +304,10 @@ export class KubernetesSessions implements SessionBackend {
     const name = meta.name ?? '';
     const principal = meta.annotations?.[ANNOTATION_PRINCIPAL] ?? '';
     const ref: SandboxRef = { namespace, name, uid: meta.uid ?? '', podName: sandbox.status?.podName ?? '' };
-    const session = new LeasedSession({ ...this.deps, takeWaitMs: o.waitMs }, { ref, principal });
+    const session = new LeasedSession(
+      { ...this.deps, takeWaitMs: o.waitMs },
+      { ref, principal, served: servedOf(sandbox) },
+    );
     let record: SessionMeta | undefined;
     const { info, execs } = await session.holdAndRecover((resynced) => {
       record = sessionRecord(resynced.meta, { namespace, name, principal });

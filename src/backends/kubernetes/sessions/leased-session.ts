@@ -82,6 +82,11 @@ export async function verifiedPod(
   return { sandbox, podName, uid: sandbox.metadata?.uid ?? '' };
 }
 
+/** How the operator served the session, as its Sandbox's status says (warm: a pool's ready pod). */
+export function servedOf(sandbox: SandboxObject | undefined): 'warm' | 'cold' {
+  return sandbox?.status?.served === 'warm' ? 'warm' : 'cold';
+}
+
 export class LeasedSession implements SessionSandbox {
   readonly sessionId: string;
   readonly served: 'warm' | 'cold';

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   LeasedSession,
+  servedOf,
   type LeasedSessionDeps,
 } from '../../../../../src/backends/kubernetes/sessions/leased-session.js';
 import { buildSessionLease, takenBy } from '../../../../../src/backends/kubernetes/sessions/session-lease.js';
@@ -78,5 +79,26 @@ describe('a session another replica may serve: its end as the Sandbox records it
   test('a Sandbox gone was deleted through another replica, which recorded it', async () => {
     const end = await session('gw-a', undefined, undefined).endedElsewhere();
     assert.deepEqual([end?.reason, end?.recordedElsewhere], ['Deleted', true]);
+  });
+});
+
+describe('servedOf: how the operator served a session, which the gateway reports (a pool’s pod: warm)', () => {
+  test('warm when the Sandbox’s status says so', () => {
+    assert.equal(
+      servedOf({ metadata: {}, status: { phase: 'Ready', served: 'warm', pool: 'py' } } as never),
+      'warm',
+    );
+  });
+  test('cold when it says cold, says nothing, or there is no Sandbox', () => {
+    assert.equal(servedOf({ metadata: {}, status: { phase: 'Ready', served: 'cold' } } as never), 'cold');
+    assert.equal(servedOf({ metadata: {}, status: { phase: 'Ready' } } as never), 'cold');
+    assert.equal(servedOf(undefined), 'cold');
+  });
+  test('a LeasedSession made from a warm Sandbox says warm (before: every Kubernetes session said cold)', () => {
+    const s = new LeasedSession(
+      { kube: {} as LeasedSessionDeps['kube'], holder: 'gw', lingerMs: 1000, takeWaitMs: 1000 },
+      { ref, principal: 'token:a', served: servedOf({ metadata: {}, status: { served: 'warm' } } as never) },
+    );
+    assert.equal(s.served, 'warm');
   });
 });
