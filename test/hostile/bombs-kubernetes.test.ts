@@ -5,7 +5,7 @@ import { bombCases } from './bomb-cases.js';
 import { kubernetesTargets } from './kubernetes-target.js';
 import { configs } from './untrusted.js';
 
-const targets = kubernetesTargets();
+const targets = kubernetesTargets(configs('kubernetes'));
 after(() => targets.close());
 
 for (const config of configs('kubernetes')) bombCases(config, () => targets.target(config));
