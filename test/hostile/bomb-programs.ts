@@ -5,8 +5,10 @@
  * process of its own and reports through a pipe, and frees what it took before the next begins.
  */
 
+const MiB = 1024 ** 2;
+
 /** The size of each long line (stdout and stderr): 50 MiB of text and a newline. */
-export const LONG_LINE_BYTES = 50 * 1024 ** 2;
+export const LONG_LINE_BYTES = 50 * MiB;
 
 /** Bytes of binary output (every byte value but the newline) written to each stream by the flood. */
 export const FLOOD_CHUNK_BYTES = 255 * 256;
@@ -142,19 +144,11 @@ export function containedProgram(inodeCap: number | undefined): string {
     'for point in sorted(m for m in mounts if m != "broken"):',
     '    report("fill", path=point, fstype=mounts[point], **timed(fill, point, mounts[point]))',
     ...(inodeCap ? [`report("inode", **timed(inode_fill, os.getcwd(), ${inodeCap}))`] : []),
-    `write_all(1, b"x" * ${LONG_LINE_BYTES} + b"\\n")`,
-    `write_all(2, b"e" * ${LONG_LINE_BYTES} + b"\\n")`,
-  ].join('\n');
-}
-
-/** Binary output without a newline on both streams: FLOOD_BYTES each, every byte value but the newline. */
-export function floodProgram(): string {
-  return [
-    ...PRELUDE,
-    'chunk = bytes(b for b in range(256) if b != 10) * 256',
-    `assert len(chunk) == ${FLOOD_CHUNK_BYTES}`,
-    `for _ in range(${FLOOD_BYTES / FLOOD_CHUNK_BYTES}):`,
-    '    write_all(1, chunk); write_all(2, chunk)',
+    // Written a MiB at a time: the line is long on the stream, not in the program's memory.
+    ...['1, b"x"', '2, b"e"'].flatMap((fd) => [
+      `for _ in range(${LONG_LINE_BYTES / MiB}): write_all(${fd} * ${MiB})`,
+      `write_all(${fd.split(',')[0]}, b"\\n")`,
+    ]),
   ].join('\n');
 }
 
@@ -189,36 +183,39 @@ export const STRAGGLERS = ['stubborn', 'daemon', 'setsid'] as const;
 /**
  * Starts a child that ignores SIGTERM (in the program's own process group), a double-forked
  * daemon and a setsid child (each in a session of its own, as a daemon would), each sleeping
- * forever with `<marker>-<role>` in its argv; waits until all three are running, reports them, and
- * then, when `busy`, spins until the deadline ends it; else exits 0, leaving them behind.
+ * forever with `<marker>-<role>` in its argv, and waits until all three run (else exits 3). Then
+ * floods both streams with binary output without a newline (FLOOD_BYTES each), and spins until
+ * the deadline ends it. So an exact count of the flood also says that all three were running.
  */
-export function stragglersProgram(marker: string, busy: boolean): string {
+export function stragglersProgram(marker: string): string {
   return [
     ...PRELUDE,
     `M = ${JSON.stringify(marker)}`,
     `STUBBORN = ${JSON.stringify(STUBBORN)}`,
-    'def argv(role): return [sys.executable, "-c", STUBBORN, M + "-" + role]',
     'def spawn(role, detach, twice):',
-    '    pid = os.fork()',
-    '    if pid: return',
+    '    if os.fork(): return',
     '    if detach: os.setsid()',
     '    if twice and os.fork(): os._exit(0)',
-    '    os.execv(sys.executable, argv(role))',
+    '    os.execv(sys.executable, [sys.executable, "-c", STUBBORN, M + "-" + role])',
     'spawn("stubborn", False, False)',
     'spawn("daemon", True, True)',
     'spawn("setsid", True, False)',
     'def running():',
-    '    found = {}',
+    '    found = set()',
     '    for p in os.listdir("/proc"):',
     '        try: args = open("/proc/%s/cmdline" % p, "rb").read().split(b"\\0")',
     '        except OSError: continue',
-    '        for a in args:',
-    '            if a.startswith(M.encode() + b"-"): found[a.decode()[len(M) + 1:]] = int(p)',
+    '        found.update(a for a in args if a.startswith(M.encode() + b"-"))',
     '    return found',
     't0 = time.time()',
-    `while len(running()) < ${STRAGGLERS.length} and time.time() - t0 < 20: time.sleep(0.05)`,
-    'report("stragglers", running=running(), group=os.getpgid(0), session=os.getsid(0))',
-    ...(busy ? ['while True: pass'] : []),
+    `while len(running()) < ${STRAGGLERS.length}:`,
+    '    if time.time() - t0 > 10: sys.exit(3)',
+    '    time.sleep(0.02)',
+    'chunk = bytes(b for b in range(256) if b != 10) * 256',
+    `assert len(chunk) == ${FLOOD_CHUNK_BYTES}`,
+    `for _ in range(${FLOOD_BYTES / FLOOD_CHUNK_BYTES}):`,
+    '    write_all(1, chunk); write_all(2, chunk)',
+    'while True: pass',
   ].join('\n');
 }
 

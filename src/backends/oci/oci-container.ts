@@ -17,6 +17,7 @@ import type { EgressGate } from '../../egress/socket-gates.js';
 import { AppError } from '../../shared/errors.js';
 import { within } from '../../shared/time.js';
 import { bundleDir, cgroupDir, CGROUP_CONTROLLERS, type OciLayout, type OciRuntime } from './layout.js';
+import { makeMemoryCgroup } from './memory-cgroup.js';
 import type { OciSpec } from './oci-spec.js';
 import { runtimeInvocation, type RuntimeBinaries, type RuntimeCommand } from './runtime-command.js';
 
@@ -82,6 +83,8 @@ export class OciContainer {
     try {
       await mkdir(bundle, { recursive: true, mode: 0o700 });
       await writeFile(join(bundle, 'config.json'), JSON.stringify(sandbox.spec), { mode: 0o600 });
+      if (sandbox.runtime === 'runsc')
+        await makeMemoryCgroup(host.layout, sandbox.id, sandbox.spec.linux.resources.memory);
     } catch (e) {
       await rm(bundle, { recursive: true, force: true });
       await sandbox.gate?.close().catch(() => {});

@@ -61,7 +61,8 @@ function commandArgs(runtime: OciRuntime, command: Exclude<RuntimeCommand, { kin
   switch (command.kind) {
     case 'run':
       // runc keeps the stopped container (and its cgroup, where OOM is read) until `delete`; runsc
-      // has no --keep, and removes it when the sandbox ends.
+      // has no --keep, and removes the cgroups it made when the sandbox ends (not the memory
+      // cgroup the backend made for it, memory-cgroup.ts).
       return runtime === 'runc'
         ? ['run', '--keep', '--bundle', command.bundle, command.id]
         : ['run', '--bundle', command.bundle, command.id];
