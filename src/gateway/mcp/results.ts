@@ -4,7 +4,7 @@
  */
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type * as z from 'zod';
-import type { AppError } from '../../shared/errors.js';
+import { toAppError, type AppError } from '../../shared/errors.js';
 
 /**
  * Structured content is parsed with the tool's output schema first: fields the schema does not
@@ -34,6 +34,38 @@ export function toolError(err: AppError): CallToolResult {
 export function taskRefused(err: AppError): never {
   const code = err.httpStatus < 500 && !err.retryable ? ErrorCode.InvalidParams : ErrorCode.InternalError;
   throw new McpError(code, errorText(err), err.toJSON());
+}
+
+/** MCP's code for a resource that does not exist (or is another principal's). */
+export const RESOURCE_NOT_FOUND = -32002;
+
+/**
+ * A refusal of a protocol request that is not a tool call (resources/read, resources/subscribe)
+ * as a JSON-RPC error: NOT_FOUND is MCP's -32002, the caller's fault -32602, anything else -32603,
+ * with the AppError as its data. (Thrown as it is, an AppError's string code made every one -32603.)
+ */
+export function protocolError(err: AppError): McpError {
+  const code =
+    err.code === 'NOT_FOUND'
+      ? RESOURCE_NOT_FOUND
+      : err.httpStatus < 500 && !err.retryable
+        ? ErrorCode.InvalidParams
+        : ErrorCode.InternalError;
+  return new McpError(code, errorText(err), err.toJSON());
+}
+
+/** A protocol request handler whose refusals go out as protocolError() says. */
+export function asProtocolErrors<A extends unknown[], R>(
+  handler: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await handler(...args);
+    } catch (e) {
+      if (e instanceof McpError) throw e;
+      throw protocolError(toAppError(e));
+    }
+  };
 }
 
 function errorText(err: AppError): string {

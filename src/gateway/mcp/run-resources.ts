@@ -11,6 +11,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Principal } from '../principal.js';
 import { principalOf, type ToolDeps } from './context.js';
 import { resourceContents } from './file-content.js';
+import { asProtocolErrors } from './results.js';
 import { fileUri, parseFileUri, RUN_FILE_TEMPLATE } from './session-files.js';
 
 export function registerRunResources(server: McpServer, deps: ToolDeps): void {
@@ -30,7 +31,7 @@ export function registerRunResources(server: McpServer, deps: ToolDeps): void {
       title: 'A file a run returned',
       description: 'An output file of a run (run_code outputs), kept as long as the run is',
     },
-    async (uri, _vars, extra) => {
+    asProtocolErrors(async (uri, _vars, extra) => {
       const file = parseFileUri('runs', uri.href);
       if (!file) {
         throw new AppError('INVALID_REQUEST', `not a run file: ${uri.href.slice(0, 200)}`, {
@@ -39,7 +40,7 @@ export function registerRunResources(server: McpServer, deps: ToolDeps): void {
       }
       const read = await deps.service.runFiles.read(file.id, file.path, principalOf(extra, deps));
       return { contents: [resourceContents(uri.href, file.path, read.data)] };
-    },
+    }),
   );
 }
 

@@ -8,6 +8,7 @@ import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextp
 import { AppError } from '../../shared/errors.js';
 import { principalOf, type ToolDeps, type ToolExtra } from './context.js';
 import { collect, resourceContents } from './file-content.js';
+import { asProtocolErrors } from './results.js';
 import { parseFileUri, SESSION_FILE_TEMPLATE } from './session-files.js';
 
 function fileOf(uri: string): { sessionId: string; path: string } {
@@ -25,24 +26,27 @@ export function registerSessionResources(server: McpServer, deps: ToolDeps): voi
     'session-file',
     new ResourceTemplate(SESSION_FILE_TEMPLATE, { list: undefined }),
     { title: 'A file in a session', description: "A file of a session's workspace (sandbox_create)" },
-    async (uri, _vars, extra) => {
+    asProtocolErrors(async (uri, _vars, extra) => {
       const { sessionId, path } = fileOf(uri.href);
       const file = await deps.service.sessions.readFile(sessionId, principalOf(extra, deps), { path });
       return { contents: [resourceContents(uri.href, file.entry.path, await collect(file.data))] };
-    },
+    }),
   );
   server.server.registerCapabilities({ resources: { subscribe: true } });
   const watches = new Map<string, () => void>();
-  server.server.setRequestHandler(SubscribeRequestSchema, async (request, extra: ToolExtra) => {
-    const { uri } = request.params;
-    if (watches.has(uri)) return {};
-    const { sessionId, path } = fileOf(uri);
-    const stop = await deps.service.sessions.watch(sessionId, principalOf(extra, deps), path, () => {
-      void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
-    });
-    watches.set(uri, stop);
-    return {};
-  });
+  server.server.setRequestHandler(
+    SubscribeRequestSchema,
+    asProtocolErrors(async (request, extra: ToolExtra) => {
+      const { uri } = request.params;
+      if (watches.has(uri)) return {};
+      const { sessionId, path } = fileOf(uri);
+      const stop = await deps.service.sessions.watch(sessionId, principalOf(extra, deps), path, () => {
+        void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
+      });
+      watches.set(uri, stop);
+      return {};
+    }),
+  );
   server.server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
     watches.get(request.params.uri)?.();
     watches.delete(request.params.uri);

@@ -101,3 +101,29 @@ test('bad input is an isError result naming the field; nothing is written', asyn
   assert.match(JSON.stringify(unknown.content), /NOT_FOUND: no session ses-nope/);
   await client.close();
 });
+
+test('a resource that is not there is MCP -32002 with the typed error; a path that leaves the workspace -32602', async () => {
+  const { client, call } = await connect();
+  const id = structured(await call('sandbox_create', {})).id as string;
+  const refused =
+    (code: number, appCode: string) => (e: Error & { code?: number; data?: { code?: string } }) => {
+      assert.equal(e.code, code, e.message);
+      assert.equal(e.data?.code, appCode);
+      return true;
+    };
+  for (const uri of [
+    'sandpit://sessions/ses-0000000000000000/files/x',
+    `sandpit://sessions/${id}/files/missing.txt`,
+    'sandpit://runs/run-000000000000/files/x',
+  ])
+    await assert.rejects(client.readResource({ uri }), refused(-32002, 'NOT_FOUND'), uri);
+  await assert.rejects(
+    client.readResource({ uri: `sandpit://sessions/${id}/files/..%2F..%2Fetc%2Fpasswd` }),
+    refused(-32602, 'INVALID_REQUEST'),
+  );
+  await assert.rejects(
+    client.subscribeResource({ uri: 'sandpit://sessions/ses-0000000000000000/files/x' }),
+    refused(-32002, 'NOT_FOUND'),
+  );
+  await client.close();
+});
