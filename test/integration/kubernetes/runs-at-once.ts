@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import type { SandboxRun } from '../../../src/api/v1alpha1/sandboxrun.js';
 import { auditOf } from '../../support/audit.js';
 import type { KubeTestContext } from '../../support/kube/index.js';
+import { eventually } from '../../support/sessions.js';
 import {
   createRun,
   metricValue,
@@ -86,8 +87,11 @@ export async function runsAtOnce(
       );
     }
     assert.equal(pods.byRun.size, count, 'one pod per run, no strays');
-    const audits = op.lines.filter((l) => auditOf(l)?.event === 'run').length;
-    assert.equal(audits, count, 'one audit record per run');
+    // A run's record is written after its finished status, and reaches this process through the
+    // operator's log: so wait for the last of them, then count.
+    const audits = (): number => op.lines.filter((l) => auditOf(l)?.event === 'run').length;
+    await eventually(() => audits() >= count, 30_000);
+    assert.equal(audits(), count, 'one audit record per run');
 
     const metrics = await op.metrics();
     const reconciles = (result: string): number =>
