@@ -7,11 +7,14 @@
 #
 # Much of a tier's time is spent waiting on an engine or the cluster, so independent work runs in
 # two lanes side by side, each line prefixed with its lane's name (a third lane was tried: the
-# 2 cores were already busy, and every tier only got slower):
-#   1. the static checks and the unit tier | the Docker engine and images, the Docker and oci faults
-#      (they restart dockerd), the cluster, the app image
-#   2. the Docker and oci tiers and the contract cases on both | the Kubernetes tier and the contract
-#      cases on Kubernetes (the cluster has its own containerd)
+# 2 cores were already busy, and every tier only got slower). Neither lane waits for the other
+# but where it needs what the other makes:
+#   docker: the static checks and the unit tier; then, once the kube lane has the Docker engine
+#           and images back from its faults, the Docker and oci tiers, the contract cases on both,
+#           and the hostile programs on both
+#   kube:   the Docker engine and images, the Docker and oci faults (they restart dockerd), the
+#           cluster, the app image; the Kubernetes tiers, the contract cases and the hostile
+#           programs on Kubernetes (the cluster has its own containerd)
 # Then, alone: a burst of runs on a pool, the e2e tier, which measures the gateway's responsiveness
 # under a hostile client, the Kubernetes faults (the operator killed, the apiserver restarted) and
 # the disruptive tier, which restarts the cluster's components.
@@ -55,48 +58,50 @@ deps() {
   fi
 }
 
-checks_lane() {
-  step "typecheck" npm run typecheck
-  step "lint" npm run lint
-  step "unit tier" bash test/run.sh unit
+# ready NAME / await NAME: one lane says that what it makes is there (whether or not it worked:
+# the tiers that need it then fail and say why), another waits for it.
+ready() { touch "$results/ready.$1"; }
+await() {
+  while [ ! -e "$results/ready.$1" ]; do sleep 2; done
 }
 
 # The application image (the operator and gateway in one) that the Helm test installs, built and
-# given to the cluster here, beside the unit tier, instead of inside the Kubernetes tier.
+# given to the cluster here, before the Kubernetes tier, instead of inside it.
 app_image() {
   bash images/build-app.sh && bash test/env/kube-cluster.sh images "$(bash images/build-app.sh --tag)"
 }
 
-engines_lane() {
-  step "docker engine and images" bash test/env/docker.sh up
-  # The Docker and oci faults restart the project's dockerd (by its PID), which kills every
-  # container on it: so here, where nothing else uses the engine yet (the checks lane beside it
-  # runs no container; the cluster's kubelet has its own containerd, but the cluster's start copies
-  # images out of dockerd). Beside the checks lane its minute costs no wall time, where alone after
-  # the lanes it would add all of it. The engine and images are back when it ends (`up` again, in
-  # case a case failed midway).
-  step "faults tier (Docker and oci)" bash test/run.sh faults
-  step "docker engine back" bash test/env/docker.sh up
-  step "kube cluster up" bash test/env/kube-cluster.sh up
-  step "app image" app_image
-}
-
 docker_lane() {
+  step "typecheck" npm run typecheck
+  step "lint" npm run lint
+  step "unit tier" bash test/run.sh unit
+  await docker
   step "docker tier (cold runs)" bash test/run.sh docker
   step "docker tier (warm pools)" bash test/run.sh docker-pools
   step "contract tier (Docker backend)" bash test/run.sh contract-docker
-  # The oci backend needs no engine on its path, only the images the engines lane built.
+  # The oci backend needs no engine on its path, only the images the kube lane built.
   step "oci tier" bash test/run.sh oci
   step "contract tier (oci backend)" bash test/run.sh contract-oci
-  # Escape and privilege techniques from inside the sandbox (Docker and oci, runc and runsc): seconds.
+  # Escapes, leaks, bombs, request inputs and the gateway's surface (Docker and oci).
   step "hostile tier" bash test/run.sh hostile
-  # Kubernetes files, here to even out the lanes: they need the cluster the engines lane started.
-  step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
 }
 
 kube_lane() {
+  step "docker engine and images" bash test/env/docker.sh up
+  # The Docker and oci faults restart the project's dockerd (by its PID), which kills every
+  # container on it: so here, first, while the other lane runs its static checks and unit tier (no
+  # container; the cluster's kubelet has its own containerd, but the cluster's start copies images
+  # out of dockerd). The engine and images are back when it ends (`up` again, in case a case failed
+  # midway).
+  step "faults tier (Docker and oci)" bash test/run.sh faults
+  step "docker engine back" bash test/env/docker.sh up
+  ready docker
+  step "kube cluster up" bash test/env/kube-cluster.sh up
+  step "app image" app_image
   step "kubernetes tier" bash test/run.sh kube
+  step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
   step "contract tier (Kubernetes backend)" bash test/run.sh contract-kube
+  step "hostile tier (Kubernetes)" bash test/run.sh hostile-kube
 }
 
 cluster_down() {
@@ -111,9 +116,6 @@ lane=setup
 step "dependencies" deps || exit 1
 step "build" npm run build
 trap cluster_down EXIT
-in_lane checks checks_lane
-in_lane engines engines_lane
-wait
 in_lane docker docker_lane
 in_lane kube kube_lane
 wait
@@ -132,7 +134,7 @@ fi
 
 echo >&2
 echo "==> summary ($((SECONDS - started)) s)" >&2
-for l in setup checks engines docker kube last; do
+for l in setup docker kube last; do
   case $l in setup | last) cat "$results/$l" ;; *) sed "s/^/[$l] /" "$results/$l" ;; esac
 done >&2 2>/dev/null
 if [ -s "$SANDPIT_TEST_FAILURES" ]; then

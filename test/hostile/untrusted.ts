@@ -3,8 +3,9 @@
  * runc or gVisor, in a cold sandbox or a warm pool's, as a one-shot run or as an exec in a session,
  * always through the gateway's service and its policy, as a real request would be.
  *
- * CI runs each case once per backend in the configurations `configs()` gives; with
- * SANDPIT_RELIABILITY=full (`npm run test:reliability`) it gives the whole matrix.
+ * CI runs each case once per backend in the configurations `configs()` gives (the bombs in
+ * `bombConfigs()`'s); with SANDPIT_RELIABILITY=full (`npm run test:reliability`) both give the
+ * whole matrix.
  */
 import type { RunRequestInput, RunResult } from '../../src/api/run.js';
 import type { SandpitService } from '../../src/gateway/service.js';
@@ -66,6 +67,15 @@ export function configs(backend: BackendName): HostileConfig[] {
     { backend, gvisor: false, warm: pools, path: 'session' },
     { backend, gvisor: true, warm: false, path: 'run' },
   ];
+}
+
+/**
+ * The configurations the resource bombs run in: in CI, configs() less gVisor's (its escape and leak
+ * cases are the runsc subset); a configuration's bombs cost three or four sandboxes, and gVisor's
+ * take the longest. The whole matrix has them all.
+ */
+export function bombConfigs(backend: BackendName): HostileConfig[] {
+  return configs(backend).filter((c) => FULL_MATRIX || !c.gvisor);
 }
 
 /** Makes the targets of one backend: what they share (a backend, an operator) is made once, and closed by close(). */

@@ -24,6 +24,7 @@ tier faults
 bash test/env/docker.sh up || exit 1
 bash test/env/kube-cluster.sh up || exit 1
 tier hostile
+tier hostile-kube
 tier load
 # Kills the operator and restarts the apiserver: last.
 tier faults-kube
