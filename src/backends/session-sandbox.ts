@@ -33,6 +33,9 @@ import type {
 
 /** How long after an exec's own deadline the gateway stops waiting for the runner's report. */
 export const OUTER_DEADLINE_GRACE_MS = 2000;
+
+/** How long an exec whose runner went away waits to learn whether the sandbox died of OOM. */
+const SANDBOX_END_WAIT_MS = 10_000;
 /** The most entries one listing returns. */
 export const MAX_LIST_ENTRIES = 50_000;
 
@@ -174,6 +177,7 @@ export class RunnerSession implements SessionSandbox {
       startedAt,
       deadlineMs: exec.timeoutSeconds * 1000,
       signal: options.signal,
+      sandboxEnded: this.ended,
     });
   }
 
@@ -185,7 +189,13 @@ export class RunnerSession implements SessionSandbox {
       const startedAt = Date.now() - info.startedAgoMs;
       const deadlineMs = Math.max(0, this.spec.limits.timeoutSeconds * 1000 - info.startedAgoMs);
       return {
-        ...execution(info.name, handle, { capture, startedAt, deadlineMs, signal: undefined }),
+        ...execution(info.name, handle, {
+          capture,
+          startedAt,
+          deadlineMs,
+          signal: undefined,
+          sandboxEnded: this.ended,
+        }),
         argv: info.argv,
         background: info.background,
         startedAt,
@@ -312,7 +322,12 @@ interface ExecContext {
   startedAt: number;
   deadlineMs: number;
   signal: AbortSignal | undefined;
+  /** The session's sandbox's own end (never, when it is closed or let go). */
+  sandboxEnded: Promise<SandboxEnd>;
 }
+
+/** An exec killed with its sandbox by the OOM killer: SIGKILL's status. */
+const OOM_KILLED: RunFacts = { exitCode: 128 + 9, timedOut: false, oomKilled: true, cancelled: false };
 
 /** What ended an exec from the gateway's side, if anything did. */
 type KilledBy = 'cancel' | 'deadline' | undefined;
@@ -345,10 +360,17 @@ function execution(execId: string, handle: ExecHandle, ctx: ExecContext): ExecEx
   });
   const result = (async (): Promise<ExecOutcome> => {
     try {
-      const report = await Promise.race([handle.exit, outer]);
+      const { report, facts } = await Promise.race([handle.exit, outer]).then(
+        (r) => ({ report: r, facts: factsOf(r, killedBy) }),
+        async (e: unknown) => {
+          // Under gVisor the sandbox is one process to the host's OOM killer: a memory bomb in an
+          // exec takes the runner with it, and the sandbox's end says so.
+          if ((await within(ctx.sandboxEnded, SANDBOX_END_WAIT_MS))?.reason !== 'OOMKilled') throw e;
+          return { report: undefined, facts: OOM_KILLED };
+        },
+      );
       const { stdout, stderr } = ctx.capture.finish(report);
-      const outcome = classify(factsOf(report, killedBy));
-      return { outcome, stdout, stderr, startedAt: ctx.startedAt, finishedAt: Date.now() };
+      return { outcome: classify(facts), stdout, stderr, startedAt: ctx.startedAt, finishedAt: Date.now() };
     } finally {
       clearTimeout(outerTimer);
       detach();
