@@ -333,7 +333,7 @@ export function bombCases(config: HostileConfig, make: () => Promise<Untrusted>)
       },
     );
 
-    test('an inode fill: creating empty files in the workspace ends at a limit of the sandbox (ENOSPC at its inode count; where a tmpfs has none, under gVisor and on Kubernetes, OOMKilled at its memory limit)', async () => {
+    test('an inode fill: creating empty files in the workspace ends at a limit of the sandbox (ENOSPC at its inode count; where a tmpfs has none, under gVisor and on Kubernetes, OOMKilled at its memory limit, or under gVisor with a warm pool’s memory, its deadline)', async () => {
       if (inodeLimited(config)) {
         const { r, reports } = await contained();
         const inode = report(reports, 'inode', r);
@@ -349,14 +349,17 @@ export function bombCases(config: HostileConfig, make: () => Promise<Untrusted>)
           progress.every((p) => p.error === undefined),
           `the fill ended by itself, not by the memory limit: ${JSON.stringify(progress.at(-1))}`,
         );
-        assert.equal(r.phase, 'Failed', summary(r));
-        assert.equal(r.reason, 'OOMKilled', summary(r));
+        // A warm pool's sandbox has the policy's 512 MiB: gVisor makes files too slowly to fill it
+        // before the deadline, which then ends the fill.
+        const stoppedBy =
+          config.gvisor && config.warm ? ['OOMKilled', 'DeadlineExceeded'] : ['OOMKilled'];
+        assert.ok(stoppedBy.includes(r.reason ?? ''), summary(r));
         assert.ok(wallMs < 60_000, `the fill took ${wallMs.toFixed(0)} ms`);
       }
       await unharmed();
     });
 
-    test('a fork bomb: fork fails with EAGAIN at the pids limit, and no more processes exist at once', async () => {
+    test('a fork bomb: starting processes fails with EAGAIN at the pids limit, and no more processes exist at once', async () => {
       const { r, reports } = await contained();
       const fork = report(reports, 'fork', r);
       assert.equal(fork.error, 'EAGAIN', JSON.stringify(fork));

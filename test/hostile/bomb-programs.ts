@@ -45,8 +45,9 @@ const PRELUDE = [
 ];
 
 /**
- * Fork until fork fails, each child stopping itself at once (so that it costs little memory,
- * even under gVisor), then thread until pthread_create fails; file descriptors until open fails;
+ * Start processes until that fails, each a small program of its own (posix_spawn: a clone and an
+ * exec; a forked copy of Python costs gVisor's Sentry megabytes, and 128 of them reach a 512 MiB
+ * memory limit before the pids limit), then thread until pthread_create fails; file descriptors until open fails;
  * then every writable mount filled until a write fails (a message-queue mount: queues created
  * until that fails), and, given `inodeCap`, the workspace with empty files until creating one
  * fails (at most `inodeCap`); then a 50 MiB line on each stream. Ends by itself.
@@ -57,11 +58,8 @@ export function containedProgram(inodeCap: number | undefined): string {
     'def fork_bomb():',
     '    kids, err = [], None',
     '    while len(kids) < 100000:',
-    '        try: pid = os.fork()',
+    '        try: kids.append(os.posix_spawn("/bin/sleep", ["sleep", "3600"], {}))',
     '        except OSError as e: err = name(e.errno); break',
-    '        if pid == 0:',
-    '            os.kill(os.getpid(), signal.SIGSTOP); os._exit(0)',
-    '        kids.append(pid)',
     '    visible = sum(1 for p in os.listdir("/proc") if p.isdigit())',
     '    for p in kids: os.kill(p, signal.SIGKILL)',
     '    for p in kids: os.waitpid(p, 0)',
