@@ -14,10 +14,10 @@
 #           and the hostile programs on both
 #   kube:   the Docker engine and images, the Docker and oci faults (they restart dockerd), the
 #           cluster, the app image; the Kubernetes tiers, the contract cases and the hostile
-#           programs on Kubernetes (the cluster has its own containerd)
+#           programs on Kubernetes (the cluster has its own containerd), and last the Kubernetes
+#           faults (the operator killed, the apiserver restarted)
 # Then, alone: a burst of runs on a pool, the e2e tier, which measures the gateway's responsiveness
-# under a hostile client, the Kubernetes faults (the operator killed, the apiserver restarted) and
-# the disruptive tier, which restarts the cluster's components.
+# under a hostile client, and the disruptive tier, which restarts the cluster's components.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -102,6 +102,8 @@ kube_lane() {
   step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
   step "contract tier (Kubernetes backend)" bash test/run.sh contract-kube
   step "hostile tier (Kubernetes)" bash test/run.sh hostile-kube
+  # Kills the operator and restarts the apiserver: last in the only lane that uses the cluster.
+  step "faults tier (Kubernetes)" bash test/run.sh faults-kube
 }
 
 cluster_down() {
@@ -122,8 +124,6 @@ wait
 lane=last
 step "kubernetes tier (a burst on a pool)" bash test/run.sh kube-burst
 step "e2e tier" bash test/run.sh e2e
-# Kills the operator and restarts the apiserver: alone, before the disruptive tier takes the cluster down.
-step "faults tier (Kubernetes)" bash test/run.sh faults-kube
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 # The reliability report (issue 21): the hostile cases, faults and load figures this run measured.

@@ -20,8 +20,8 @@ case $tier in
   # The oci backend (runc and runsc driven directly; needs root and the engine's images): the Docker
   # tier's core properties and limits against it, its clean-up on every path and after a SIGKILL.
   oci) dirs=(test/integration/oci) ;;
-  # The warm-pool files run as a tier of their own, in the Docker lane (test/run-all.sh), so that
-  # the two lanes take about as long; the burst of 100 runs loads the machine, so it runs alone.
+  # The warm-pool files run as a tier of their own; the burst of 100 runs loads the machine, so it
+  # runs alone (test/run-all.sh).
   kube) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst)\.test\.ts$' ;;
   kube-pools) dirs=(test/integration/kubernetes) && only='/(operator-pools|operator-warm|operator-session-pools)\.test\.ts$' ;;
   kube-burst) dirs=(test/integration/kubernetes) && only='/pools-burst\.test\.ts$' ;;
@@ -47,8 +47,8 @@ case $tier in
   # Faults (issue 21), the disruptive tier, its files one at a time like every tier that starts
   # sandboxes. Its Docker and oci half restarts the project's dockerd: nothing else may use the
   # engine meanwhile (test/run-all.sh runs it before the cluster starts). Its Kubernetes half
-  # (kube-*.test.ts) kills the operator and restarts the apiserver: it runs alone, after the
-  # cluster's tiers.
+  # (kube-*.test.ts) kills the operator and restarts the apiserver: nothing else may use the
+  # cluster meanwhile (test/run-all.sh runs it last in the cluster's lane).
   faults) dirs=(test/faults) && except='/kube-[^/]*\.test\.ts$' ;;
   faults-kube) dirs=(test/faults) && only='/kube-[^/]*\.test\.ts$' ;;
   # Load (issue 21): concurrent calls to a gateway, a soak (SANDPIT_SOAK_SECONDS, 600 by default),
