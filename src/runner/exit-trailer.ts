@@ -13,7 +13,8 @@
  * trailer gives back exactly the bytes the program wrote.
  *
  * TrailerFilter removes it from a stream (the attach's stdout, or the followed pod log): it holds
- * back only what could still be the trailer, and drops it once the stream ends with one. Pure.
+ * back only what could still be the trailer, and drops it once the stream ends with one (and the
+ * kubelet's error that may follow it, MAX_AFTER_BYTES). Pure.
  */
 import { ExitReportSchema, KEY_BYTES, type ExitReport } from './protocol.js';
 import * as z from 'zod';
@@ -57,14 +58,35 @@ export function parseTrailer(bytes: Buffer, key?: Buffer): TrailerEnd | undefine
   return report.success ? { kind: 'exit', report: report.data } : undefined;
 }
 
-/** Whether `held` could still grow into a trailer: a prefix of START, or START and one line being written. */
+/**
+ * What may follow the trailer in a followed pod log: the v1.20 kubelet writes its error into the
+ * stream when the container is removed while it follows it (a pool pod goes as soon as its run
+ * ends): "rpc error: code = NotFound desc = … not found". Not the program's: dropped.
+ */
+const MAX_AFTER_BYTES = 4096;
+
+/** The trailer line `held` starts with (through its newline), when it starts with a whole line. */
+function firstLine(held: Buffer): Buffer | undefined {
+  const nl = held.indexOf(0x0a, 1);
+  return nl < 0 ? undefined : held.subarray(0, nl + 1);
+}
+
+/**
+ * Whether `held` could still grow into the stream's end: a prefix of START, or START and one line
+ * being written, or a whole trailer and after it no more than the kubelet appends (no other
+ * trailer's start: the runner's is the last).
+ */
 function couldBeTrailer(held: Buffer): boolean {
-  if (held.length > MAX_TRAILER_BYTES) return false;
   const n = Math.min(held.length, START.length);
   if (!held.subarray(0, n).equals(START.subarray(0, n))) return false;
-  // Past START the trailer holds no newline but its last byte.
-  const nl = held.indexOf(0x0a, 1);
-  return nl < 0 || nl === held.length - 1;
+  const line = firstLine(held);
+  if (!line) return held.length <= MAX_TRAILER_BYTES;
+  if (line.length === held.length) return line.length <= MAX_TRAILER_BYTES;
+  return (
+    held.length - line.length <= MAX_AFTER_BYTES &&
+    held.indexOf(START, line.length - 1) < 0 &&
+    parseTrailer(line) !== undefined
+  );
 }
 
 /**
@@ -82,9 +104,9 @@ export class TrailerFilter {
 
   push(chunk: Buffer): Buffer {
     const data = this.held.length ? Buffer.concat([this.held, chunk]) : chunk;
-    // The trailer starts at a newline in the last MAX_TRAILER_BYTES: hold back from the first one
-    // that could start it (a trailer has no other newline but its last byte).
-    let at = data.indexOf(0x0a, Math.max(0, data.length - MAX_TRAILER_BYTES));
+    // The trailer starts at a newline near the end: hold back from the first one that could start
+    // it (a trailer has no other newline but its last byte).
+    let at = data.indexOf(0x0a, Math.max(0, data.length - MAX_TRAILER_BYTES - MAX_AFTER_BYTES));
     while (at >= 0 && !couldBeTrailer(data.subarray(at))) at = data.indexOf(0x0a, at + 1);
     if (at < 0) {
       this.held = Buffer.alloc(0);
@@ -104,13 +126,16 @@ export class TrailerFilter {
    * knows the result without waiting for the stream to end); they stay held.
    */
   complete(): TrailerEnd | undefined {
-    return this.held.length > START.length ? parseTrailer(this.held, this.key) : undefined;
+    const line = this.held.length > START.length ? firstLine(this.held) : undefined;
+    return line ? parseTrailer(line, this.key) : undefined;
   }
 
+  /** The rest of the output, and the trailer's end when the stream ended with one (what followed it dropped). */
   end(): { rest: Buffer; end: TrailerEnd | undefined } {
     const held = this.held;
     this.held = Buffer.alloc(0);
-    const end = parseTrailer(held, this.key);
+    const line = firstLine(held);
+    const end = line ? parseTrailer(line, this.key) : undefined;
     return end ? { rest: Buffer.alloc(0), end } : { rest: held, end: undefined };
   }
 }

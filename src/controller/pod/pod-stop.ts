@@ -26,7 +26,29 @@ export function forceDeletionInMs(pod: Pod, now: Date): number | undefined {
   return Math.max(0, new Date(deleting).getTime() + FORCE_DELETE_AFTER_MS - now.getTime());
 }
 
-export type FinishedPod = 'keep' | 'delete';
+/**
+ * How long a finished pod that is not kept stays before it is deleted (`linger`): the kubelet ends
+ * a log follower cleanly while it can still find the container (it looks every 5 s); a container
+ * deleted under a follower makes the v1.20 kubelet write its own error into the followed log.
+ */
+export const LINGER_MS = 10_000;
+
+/** How often a lingering pod that has not finished yet is looked at again. */
+const LINGER_RECHECK_MS = 1000;
+
+/**
+ * What becomes of a pod that finished by itself: kept until its owner goes, deleted, or deleted
+ * LINGER_MS after it finished (a served pool pod: its log is still followed).
+ */
+export type FinishedPod = 'keep' | 'delete' | 'linger';
+
+/** The ms until a lingering pod may go (0 when it may now). */
+function lingerLeftMs(pod: Pod, now: Date): number {
+  const view = observePod(pod);
+  if (!isPodFinished(view)) return LINGER_RECHECK_MS;
+  const finishedAt = view.terminated?.finishedAt;
+  return finishedAt ? Math.max(0, new Date(finishedAt).getTime() + LINGER_MS - now.getTime()) : 0;
+}
 
 export function podStopStep(
   pod: Pod | undefined,
@@ -38,8 +60,10 @@ export function podStopStep(
   if (!isControlledBy(pod, { uid: ownerUid })) return { action: 'none' };
   const forceInMs = forceDeletionInMs(pod, now);
   if (forceInMs === undefined) {
-    return finished === 'keep' && isPodFinished(observePod(pod))
-      ? { action: 'none' }
+    if (finished === 'keep' && isPodFinished(observePod(pod))) return { action: 'none' };
+    const lingerMs = finished === 'linger' ? lingerLeftMs(pod, now) : 0;
+    return lingerMs > 0
+      ? { action: 'wait', recheckMs: lingerMs }
       : { action: 'delete', recheckMs: FORCE_DELETE_AFTER_MS };
   }
   return { action: 'wait', recheckMs: forceInMs || FORCE_DELETE_AFTER_MS };

@@ -29,6 +29,7 @@ import type { Policy } from '../../policy/policy.js';
 import type { ObjectRef } from '../children.js';
 import type { ReconcileResult } from '../kind-controller.js';
 import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecycle.js';
+import type { FinishedPod } from '../pod/pod-stop.js';
 import { isPodFinished, observePod, servingView, type PodView } from '../pod/observe-pod.js';
 import { newChannelKey } from '../../runner/protocol.js';
 import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
@@ -197,8 +198,7 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
   const after = requeueAfterMs(status, run.timing);
   if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };
-  // A pool pod is never reused: it goes once the run has ended.
-  const stopped = await stopPod(deps, run.ref, warm ? 'delete' : 'keep', podName);
+  const stopped = await stopPod(deps, run.ref, warm ? servedPodEnd(status.phase) : 'keep', podName);
   return { requeueAfterMs: earliest(after, stopped) };
 }
 
@@ -512,6 +512,13 @@ async function observeForCancel(
   return NOTHING_SEEN;
 }
 
+/**
+ * A pool pod is never reused: it goes once the run has ended, at once when cancelled, else once
+ * the kubelet has ended its log's followers (LINGER_MS after it finished).
+ */
+const servedPodEnd = (phase: string | undefined): FinishedPod =>
+  phase === 'Cancelled' ? 'delete' : 'linger';
+
 /** A finished run: its pod must not keep running (cancelled, or failed while pending); TTL clean-up. */
 function finishedRun(deps: ReconcileDeps, key: string, run: RunView): Promise<ReconcileResult> {
   return endedPass(deps, {
@@ -524,6 +531,8 @@ function finishedRun(deps: ReconcileDeps, key: string, run: RunView): Promise<Re
     endedAt: finishRecordedAt(run.status),
     ttlSecondsAfterFinished: run.timing.ttlSecondsAfterFinished,
     now: run.timing.now,
-    ...(run.status.served === 'warm' ? { finishedPod: 'delete' as const, podName: run.status.podName } : {}),
+    ...(run.status.served === 'warm'
+      ? { finishedPod: servedPodEnd(run.status.phase), podName: run.status.podName }
+      : {}),
   });
 }

@@ -9,7 +9,11 @@ import { SessionClient } from '../../../src/runner/session-client.js';
 import { AppError } from '../../../src/shared/errors.js';
 
 /** A session over a runner that says nothing, whose sandbox ends as `end` says once its transport closes. */
-function sessionEndingAs(end: SandboxEnd): { session: RunnerSession; client: SessionClient; exec: () => ExecExecution } {
+function sessionEndingAs(end: SandboxEnd): {
+  session: RunnerSession;
+  client: SessionClient;
+  exec: () => ExecExecution;
+} {
   const client = new SessionClient({ write: () => Promise.resolve() }, Buffer.alloc(16));
   const host: SessionHost = {
     gone: new Promise(() => {}),

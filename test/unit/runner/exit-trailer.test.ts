@@ -79,4 +79,31 @@ describe('the exit trailer', () => {
     assert.equal(r.end, undefined);
     assert.ok(r.output.startsWith('out\n\x1esandpit-exit '));
   });
+
+  // The v1.20 kubelet writes its error into a followed log whose container was removed (a pool pod
+  // goes as soon as its run ends): found by the hostile tier's long lines on a warm run.
+  test("the kubelet's error after the trailer is dropped; more than it could be, or a trailer after it, is output", () => {
+    const kubelet =
+      'rpc error: code = NotFound desc = an error occurred when try to find container "9c92": not found';
+    const stream = Buffer.concat([Buffer.from('out\n'), encodeTrailer(key, exit), Buffer.from(kubelet)]);
+    for (const withKey of [key, undefined]) {
+      for (let size = 1; size <= stream.length; size += 11) {
+        const chunks: Buffer[] = [];
+        for (let i = 0; i < stream.length; i += size) chunks.push(stream.subarray(i, i + size));
+        const r = filter(chunks, withKey);
+        assert.equal(r.output, 'out\n', `chunks of ${size}`);
+        assert.deepEqual(r.end, exit);
+      }
+    }
+    const long = 'z'.repeat(MAX_TRAILER_BYTES + 1);
+    const outlived = filter([Buffer.from('out'), encodeTrailer(key, exit), Buffer.from(long)], key);
+    assert.equal(outlived.end, undefined);
+    assert.ok(outlived.output.endsWith(long));
+    const forged = encodeTrailer(newChannelKey(), exit);
+    const r = filter([
+      Buffer.concat([forged, Buffer.from('y'), encodeTrailer(key, exit), Buffer.from(kubelet)]),
+    ]);
+    assert.equal(r.output, `${forged.toString()}y`);
+    assert.deepEqual(r.end, exit);
+  });
 });

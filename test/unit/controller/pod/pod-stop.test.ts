@@ -4,13 +4,16 @@ import type { Pod } from '../../../../src/kube/objects.js';
 import {
   FORCE_DELETE_AFTER_MS,
   forceDeletionInMs,
+  LINGER_MS,
   podStopStep,
 } from '../../../../src/controller/pod/pod-stop.js';
 import { RUN } from '../fixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00Z');
 
-function pod(options: { phase?: string; deletedAgoMs?: number; owner?: string } = {}): Pod {
+function pod(
+  options: { phase?: string; deletedAgoMs?: number; owner?: string; finishedAgoMs?: number } = {},
+): Pod {
   return {
     metadata: {
       name: 'hello-abc',
@@ -28,8 +31,25 @@ function pod(options: { phase?: string; deletedAgoMs?: number; owner?: string } 
         ? {}
         : { deletionTimestamp: new Date(NOW.getTime() - options.deletedAgoMs).toISOString() }),
     },
-    status: { phase: options.phase ?? 'Running' },
-  };
+    status: {
+      phase: options.phase ?? 'Running',
+      ...(options.finishedAgoMs === undefined
+        ? {}
+        : {
+            containerStatuses: [
+              {
+                name: 'sandbox',
+                state: {
+                  terminated: {
+                    exitCode: 0,
+                    finishedAt: new Date(NOW.getTime() - options.finishedAgoMs).toISOString(),
+                  },
+                },
+              },
+            ],
+          }),
+    },
+  } as Pod;
 }
 
 describe('podStopStep', () => {
@@ -57,6 +77,18 @@ describe('podStopStep', () => {
     assert.deepEqual(podStopStep(pod({ owner: 'someone-else', phase: 'Failed' }), RUN.uid, NOW, 'delete'), {
       action: 'none',
     });
+  });
+
+  // Deleting a container under a log follower made the v1.20 kubelet write its error into the
+  // followed log, which a warm run's output showed (found by the hostile tier's long lines).
+  test('a served pool pod lingers LINGER_MS after it finished, while its log is followed, then is deleted', () => {
+    assert.deepEqual(podStopStep(pod({ phase: 'Succeeded', finishedAgoMs: 2000 }), RUN.uid, NOW, 'linger'), {
+      action: 'wait',
+      recheckMs: LINGER_MS - 2000,
+    });
+    assert.equal(podStopStep(pod(), RUN.uid, NOW, 'linger').action, 'wait', 'not finished yet');
+    const due = pod({ phase: 'Failed', finishedAgoMs: LINGER_MS });
+    assert.equal(podStopStep(due, RUN.uid, NOW, 'linger').action, 'delete');
   });
 
   test('a deletion the kubelet has not confirmed yet is waited for (unconfirmed-deletions.ts forces it)', () => {
