@@ -56,32 +56,37 @@ async function wired(config: Record<string, unknown>): Promise<{ ctx: Context; w
 }
 
 export interface ServedGateway extends BackendWiring {
-  /** Base URL on 127.0.0.1 (MCP at /mcp, REST at /sessions and /runs). */
+  /** Base URL on 127.0.0.1 (MCP at /mcp, stateful; REST at /sessions and /runs). */
   url: string;
+  /** The same gateway's second listener, whose MCP is stateless (`sandpit serve --stateless`). */
+  statelessUrl: string;
   /** Stops serving, then ends the service and its sessions. */
   close(): Promise<void>;
 }
 
-/** The gateway wired from `config` as wireGateway wires it, served over HTTP on 127.0.0.1 as `sandpit serve` serves it. */
-export async function serveGateway(
-  config: Record<string, unknown>,
-  options: { stateless?: boolean } = {},
-): Promise<ServedGateway> {
+/**
+ * The gateway wired from `config` as wireGateway wires it, served over HTTP on 127.0.0.1 as
+ * `sandpit serve` serves it: twice over one service, with stateful and with stateless MCP.
+ */
+export async function serveGateway(config: Record<string, unknown>): Promise<ServedGateway> {
   const { ctx, wiring } = await wired(config);
-  const http = await serveGatewayHttp(
-    {
-      ...ctx,
-      ...wiring,
-      authenticator: createAuthenticator(ctx.config.auth, LOCAL_PRINCIPAL),
-      version: '0.0.0-hostile',
-    },
-    { host: '127.0.0.1', port: 0, stateless: options.stateless ?? false },
-  );
+  const parts = {
+    ...ctx,
+    ...wiring,
+    authenticator: createAuthenticator(ctx.config.auth, LOCAL_PRINCIPAL),
+    version: '0.0.0-hostile',
+  };
+  const at = { host: '127.0.0.1', port: 0 };
+  const [stateful, stateless] = await Promise.all([
+    serveGatewayHttp(parts, { ...at, stateless: false }),
+    serveGatewayHttp(parts, { ...at, stateless: true }),
+  ]);
   return {
     ...wiring,
-    url: http.url,
+    url: stateful.url,
+    statelessUrl: stateless.url,
     async close() {
-      await http.close();
+      await Promise.all([stateful.close(), stateless.close()]);
       await wiring.service.shutdown({ endSessions: true });
     },
   };
