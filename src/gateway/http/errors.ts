@@ -68,8 +68,20 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
     case 'charset.unsupported':
       return new AppError('INVALID_REQUEST', e.message, { hint: 'send UTF-8 JSON' });
     default:
-      return undefined;
+      return undecodable(e);
   }
+}
+
+/**
+ * A body the parser could not read for the client's fault (a Content-Encoding it does not have,
+ * a stream cut short): body-parser marks those 4xx without a type of its own.
+ */
+function undecodable(e: BodyParserError): AppError | undefined {
+  if (e.status === undefined || e.status < 400 || e.status >= 500) return undefined;
+  return new AppError('INVALID_REQUEST', `the request body cannot be read: ${e.message}`, {
+    violations: [{ field: '(request body)', message: 'cannot be read' }],
+    hint: 'send the body as plain JSON, or compressed as its Content-Encoding says (gzip, deflate, br)',
+  });
 }
 
 /** The last middleware: everything becomes JSON; unknown errors are logged and answered generically. */
