@@ -11,6 +11,7 @@ import { AppError, toAppError, type ErrorCode } from '../../shared/errors.js';
 const JSON_RPC_CODES: Partial<Record<ErrorCode, number>> = {
   INVALID_REQUEST: -32600,
   TOO_LARGE: -32600,
+  UNSUPPORTED_MEDIA_TYPE: -32600,
   UNAUTHORIZED: -32001,
   FORBIDDEN: -32001,
   NOT_FOUND: -32001,
