@@ -36,6 +36,8 @@ export function sendError(req: Request, res: Response, err: AppError): void {
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
+  /** zlib's, when the body did not decode. */
+  code?: string;
   limit?: number;
   length?: number;
 }
@@ -74,11 +76,11 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
 }
 
 /**
- * A body the parser could not read for the client's fault (a Content-Encoding it does not have,
- * a stream cut short): body-parser marks those 4xx without a type of its own.
+ * A body that is not what its Content-Encoding says: zlib's error (Z_DATA_ERROR, Z_BUF_ERROR…),
+ * which body-parser passes on as a 400 without a type of its own.
  */
 function undecodable(e: BodyParserError): AppError | undefined {
-  if (e.status === undefined || e.status < 400 || e.status >= 500) return undefined;
+  if (e.status !== 400 || typeof e.code !== 'string' || !e.code.startsWith('Z_')) return undefined;
   return new AppError('INVALID_REQUEST', `the request body cannot be read: ${e.message}`, {
     violations: [{ field: '(request body)', message: 'cannot be read' }],
     hint: 'send the body as plain JSON, or compressed as its Content-Encoding says (gzip, deflate, br)',
