@@ -25,7 +25,10 @@ test('body-parser failures map to AppErrors; unknown ones are left alone', () =>
   assert.equal(undecodable?.message, 'the request body cannot be read: incorrect header check');
   assert.equal(fromBodyParser(Object.assign(new Error('socket'), { status: 500 }), ''), undefined);
   // The router's 400 for a path that is not percent-encoded UTF-8 is not a body's.
-  assert.equal(fromBodyParser(Object.assign(new URIError('Failed to decode'), { status: 400 }), ''), undefined);
+  assert.equal(
+    fromBodyParser(Object.assign(new URIError('Failed to decode'), { status: 400 }), ''),
+    undefined,
+  );
 });
 
 test('JSON-RPC error bodies', () => {
