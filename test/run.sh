@@ -40,7 +40,8 @@ case $tier in
   # Hostile programs (issue 21): escape and privilege techniques and leaks, tried from inside the
   # sandbox on Docker, oci and Kubernetes, in the configurations test/hostile/untrusted.ts's
   # configs() gives (runc warm runs and sessions, a gVisor cold run; SANDPIT_RELIABILITY=full:
-  # every combination of runtime, pool and path).
+  # every combination of runtime, pool and path); and hostile request inputs and clients at the
+  # gateway served over HTTP on Docker (request-inputs, gateway-surface).
   hostile) dirs=(test/hostile) ;;
   # Faults (issue 21), the disruptive tier, its files one at a time like every tier that starts
   # sandboxes. Its Docker and oci half restarts the project's dockerd: nothing else may use the
