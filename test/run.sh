@@ -40,8 +40,10 @@ case $tier in
   # Hostile programs (issue 21): escape and privilege techniques and leaks, tried from inside the
   # sandbox on Docker, oci and Kubernetes, in the configurations test/hostile/untrusted.ts's
   # configs() gives (runc warm runs and sessions, a gVisor cold run; the bombs only runc's;
-  # SANDPIT_RELIABILITY=full: every combination of runtime, pool and path). Its Kubernetes files
-  # run as a tier of their own, in the lane that has the cluster (test/run-all.sh).
+  # SANDPIT_RELIABILITY=full: every combination of runtime, pool and path); and hostile request
+  # inputs and clients at the gateway served over HTTP on Docker (request-inputs, gateway-surface).
+  # Its Kubernetes files run as a tier of their own, in the lane that has the cluster
+  # (test/run-all.sh).
   hostile) dirs=(test/hostile) && except='/(bombs-)?kubernetes\.test\.ts$' ;;
   hostile-kube) dirs=(test/hostile) && only='/(bombs-)?kubernetes\.test\.ts$' ;;
   # Faults (issue 21), the disruptive tier, its files one at a time like every tier that starts

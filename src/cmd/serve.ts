@@ -1,17 +1,13 @@
 /** `sandpit serve`: MCP over Streamable HTTP on /mcp, plus /health and /metrics. */
 import { LOCAL_PRINCIPAL } from '../gateway/principal.js';
 import { createAuthenticator } from '../gateway/auth.js';
-import { bodyLimitFor, createHttpApp } from '../gateway/http/app.js';
-import { isLoopback, LOOPBACK_HOSTS } from '../gateway/http/host-validation.js';
-import { listen } from '../gateway/http/listen.js';
-import { createMcpHttp } from '../gateway/mcp/http.js';
-import { execWebSocket } from '../gateway/http/exec-ws.js';
+import { isLoopback } from '../gateway/http/host-validation.js';
 import { AppError } from '../shared/errors.js';
-import { formatSize } from '../shared/quantity.js';
 import { parse, printHelp } from './args.js';
 import { aborted, packageVersion, shutdownSignal, toPort } from './process.js';
 import { instanceIdOf } from '../config/instance.js';
 import { loadOAuth } from './oauth.js';
+import { serveGatewayHttp } from './gateway-http.js';
 import { loadContext, wireBackend } from './wiring.js';
 
 export const SERVE_USAGE = `
@@ -66,9 +62,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
       },
     );
   }
-  const allowedHosts = config.server.allowedHosts ?? (isLoopback(host) ? LOOPBACK_HOSTS : undefined);
-  if (!allowedHosts) logger.warn({ host }, 'server.allowedHosts is not set: the Host header is not checked');
-
   const { service, metrics } = await wireBackend(ctx, {
     defaultMetrics: true,
     tolerateEngineDown: true,
@@ -79,46 +72,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await service.sessions.adopt().catch((e: unknown) => {
     ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'adopting earlier sessions failed');
   });
-  const version = packageVersion();
-  const { maxSessions, maxSessionsPerPrincipal, sessionIdleSeconds, unusedSessionSeconds } = config.server;
-  const mcp = createMcpHttp(
-    { service, logger, metrics, defaultPrincipal: LOCAL_PRINCIPAL, version },
-    {
-      stateless,
-      seedTools: config.server.seedTools,
-      maxSessions,
-      maxSessionsPerPrincipal,
-      idleMs: sessionIdleSeconds * 1000,
-      unusedMs: unusedSessionSeconds * 1000,
-    },
+  const http = await serveGatewayHttp(
+    { config, logger, service, metrics, authenticator, version: packageVersion() },
+    { host, port, stateless },
   );
-  const maxRequestBytes = config.sandbox.maxRequestBytes;
-  const app = createHttpApp({
-    service,
-    metrics,
-    logger,
-    authenticator,
-    mcp,
-    bodyLimitBytes: bodyLimitFor(maxRequestBytes),
-    limitNote: `the policy allows ${formatSize(maxRequestBytes)} of code, files and stdin in all (sandbox.maxRequestBytes)`,
-    allowedHosts,
-    maxRequestsPerSecond: config.server.maxRequestsPerSecond,
-    anonymousId: LOCAL_PRINCIPAL.id,
-    version,
-  });
-  const server = await listen(app, host, port, {
-    headersMs: config.server.headersTimeoutSeconds * 1000,
-    requestMs: config.server.requestTimeoutSeconds * 1000,
-  });
-  const sessionSockets = execWebSocket({ service, authenticator, metrics, logger, allowedHosts });
-  server.server.on('upgrade', sessionSockets.upgrade);
-  logger.info({ url: `${server.url}/mcp`, stateless, auth: authenticator.required }, 'MCP server listening');
+  logger.info({ url: `${http.url}/mcp`, stateless, auth: authenticator.required }, 'MCP server listening');
 
   await aborted(shutdownSignal().signal);
   logger.info('shutting down');
-  await mcp.close();
-  sessionSockets.close();
-  await server.close();
+  await http.close();
   await service.shutdown();
   return 0;
 }

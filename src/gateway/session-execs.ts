@@ -226,16 +226,17 @@ export class ExecRunner {
 
 /**
  * An exec that never ran. One the runner refused as sent (a cwd that is a symlink out of the
- * workspace: only the sandbox can tell) is Rejected by the workspace's rule, naming the field;
- * anything else is the backend's failure.
+ * workspace, or that does not exist: only the sandbox can tell) is Rejected by the workspace's
+ * rule, naming the field; anything else is the backend's failure.
  */
 function failedOutcome(err: AppError, startedAt: number): ExecOutcome {
   const empty = liveStream('');
+  const refusedAsSent =
+    err.code === 'INVALID_REQUEST' || (err.code === 'NOT_FOUND' && err.violations.length > 0);
   return {
-    outcome:
-      err.code === 'INVALID_REQUEST'
-        ? { phase: 'Rejected', reason: 'PolicyDenied', message: err.message, exitCode: null }
-        : classify(failedFacts(err.message)),
+    outcome: refusedAsSent
+      ? { phase: 'Rejected', reason: 'PolicyDenied', message: err.message, exitCode: null }
+      : classify(failedFacts(err.message)),
     stdout: empty,
     stderr: empty,
     startedAt,

@@ -5,7 +5,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import {
+  connect as connectNet,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Socket,
+} from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -296,4 +301,32 @@ export async function waitRunsGone(docker: Docker, runIds: string[], timeoutMs =
         : undefined,
     timeoutMs,
   );
+}
+
+/** A loopback TCP proxy to `port` whose `cut()` drops every open connection. */
+export async function cuttableProxy(
+  port: number,
+): Promise<{ url: string; connections: () => number; cut: () => void; close: () => Promise<void> }> {
+  const open = new Set<Socket>();
+  let total = 0;
+  const server = createNetServer((client) => {
+    total++;
+    const upstream = connectNet(port, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port: own } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${own}/mcp`,
+    connections: () => total,
+    cut: () => {
+      for (const s of open) s.destroy();
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

@@ -6,7 +6,6 @@
  * gone within 5 s.
  */
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type Docker from 'dockerode';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -15,6 +14,7 @@ import {
   connectHttp,
   containerExists,
   containerRunning,
+  cuttableProxy,
   ensureBuilt,
   recordNotifications,
   startServe,
@@ -23,34 +23,6 @@ import {
 } from './helpers.js';
 
 const TOKEN = 'disconnect-token-0123456789';
-
-/** A loopback TCP proxy to `port` whose `cut()` drops every open connection. */
-async function cuttableProxy(
-  port: number,
-): Promise<{ url: string; connections: () => number; cut: () => void; close: () => Promise<void> }> {
-  const open = new Set<Socket>();
-  let total = 0;
-  const server: Server = createServer((client) => {
-    total++;
-    const upstream = connect(port, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      open.add(s);
-      s.on('close', () => open.delete(s));
-      s.on('error', () => undefined);
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port: own } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${own}/mcp`,
-    connections: () => total,
-    cut: () => {
-      for (const s of open) s.destroy();
-    },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('disconnects (built CLI, Docker backend)', () => {
   let docker: Docker;

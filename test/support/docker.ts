@@ -3,11 +3,12 @@
  * Never skips.
  */
 import { execFileSync } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { RunRequestSchema, type RunRequestInput, type RunResult } from '../../src/api/run.js';
 import { DockerBackend } from '../../src/backends/docker/docker-backend.js';
 import type { SandboxBackend } from '../../src/backends/types.js';
-import { OWNED_FILTERS } from '../../src/backends/docker/labels.js';
+import { LABELS, OWNED_FILTERS } from '../../src/backends/docker/labels.js';
 import { DEFAULT_POOL_OPTIONS } from '../../src/backends/docker/pool/pool-options.js';
 import { sessionShape } from '../../src/backends/docker/session/docker-sessions.js';
 import { BUILTIN_TEMPLATES, type Template } from '../../src/policy/templates.js';
@@ -132,6 +133,26 @@ export async function runContainers(
     if (found.length >= count || performance.now() > deadline) return found;
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * Names of the containers `owner` (a DockerBackend's owner label) created from `sinceMs` until now,
+ * by the engine's own events: a container made and removed meanwhile counts too.
+ */
+export async function createdSince(docker: Docker, owner: string, sinceMs: number): Promise<string[]> {
+  const stream = (await docker.getEvents({
+    since: sinceMs / 1000,
+    until: Date.now() / 1000,
+    filters: { type: ['container'], event: ['create'], label: [`${LABELS.owner}=${owner}`] },
+  })) as unknown as Readable;
+  const names: string[] = [];
+  for await (const chunk of stream) {
+    for (const line of String(chunk).split('\n').filter(Boolean)) {
+      const event = JSON.parse(line) as { Actor: { Attributes: Record<string, string> } };
+      names.push(event.Actor.Attributes.name ?? '?');
+    }
+  }
+  return names;
 }
 
 export function hostRss(): number {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createAuthenticator } from '../../src/gateway/auth.js';
-import { createHttpApp } from '../../src/gateway/http/app.js';
+import { createHttpApp, type McpHttp } from '../../src/gateway/http/app.js';
 import { execWebSocket } from '../../src/gateway/http/exec-ws.js';
 import { listen, type Listening } from '../../src/gateway/http/listen.js';
 import { LOCAL_PRINCIPAL } from '../../src/gateway/principal.js';
@@ -19,6 +19,8 @@ export interface MemoryGatewayOptions {
   allowedHosts?: string[];
   /** Serve GET /sessions/:id/exec/ws too. */
   webSocket?: boolean;
+  /** The /mcp routes (default: none is expected to be reached). */
+  mcp?: McpHttp;
 }
 
 export type MemoryGateway = ReturnType<typeof memorySessions> & {
@@ -41,7 +43,13 @@ export async function serveMemoryGateway(options: MemoryGatewayOptions): Promise
     metrics: made.metrics,
     logger: silentLogger(),
     authenticator,
-    mcp: { post: notUsed, get: notUsed, delete: notUsed, close: () => Promise.resolve(), sessions: 0 },
+    mcp: options.mcp ?? {
+      post: notUsed,
+      get: notUsed,
+      delete: notUsed,
+      close: () => Promise.resolve(),
+      sessions: 0,
+    },
     bodyLimitBytes: 1024 * 1024,
     limitNote: 'test',
     allowedHosts: options.allowedHosts,

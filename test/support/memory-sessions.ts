@@ -50,9 +50,12 @@ export class MemorySandbox implements SessionSandbox {
     exec: Parameters<SessionSandbox['exec']>[0],
     options: Parameters<SessionSandbox['exec']>[1],
   ): ExecExecution {
-    // The directory `link-out` stands for a symlink out of the workspace, refused as the runner does.
-    if (exec.cwd === 'link-out') {
-      const result = Promise.reject(LINK_OUT('cwd'));
+    // The directory `link-out` stands for a symlink out of the workspace, `no-such-dir` for one
+    // that does not exist, each refused as the runner does.
+    const refusal =
+      exec.cwd === 'link-out' ? LINK_OUT('cwd') : exec.cwd === 'no-such-dir' ? NO_DIR : undefined;
+    if (refusal) {
+      const result = Promise.reject(refusal);
       const none = () => undefined;
       return {
         execId: options.execId,
@@ -315,6 +318,11 @@ const LINK_OUT = (field: string): AppError =>
       violations: [{ field, message: 'link-out is a symlink that leads out of the workspace (to /etc)' }],
     },
   );
+
+/** What the runner answers for a cwd that does not exist. */
+const NO_DIR = new AppError('NOT_FOUND', 'cwd: no-such-dir: No such file or directory', {
+  violations: [{ field: 'cwd', message: 'no-such-dir: No such file or directory' }],
+});
 
 /** A stream that fails before its first chunk, as the runner's refusal of a request does. */
 function refusedStream(err: AppError): AsyncIterable<Buffer> {

@@ -23,7 +23,7 @@ import { hostValidation, LOOPBACK_HOSTS, originValidation } from './host-validat
 import { metricsRoute } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { principalRateLimit } from './rate-limit.js';
-import { jsonBody, requireJson } from './request.js';
+import { mcpJsonBody, requireJson } from './request.js';
 import { runRoutes } from './rest-runs.js';
 import { sessionRoutes } from './rest-sessions.js';
 
@@ -83,7 +83,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     refuseDeclaredOverLimit(deps.bodyLimitBytes, deps.limitNote),
     auth,
     limit,
-    jsonBody(deps.bodyLimitBytes),
+    mcpJsonBody(deps.bodyLimitBytes),
     deps.mcp.post,
   );
   app.get('/mcp', auth, limit, deps.mcp.get);

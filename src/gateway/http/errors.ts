@@ -11,6 +11,7 @@ import { AppError, toAppError, type ErrorCode } from '../../shared/errors.js';
 const JSON_RPC_CODES: Partial<Record<ErrorCode, number>> = {
   INVALID_REQUEST: -32600,
   TOO_LARGE: -32600,
+  UNSUPPORTED_MEDIA_TYPE: -32600,
   UNAUTHORIZED: -32001,
   FORBIDDEN: -32001,
   NOT_FOUND: -32001,
@@ -35,6 +36,8 @@ export function sendError(req: Request, res: Response, err: AppError): void {
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
+  /** zlib's, when the body did not decode. */
+  code?: string;
   limit?: number;
   length?: number;
 }
@@ -68,8 +71,20 @@ export function fromBodyParser(e: BodyParserError, limitNote: string): AppError 
     case 'charset.unsupported':
       return new AppError('INVALID_REQUEST', e.message, { hint: 'send UTF-8 JSON' });
     default:
-      return undefined;
+      return undecodable(e);
   }
+}
+
+/**
+ * A body that is not what its Content-Encoding says: zlib's error (Z_DATA_ERROR, Z_BUF_ERROR…),
+ * which body-parser passes on as a 400 without a type of its own.
+ */
+function undecodable(e: BodyParserError): AppError | undefined {
+  if (e.status !== 400 || typeof e.code !== 'string' || !e.code.startsWith('Z_')) return undefined;
+  return new AppError('INVALID_REQUEST', `the request body cannot be read: ${e.message}`, {
+    violations: [{ field: '(request body)', message: 'cannot be read' }],
+    hint: 'send the body as plain JSON, or compressed as its Content-Encoding says (gzip, deflate, br)',
+  });
 }
 
 /** The last middleware: everything becomes JSON; unknown errors are logged and answered generically. */

@@ -31,23 +31,38 @@ export function jsonBody(limitBytes: number, options: { strict?: boolean } = {})
   });
 }
 
+/** The 415 of a request whose body is not declared JSON; undefined when it is. */
+function notJson(req: Request): AppError | undefined {
+  if (req.is('application/json')) return undefined;
+  return new AppError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    `expected Content-Type: application/json, got ${req.headers['content-type'] ?? 'none'}`,
+    {
+      violations: [{ field: 'Content-Type', message: 'expected application/json' }],
+      hint: 'send the body as JSON with -H "Content-Type: application/json"',
+    },
+  );
+}
+
 /** A JSON body, parsed: another Content-Type is a 415 naming it, before anything is read. */
 export function requireJson(limitBytes: number) {
   const parse = jsonBody(limitBytes, { strict: false });
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (!req.is('application/json')) {
-      next(
-        new AppError(
-          'UNSUPPORTED_MEDIA_TYPE',
-          `expected Content-Type: application/json, got ${req.headers['content-type'] ?? 'none'}`,
-          {
-            violations: [{ field: 'Content-Type', message: 'expected application/json' }],
-            hint: 'send the body as JSON with -H "Content-Type: application/json"',
-          },
-        ),
-      );
-      return;
-    }
+    const refusal = notJson(req);
+    if (refusal) return next(refusal);
+    parse(req, res, next);
+  };
+}
+
+/**
+ * MCP's POST body as JSON (a JSON-RPC message), refused with a 415 otherwise: else no body is
+ * parsed and the transport answers as if an initialize were missing.
+ */
+export function mcpJsonBody(limitBytes: number) {
+  const parse = jsonBody(limitBytes);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const refusal = notJson(req);
+    if (refusal) return next(refusal);
     parse(req, res, next);
   };
 }

@@ -4,11 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
-import { LABELS } from '../../../src/backends/docker/labels.js';
 import { SandpitService } from '../../../src/gateway/service.js';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
 import { silentLogger } from '../../../src/observability/logger.js';
@@ -16,6 +14,7 @@ import { createMetrics } from '../../../src/observability/metrics.js';
 import { createPolicy } from '../../../src/policy/policy.js';
 import { AppError } from '../../../src/shared/errors.js';
 import {
+  createdSince,
   makeBackend,
   requireDocker,
   runContainers,
@@ -105,23 +104,10 @@ test('the reaper leaves the containers of a live owner alone', async () => {
 
 /** Container create events this process causes while `fn` runs. */
 async function createsDuring(fn: () => Promise<unknown>): Promise<string[]> {
-  const startNs = BigInt(Date.now()) * 1_000_000n;
-  const since = Math.floor(Date.now() / 1000) - 1;
+  const since = Date.now();
   await fn().catch(() => {});
   await new Promise((r) => setTimeout(r, 300));
-  const stream = (await docker.getEvents({
-    since,
-    until: Math.floor(Date.now() / 1000) + 1,
-    filters: { type: ['container'], event: ['create'], label: [`${LABELS.owner}=${backend.owner}`] },
-  })) as unknown as Readable;
-  const events: string[] = [];
-  for await (const chunk of stream) {
-    for (const line of String(chunk).split('\n').filter(Boolean)) {
-      const event = JSON.parse(line) as { timeNano: number; Actor: { Attributes: Record<string, string> } };
-      if (BigInt(event.timeNano) >= startNs) events.push(event.Actor.Attributes.name ?? '?');
-    }
-  }
-  return events;
+  return createdSince(docker, backend.owner, since);
 }
 
 test('an image outside the allowlist, or a limit over a ceiling, is refused before any container exists', async () => {

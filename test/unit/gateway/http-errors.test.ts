@@ -16,6 +16,19 @@ test('body-parser failures map to AppErrors; unknown ones are left alone', () =>
   assert.equal(fromBodyParser(parserError('entity.parse.failed'), '')?.code, 'INVALID_REQUEST');
   assert.equal(fromBodyParser(parserError('charset.unsupported'), '')?.code, 'INVALID_REQUEST');
   assert.equal(fromBodyParser(new Error('other'), ''), undefined);
+  // A body that is not what its Content-Encoding says: zlib's error, made a 400 by body-parser.
+  const undecodable = fromBodyParser(
+    Object.assign(new Error('incorrect header check'), { status: 400, code: 'Z_DATA_ERROR' }),
+    '',
+  );
+  assert.equal(undecodable?.code, 'INVALID_REQUEST');
+  assert.equal(undecodable?.message, 'the request body cannot be read: incorrect header check');
+  assert.equal(fromBodyParser(Object.assign(new Error('socket'), { status: 500 }), ''), undefined);
+  // The router's 400 for a path that is not percent-encoded UTF-8 is not a body's.
+  assert.equal(
+    fromBodyParser(Object.assign(new URIError('Failed to decode'), { status: 400 }), ''),
+    undefined,
+  );
 });
 
 test('JSON-RPC error bodies', () => {

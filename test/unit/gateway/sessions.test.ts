@@ -311,6 +311,18 @@ describe('session use cases', () => {
     assert.doesNotMatch(counted, /BackendError/);
   });
 
+  test('an exec in a cwd that does not exist ends Rejected, naming the field, not a retryable backend error', async () => {
+    const { service, metrics } = memorySessions();
+    const s = await service.sessions.create({ template: 'python' }, ALICE);
+    const result = await service.sessions.exec(s.id, ALICE, { command: ['pwd'], cwd: 'no-such-dir' }).result;
+    assert.equal(result.phase, 'Rejected');
+    assert.equal(result.reason, 'PolicyDenied');
+    assert.match(result.message ?? '', /^cwd: no-such-dir: No such file or directory/);
+    assert.equal(result.exitCode, null);
+    const counted = await metrics.registry.getSingleMetricAsString('sandpit_session_execs_total');
+    assert.doesNotMatch(counted, /BackendError/);
+  });
+
   test('a file over the download limit is TOO_LARGE; an upload over the workspace too', async () => {
     const { service } = memorySessions({ policy: { ceilings: { downloadBytes: 4, workspaceBytes: 1024 } } });
     const s = await service.sessions.create({ template: 'python' }, ALICE);
