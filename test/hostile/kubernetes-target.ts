@@ -31,6 +31,7 @@ import {
 import type { OperatorConfig } from '../integration/kubernetes/operator-process.js';
 import { createPool, poolsPath, poolSpecFor, sandboxPods } from '../integration/kubernetes/pool-harness.js';
 import { getSandbox } from '../integration/kubernetes/sandbox-harness.js';
+import { isSessionEnded } from '../../src/api/session.js';
 import { specWith } from '../support/docker.js';
 import { withCluster } from '../support/kube/index.js';
 import { armCanary, CANARY, GATEWAY_SECRETS, HOSTILE_SANDBOX_CONFIG, wireGateway } from './gateway.js';
@@ -180,7 +181,13 @@ export function kubernetesTargets(
             const phase = run?.status?.phase;
             if (run && (!phase || !isTerminal(phase))) live.push(`SandboxRun ${id} (${phase ?? 'no phase'})`);
           }
-          for (const id of made.sessions) if (await getSandbox(cluster, ns, id)) live.push(`Sandbox ${id}`);
+          // Likewise an ended Sandbox (its pod gone, above) is the session's record until its TTL.
+          for (const id of made.sessions) {
+            const sandbox = await getSandbox(cluster, ns, id);
+            const phase = sandbox?.status?.phase;
+            if (sandbox && (!phase || !isSessionEnded(phase)))
+              live.push(`Sandbox ${id} (${phase ?? 'no phase'})`);
+          }
           return [...pods, ...live];
         },
       });
