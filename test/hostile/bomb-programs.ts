@@ -221,10 +221,13 @@ export function stragglersProgram(marker: string): string {
 export function reportsOf(stdout: string): Map<string, Record<string, unknown>[]> {
   const out = new Map<string, Record<string, unknown>[]>();
   for (const line of stdout.split('\n')) {
-    if (!line.startsWith('{"case": ')) continue;
+    // Where both streams are one (a Kubernetes run's pod log), a piece of the other stream may
+    // come first on the line: the report is from its start on.
+    const at = line.indexOf('{"case": ');
+    if (at < 0) continue;
     let parsed: Record<string, unknown>;
     try {
-      parsed = JSON.parse(line) as Record<string, unknown>;
+      parsed = JSON.parse(line.slice(at)) as Record<string, unknown>;
     } catch {
       continue; // a line cut by the output window
     }
