@@ -458,10 +458,10 @@ export function bombCases(config: HostileConfig, make: () => Promise<Untrusted>)
       const head = r.stdout.indexOf('xxxxxxxx');
       assert.ok(head > 0, `no long line in stdout: ${r.stdout.slice(0, 300)}`);
       // One stream keeps each stream's order, not their order to each other: a piece of the stderr
-      // line may come before the stdout line starts.
+      // line may come before the stdout line starts, and either line may end it.
       const early = (r.stdout.slice(0, head).match(/e{64,}/g) ?? []).join('').length;
       const streams = oneStream(config)
-        ? ([['stdout', r.stdout, r.stdoutBytes, head - early + 2 * (LONG_LINE_BYTES + 1), 'e']] as const)
+        ? ([['stdout', r.stdout, r.stdoutBytes, head - early + 2 * (LONG_LINE_BYTES + 1), 'xe']] as const)
         : ([
             ['stdout', r.stdout, r.stdoutBytes, head + LONG_LINE_BYTES + 1, 'x'],
             ['stderr', r.stderr, r.stderrBytes, LONG_LINE_BYTES + 1, 'e'],
@@ -470,14 +470,14 @@ export function bombCases(config: HostileConfig, make: () => Promise<Untrusted>)
         assert.equal(
           bytes,
           expected,
-          `every byte of ${name} counted (the long line at ${head}): ${JSON.stringify(text.slice(0, head + 80))}`,
+          `every byte of ${name} counted (the long line at ${head}): ${JSON.stringify(text.slice(0, 300))}`,
         );
         assert.ok(
           text.includes(`\n[… ${bytes - OUTPUT_BYTES} bytes truncated …]\n`),
           `${name} says what it cut`,
         );
         assert.ok(
-          text.endsWith(`${last.repeat(64)}\n`),
+          [...last].some((c) => text.endsWith(`${c.repeat(64)}\n`)),
           `${name} keeps the line's end: it ends ${JSON.stringify(text.slice(-160))}`,
         );
         assert.ok(text.length < 2 * OUTPUT_BYTES, `${name} is ${text.length} characters`);
