@@ -11,11 +11,11 @@
  * is kept without the command preview: no code reaches this directory. A journal that cannot be
  * written costs only that safety net, never a run.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { renameSync, rmSync } from 'node:fs';
 import * as z from 'zod';
 import { RunAuditRecordSchema, type RunAuditRecord } from '../api/audit.js';
 import type { Logger } from '../observability/logger.js';
+import { jsonRecords } from './json-records.js';
 
 export interface JournaledRun {
   runId: string;
@@ -68,20 +68,15 @@ export function lostRunRecord(run: JournaledRun, foundAt: number): RunAuditRecor
 }
 
 export function fileRunJournal(dir: string, logger: Logger, { owner, alive }: JournalOwner): RunJournal {
-  const fileOf = (runId: string) => join(dir, `${runId}.json`);
+  const records = jsonRecords(dir);
   const warn = (e: unknown, what: string) =>
     logger.warn({ dir, err: e instanceof Error ? e.message : String(e) }, what);
   return {
     remember(run) {
       if (!RUN_ID.test(run.runId)) return;
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        const file = fileOf(run.runId);
         const { preview: _code, ...command } = run.record.command;
-        writeFileSync(`${file}.tmp`, JSON.stringify({ ...run, owner, record: { ...run.record, command } }), {
-          mode: 0o600,
-        });
-        renameSync(`${file}.tmp`, file);
+        records.write(run.runId, { ...run, owner, record: { ...run.record, command } });
       } catch (e) {
         warn(e, 'the run journal could not be written: a run lost with this process would go unaudited');
       }
@@ -89,32 +84,25 @@ export function fileRunJournal(dir: string, logger: Logger, { owner, alive }: Jo
     forget(runId) {
       if (!RUN_ID.test(runId)) return;
       try {
-        rmSync(fileOf(runId), { force: true });
+        records.remove(runId);
       } catch (e) {
         warn(e, 'a run could not be removed from the run journal');
       }
     },
     takeOrphans() {
-      let names: string[];
-      try {
-        names = readdirSync(dir).filter((n) => n.endsWith('.json'));
-      } catch {
-        return [];
-      }
-      return names.flatMap((name) => {
-        const file = join(dir, name);
+      return records.names().flatMap((name) => {
         let run: JournaledRun & { owner: string };
         try {
-          run = JournaledRunSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+          run = records.read(name, JournaledRunSchema);
         } catch (e) {
           warn(e, `the run journal's ${name} is unreadable: skipped`);
           return [];
         }
         if (alive(run.owner)) return [];
         // Taken by a rename: of two processes that both found it, one gets it.
-        const taken = `${file}.taken-${process.pid}`;
+        const taken = `${records.path(name)}.taken-${process.pid}`;
         try {
-          renameSync(file, taken);
+          renameSync(records.path(name), taken);
           rmSync(taken, { force: true });
         } catch {
           return [];

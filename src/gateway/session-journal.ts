@@ -8,12 +8,11 @@
  * place, removed when the session ends. A journal that cannot be written costs only those audit
  * facts, never a session.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as z from 'zod';
 import { SESSION_ID_PATTERN } from '../api/session.js';
 import type { Logger } from '../observability/logger.js';
 import { SessionFactsSchema, type SessionFacts } from '../policy/session.js';
+import { jsonRecords } from './json-records.js';
 
 export interface JournaledSession {
   sessionId: string;
@@ -46,16 +45,13 @@ const JournaledSessionSchema = z.object({
 });
 
 export function fileJournal(dir: string, logger: Logger): SessionJournal {
-  const fileOf = (sessionId: string) => join(dir, `${sessionId}.json`);
+  const records = jsonRecords(dir);
   const warn = (e: unknown, what: string) =>
     logger.warn({ dir, err: e instanceof Error ? e.message : String(e) }, what);
   return {
     remember(session) {
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        const file = fileOf(session.sessionId);
-        writeFileSync(`${file}.tmp`, JSON.stringify(session), { mode: 0o600 });
-        renameSync(`${file}.tmp`, file);
+        records.write(session.sessionId, session);
       } catch (e) {
         warn(
           e,
@@ -65,21 +61,15 @@ export function fileJournal(dir: string, logger: Logger): SessionJournal {
     },
     forget(sessionId) {
       try {
-        rmSync(fileOf(sessionId), { force: true });
+        records.remove(sessionId);
       } catch (e) {
         warn(e, 'a session could not be removed from the journal');
       }
     },
     entries() {
-      let names: string[];
-      try {
-        names = readdirSync(dir).filter((n) => n.endsWith('.json'));
-      } catch {
-        return [];
-      }
-      return names.flatMap((name) => {
+      return records.names().flatMap((name) => {
         try {
-          const j = JournaledSessionSchema.parse(JSON.parse(readFileSync(join(dir, name), 'utf8')));
+          const j = records.read(name, JournaledSessionSchema);
           const spec = { ...j.spec, template: j.spec.template, runtime: j.spec.runtime };
           return [{ ...j, spec }];
         } catch (e) {
