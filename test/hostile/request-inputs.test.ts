@@ -215,40 +215,15 @@ describe('hostile: request inputs (docker)', () => {
       'INVALID_REQUEST',
       'path',
     );
-    assertRefused(
-      await rest(`/sessions/${session}/exec`, { body: { command: ['pwd'], cwd: 'keep\u0000' } }),
-      400,
-      'INVALID_REQUEST',
-      'cwd',
-    );
-    assertRefused(
-      await rest(`/sessions/${session}/exec`, { body: { command: ['echo', 'a\u0000b'] } }),
-      400,
-      'INVALID_REQUEST',
-      'command',
-    );
-    assertRefused(
-      await rest('/runs', {
-        body: { template: 'python', code: '', files: [{ path: 'a\u0000b', content: '' }] },
-      }),
-      400,
-      'INVALID_REQUEST',
-      'files',
-    );
-    assertRefused(
-      await rest('/runs', { body: { template: 'bash', command: ['echo', 'x\u0000'] } }),
-      400,
-      'INVALID_REQUEST',
-      'command',
-    );
-    assertRefused(
-      await rest('/runs', {
-        body: { template: 'python', code: '', env: [{ name: 'A', value: 'x\u0000y' }] },
-      }),
-      400,
-      'INVALID_REQUEST',
-      'env',
-    );
+    const bodies: [string, Record<string, unknown>, string][] = [
+      [`/sessions/${session}/exec`, { command: ['pwd'], cwd: 'keep\u0000' }, 'cwd'],
+      [`/sessions/${session}/exec`, { command: ['echo', 'a\u0000b'] }, 'command'],
+      ['/runs', { template: 'python', code: '', files: [{ path: 'a\u0000b', content: '' }] }, 'files'],
+      ['/runs', { template: 'bash', command: ['echo', 'x\u0000'] }, 'command'],
+      ['/runs', { template: 'python', code: '', env: [{ name: 'A', value: 'x\u0000y' }] }, 'env'],
+    ];
+    for (const [route, body, field] of bodies)
+      assertRefused(await rest(route, { body }), 400, 'INVALID_REQUEST', field);
     await assertToolRefused(
       mcp.client,
       'run_command',
