@@ -21,7 +21,7 @@ import {
   recordNotifications,
   waitFor,
 } from '../e2e/helpers.js';
-import { CANARY } from './gateway.js';
+import { ACCEPT, CANARY, INITIALIZE } from './gateway.js';
 import {
   assertNothingStarted,
   assertRefused,
@@ -37,13 +37,6 @@ import {
 const HEADERS_TIMEOUT_S = 1;
 const REQUEST_TIMEOUT_S = 2;
 const SESSION_IDLE_S = 3;
-const ACCEPT = { Accept: 'application/json, text/event-stream' };
-const INITIALIZE = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'hostile', version: '1' } },
-};
 
 let g: Served;
 /** The canary's run, with a returned file, and its live session. */

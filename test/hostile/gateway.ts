@@ -91,3 +91,14 @@ export async function serveGateway(config: Record<string, unknown>): Promise<Ser
     },
   };
 }
+
+/** The Accept header a Streamable HTTP client sends with every POST to /mcp. */
+export const ACCEPT = { Accept: 'application/json, text/event-stream' };
+
+/** A raw MCP initialize, as a hostile client sends it without the SDK. */
+export const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'hostile', version: '1' } },
+};

@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { connectHttp, waitFor, type Connected } from '../e2e/helpers.js';
-import { CANARY } from './gateway.js';
+import { ACCEPT, CANARY, INITIALIZE } from './gateway.js';
 import {
   assertNothingStarted,
   assertRefused,
@@ -739,17 +739,6 @@ describe('hostile: request inputs (docker)', () => {
 
   // JSON-RPC: malformed, batched, oversized, of another type.
 
-  const ACCEPT = { Accept: 'application/json, text/event-stream' };
-  const INITIALIZE = {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: {
-      protocolVersion: '2025-06-18',
-      capabilities: {},
-      clientInfo: { name: 'hostile', version: '1' },
-    },
-  };
   const RUN_CALL = {
     jsonrpc: '2.0',
     id: 2,
