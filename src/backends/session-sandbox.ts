@@ -177,8 +177,13 @@ export class RunnerSession implements SessionSandbox {
       startedAt,
       deadlineMs: exec.timeoutSeconds * 1000,
       signal: options.signal,
-      sandboxEnded: this.ended,
+      sandboxEnd: () => this.sandboxEnd(),
     });
+  }
+
+  /** The sandbox's own end once the runner is gone (waited for briefly); undefined while it lives. */
+  private sandboxEnd(): Promise<SandboxEnd | undefined> {
+    return this.client.isEnded ? within(this.ended, SANDBOX_END_WAIT_MS) : Promise.resolve(undefined);
   }
 
   /** The execs a resync reported, followed from now on (their output comes from the runner's buffer). */
@@ -194,7 +199,7 @@ export class RunnerSession implements SessionSandbox {
           startedAt,
           deadlineMs,
           signal: undefined,
-          sandboxEnded: this.ended,
+          sandboxEnd: () => this.sandboxEnd(),
         }),
         argv: info.argv,
         background: info.background,
@@ -322,8 +327,8 @@ interface ExecContext {
   startedAt: number;
   deadlineMs: number;
   signal: AbortSignal | undefined;
-  /** The session's sandbox's own end (never, when it is closed or let go). */
-  sandboxEnded: Promise<SandboxEnd>;
+  /** How the session's sandbox ended, when its runner is gone; at once undefined while it lives. */
+  sandboxEnd: () => Promise<SandboxEnd | undefined>;
 }
 
 /** An exec killed with its sandbox by the OOM killer: SIGKILL's status. */
@@ -365,7 +370,7 @@ function execution(execId: string, handle: ExecHandle, ctx: ExecContext): ExecEx
         async (e: unknown) => {
           // Under gVisor the sandbox is one process to the host's OOM killer: a memory bomb in an
           // exec takes the runner with it, and the sandbox's end says so.
-          if ((await within(ctx.sandboxEnded, SANDBOX_END_WAIT_MS))?.reason !== 'OOMKilled') throw e;
+          if ((await ctx.sandboxEnd())?.reason !== 'OOMKilled') throw e;
           return { report: undefined, facts: OOM_KILLED };
         },
       );
