@@ -25,7 +25,11 @@ type Sink = (data: Buffer) => void;
 
 /** An attach taken by a claim: its output goes where the serve routes it from now on. */
 export interface HeldAttach {
-  readonly attached: AttachedPod;
+  /**
+   * The attach, once open: a claim may take one still opening, which is then the serve's as well
+   * (a second attach would close the pod's stdin when the first one closed). Undefined: it failed.
+   */
+  readonly opened: Promise<AttachedPod | undefined>;
   route(onStdout: Sink, onStderr: Sink): void;
 }
 
@@ -34,6 +38,8 @@ interface Entry {
   /** Settles with the attach once it is open (undefined: it failed). */
   opening: Promise<AttachedPod | undefined>;
   attached: AttachedPod | undefined;
+  /** A claim took it: the serve that has it closes it. */
+  taken: boolean;
   stdout: Sink;
   stderr: Sink;
 }
@@ -111,19 +117,22 @@ export class PoolAttachments {
     this.claiming.delete(uid);
   }
 
-  /** The claim won: the attach held to the pod, if one is open, is the serve's from now on (it closes it). */
+  /**
+   * The claim won: the attach held to the pod, open or still opening, is the serve's from now on
+   * (it closes it); undefined when none is (never made, or it ended).
+   */
   take(uid: string): HeldAttach | undefined {
     this.claiming.delete(uid);
     const entry = this.entries.get(uid);
     if (!entry) return undefined;
     this.entries.delete(uid);
-    const attached = entry.attached;
-    if (!attached?.open) {
-      attached?.close();
+    if (entry.attached && !entry.attached.open) {
+      entry.attached.close();
       return undefined;
     }
+    entry.taken = true;
     return {
-      attached,
+      opened: entry.opening,
       route: (onStdout, onStderr) => {
         entry.stdout = onStdout;
         entry.stderr = onStderr;
@@ -142,6 +151,7 @@ export class PoolAttachments {
       uid,
       opening: Promise.resolve(undefined),
       attached: undefined,
+      taken: false,
       stdout: drop,
       stderr: drop,
     };
@@ -155,6 +165,7 @@ export class PoolAttachments {
       .then(
         (attached) => {
           entry.attached = attached;
+          if (entry.taken) return attached;
           // Gone while it opened (the pod is no longer idle, or leadership was lost).
           if (this.entries.get(uid) !== entry) attached.close();
           else

@@ -294,21 +294,18 @@ async function startWarm(
   const pool = poolOfPod(claimed);
   const status = recordedStart(p, pod, pool, run.timing.now);
   if (!isClaimedBy(claimed, run.ref)) {
-    held?.attached.close();
+    void held?.opened.then((attached) => attached?.close());
     await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
     return {}; // never attach to a pod the run does not own
   }
   const channelKey = newChannelKey();
   const serve = serveWarm({
-    open: (onStdout, onStderr) => {
-      if (!held)
-        return deps.kube.attach(
-          { namespace, pod: pod.name, container: SANDBOX_CONTAINER },
-          onStdout,
-          onStderr,
-        );
-      held.route(onStdout, onStderr);
-      return Promise.resolve(held.attached);
+    open: async (onStdout, onStderr) => {
+      held?.route(onStdout, onStderr);
+      return (
+        (await held?.opened) ??
+        deps.kube.attach({ namespace, pod: pod.name, container: SANDBOX_CONTAINER }, onStdout, onStderr)
+      );
     },
     attachedAhead: held !== undefined,
     namespace,

@@ -41,13 +41,15 @@ class FakeAttach implements AttachedPod {
   }
 }
 
-function harness() {
+/** `opens`: when each attach finishes opening (at once by default). */
+function harness(opens: (pod: string) => Promise<void> = () => Promise.resolve()) {
   const attaches = new Map<string, FakeAttach>();
   const kube = {
-    attach: (t: { pod: string }, onStdout: (d: Buffer) => void): Promise<AttachedPod> => {
+    attach: async (t: { pod: string }, onStdout: (d: Buffer) => void): Promise<AttachedPod> => {
       const a = new FakeAttach(onStdout);
       attaches.set(t.pod, a);
-      return Promise.resolve(a);
+      await opens(t.pod);
+      return a;
     },
   };
   const held = new PoolAttachments({ kube, logger: createLogger({ level: 'silent' }) });
@@ -115,6 +117,7 @@ describe('PoolAttachments: attaches held ahead to idle run pool pods', () => {
     held.observe('update', runPod('a', { labels: { [LABEL_POOL_POD]: 'claimed' } }));
     const taken = held.take('uid-a');
     assert.ok(taken);
+    assert.equal(await taken.opened, attaches.get('a'));
     const seen: string[] = [];
     taken.route(
       (d) => seen.push(d.toString()),
@@ -123,6 +126,31 @@ describe('PoolAttachments: attaches held ahead to idle run pool pods', () => {
     attaches.get('a')!.stdout(Buffer.from('out'));
     assert.deepEqual(seen, ['out']);
     assert.equal(held.size, 0, 'the serve holds it now');
+  });
+
+  test('a claim that takes an attach still opening gets that attach, never closed under it', async () => {
+    let opened!: () => void;
+    const { held, attaches } = harness(() => new Promise((r) => (opened = r)));
+    held.setActive(true, [runPod('a')]);
+    await settle();
+    assert.equal(held.holds('uid-a'), false, 'not open yet');
+    assert.equal(held.reserve('uid-a'), true);
+    const taken = held.take('uid-a');
+    assert.ok(taken, 'a second attach would close the pod’s stdin (stdinOnce) when this one closed');
+    opened();
+    const attach = await taken.opened;
+    assert.equal(attach, attaches.get('a'));
+    assert.equal(attach?.open, true);
+    assert.equal(held.size, 0);
+  });
+
+  test('an attach that ended before the claim took it is not handed over', async () => {
+    const { held, attaches } = harness();
+    held.setActive(true, [runPod('a')]);
+    await settle();
+    held.reserve('uid-a');
+    attaches.get('a')!.open = false; // ended, its closed handler not run yet
+    assert.equal(held.take('uid-a'), undefined);
   });
 
   test('a claim that lost gives the pod back', async () => {
