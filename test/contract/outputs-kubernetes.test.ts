@@ -63,7 +63,7 @@ async function runCode(template: string, code: string, outputs?: string[]): Prom
   assert.ok(!result.isError, `tool failed: ${textOf(result)}`);
   const structured = result.structuredContent as Record<string, unknown>;
   assert.equal(structured.phase, 'Succeeded', JSON.stringify(structured));
-  assert.equal(structured.backend, 'kubernetes');
+  assert.equal(structured.backend, 'kubernetes', JSON.stringify(structured));
   const outputsOf = structured.outputs as RunOutputs | undefined;
   assert.ok(outputsOf, `the result says what was returned: ${JSON.stringify(structured)}`);
   return { runId: String(structured.runId), result, structured, outputs: outputsOf };
@@ -243,7 +243,7 @@ describe('output files through the Kubernetes backend (sandpit serve, MCP over S
       ['plot.png', 'data.csv', 'missing.txt'],
     );
     await deletePool(suite.cluster, suite.ns, 'outputs');
-    assert.equal(structured.served, 'warm');
+    assert.equal(structured.served, 'warm', `served by a pool pod: ${JSON.stringify(structured)}`);
     assert.equal(structured.stdout, 'warm\n', 'neither the files block nor the trailer is output');
     assert.deepEqual(
       outputs.files.map((f) => [f.path, f.delivery]),
@@ -252,8 +252,8 @@ describe('output files through the Kubernetes backend (sandpit serve, MCP over S
         ['data.csv', 'link'],
       ],
     );
-    assert.equal(skipOf(outputs, 'missing.txt')?.reason, 'NoMatch');
-    assert.equal(result.content.filter((c) => c.type === 'image').length, 1);
+    assert.equal(skipOf(outputs, 'missing.txt')?.reason, 'NoMatch', JSON.stringify(outputs));
+    assert.equal(result.content.filter((c) => c.type === 'image').length, 1, 'one image content');
     const uri = `sandpit://runs/${runId}/files/data.csv`;
     const read = await conn.client.readResource({ uri });
     assert.deepEqual(read.contents, [{ uri, mimeType: 'text/csv', text: 'x\n1\n' }]);
