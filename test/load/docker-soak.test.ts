@@ -1,11 +1,10 @@
 /**
  * Soak (issue 21): `sandpit serve` on Docker, with its defaults, given 5 run_code calls a second
  * over MCP Streamable HTTP for SANDPIT_SOAK_SECONDS (600 by default). Its RSS at the end (minute
- * 10) is at most 1.15× its RSS at a fifth of the way (minute 2), each the peak of the minute
- * before (see steady()), its open descriptors stay within
- * ±10, every call finishes with its own output or is refused with the busy error (the gateway's
- * backpressure: a cold container costs about 0.4 s of the 2 cores' time), and p50, p99, the busy
- * refusals and the errors are reported.
+ * 10) is at most 1.15× its RSS at a fifth of the way (minute 2), each the peak of the minute before
+ * (see steady()), its open descriptors stay within ±10, every call finishes with its own output or
+ * is refused with the busy error (the gateway's backpressure: a cold container costs about 0.4 s of
+ * the 2 cores' time), and p50, p99, the busy refusals and the errors are reported.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

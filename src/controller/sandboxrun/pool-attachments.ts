@@ -26,8 +26,8 @@ type Sink = (data: Buffer) => void;
 /** An attach taken by a claim: its output goes where the serve routes it from now on. */
 export interface HeldAttach {
   /**
-   * The attach, once open: a claim may take one still opening, which is then the serve's as well
-   * (a second attach would close the pod's stdin when the first one closed). Undefined: it failed.
+   * The attach, once open: a claim may take one still opening, which the serve then waits for
+   * rather than set up a second attach to the same pod. Undefined: it failed.
    */
   readonly opened: Promise<AttachedPod | undefined>;
   route(onStdout: Sink, onStderr: Sink): void;

@@ -136,7 +136,7 @@ describe('PoolAttachments: attaches held ahead to idle run pool pods', () => {
     assert.equal(held.holds('uid-a'), false, 'not open yet');
     assert.equal(held.reserve('uid-a'), true);
     const taken = held.take('uid-a');
-    assert.ok(taken, 'a second attach would close the pod’s stdin (stdinOnce) when this one closed');
+    assert.ok(taken, 'the serve waits for this attach instead of opening a second one');
     opened();
     const attach = await taken.opened;
     assert.equal(attach, attaches.get('a'));
