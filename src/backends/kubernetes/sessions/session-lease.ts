@@ -185,6 +185,8 @@ export class SessionLease {
     const delay = Math.max(0, this.lastWrite + ACTIVITY_WRITE_SECONDS * 1000 - Date.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      // The period runs from when a write is sent: a touch while it is in flight waits a whole period.
+      this.lastWrite = Date.now();
       void this.write(this.holder);
     }, delay);
     this.timer.unref();
@@ -221,7 +223,6 @@ export class SessionLease {
       };
       try {
         this.lease = await this.kube.replaceLease(this.ref.namespace, next);
-        this.lastWrite = Date.now();
         // Operations still running keep the Lease live: the next write comes one period on.
         if (holder && this.isBusy()) this.touch();
         return;

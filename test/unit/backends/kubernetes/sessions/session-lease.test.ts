@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, mock, test } from 'node:test';
+import { ACTIVITY_WRITE_SECONDS } from '../../../../../src/api/v1alpha1/sandbox.js';
 import {
   buildSessionLease,
   channelKeyOf,
   LEASE_DURATION_SECONDS,
   lastHolderOf,
   liveHolder,
+  SessionLease,
   takenBy,
 } from '../../../../../src/backends/kubernetes/sessions/session-lease.js';
 
@@ -75,5 +77,47 @@ describe('the session Lease', () => {
       () => channelKeyOf({ metadata: { name: 'x', annotations: { 'sandpit.dev/channel-key': 'abc' } } }),
       /channel key/,
     );
+  });
+});
+
+describe("the holder's activity writes", () => {
+  test('at most one per period, counted from when a write is sent: a touch while one is in flight waits', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now });
+    t.after(() => mock.timers.reset());
+    const period = ACTIVITY_WRITE_SECONDS * 1000;
+    const sent: number[] = [];
+    let answer: (() => void) | undefined;
+    const kube = {
+      createLease: (_ns: string, l: typeof lease) => Promise.resolve(l),
+      getLease: () => Promise.resolve(lease),
+      replaceLease: (_ns: string, l: typeof lease) => {
+        sent.push(Date.now());
+        return new Promise<typeof lease>((r) => (answer = () => r(l)));
+      },
+    };
+    const held = await SessionLease.create(kube, {
+      namespace: 'ns',
+      name: 'ses-1',
+      sandboxUid: 'u',
+      holder: 'gw-a',
+      key,
+      now,
+    });
+    const settle = () => new Promise((r) => setImmediate(r));
+    held.touch();
+    mock.timers.tick(period);
+    await settle();
+    assert.deepEqual(sent, [now + period], 'the trailing edge, one period after the create');
+    mock.timers.tick(500);
+    held.touch(); // activity while the apiserver has not answered yet
+    answer?.();
+    await settle();
+    mock.timers.tick(period - 501);
+    await settle();
+    assert.equal(sent.length, 1, 'no second write within the period of the first');
+    mock.timers.tick(1);
+    await settle();
+    assert.deepEqual(sent, [now + period, now + 2 * period]);
+    answer?.();
   });
 });
