@@ -4,8 +4,8 @@
  * controls it), and the one resourceVersion-guarded PUT that binds it: `claimed`, the owner's
  * labels (its NetworkPolicy selects it), the owner as its only controller (deleting the pool leaves
  * it serving), and activeDeadlineSeconds lowered to the pod's age plus what the owner may still
- * take. Two operators (or two passes) racing for one pod: one PUT wins, the other gets Conflict and
- * tries the next pod, so a pod never serves two owners. The caller makes sure the owner's
+ * take. Two operators (or two passes) racing for one pod: one PUT wins, the other gets Conflict,
+ * reads the pod again, and tries the next pod when it is taken, so a pod never serves two owners. The caller makes sure the owner's
  * NetworkPolicy exists first. No ready pod of the shape: `empty`, at once.
  */
 import {
@@ -143,39 +143,79 @@ export type ClaimOutcome =
   | { result: 'conflict' };
 
 export interface ClaimDeps {
-  kube: Pick<KubeClient, 'replacePod'>;
+  kube: Pick<KubeClient, 'replacePod' | 'getPod'>;
   pods: Store<Pod>;
 }
 
+const uidOf = (pod: Pod): string => pod.metadata?.uid ?? '';
+
 /** Claims the oldest fitting idle pod of the request's shape; any other error is thrown. */
 export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Promise<ClaimOutcome> {
-  const { fits, shapeLabel, countClaim, hold, ...input } = request;
-  const candidates = claimCandidates(podsIn(deps.pods, input.owner.namespace), shapeLabel).filter(
-    (pod) => fits?.(pod) ?? true,
-  );
+  const { shapeLabel, countClaim, hold, owner } = request;
+  const fits = (pod: Pod) => request.fits?.(pod) ?? true;
+  const candidates = claimCandidates(podsIn(deps.pods, owner.namespace), shapeLabel).filter(fits);
   if (candidates.length === 0) {
     countClaim?.('empty');
     return { result: 'empty' };
   }
-  const uid = (pod: Pod): string => pod.metadata?.uid ?? '';
   const ordered = hold
-    ? [...candidates.filter((p) => hold.holds(uid(p))), ...candidates.filter((p) => !hold.holds(uid(p)))]
+    ? [...candidates.filter((p) => hold.holds(uidOf(p))), ...candidates.filter((p) => !hold.holds(uidOf(p)))]
     : candidates;
   for (const pod of ordered) {
-    if (hold && !hold.reserve(uid(pod))) continue;
+    if (hold && !hold.reserve(uidOf(pod))) continue;
+    let claimed: Pod | undefined;
     try {
-      const claimed = await deps.kube.replacePod(input.owner.namespace, buildClaim({ ...input, pod }));
-      countClaim?.('warm');
-      return { result: 'claimed', pod: claimed, pool: poolOfPod(claimed) };
-    } catch (e) {
-      hold?.release(uid(pod));
-      if (isConflict(e) || isNotFound(e)) {
-        countClaim?.('conflict');
-        continue;
-      }
-      countClaim?.('error');
-      throw e;
+      claimed = await bind(deps, request, pod, fits);
+    } finally {
+      if (!claimed) hold?.release(uidOf(pod));
     }
+    if (claimed) return { result: 'claimed', pod: claimed, pool: poolOfPod(claimed) };
   }
   return { result: 'conflict' };
+}
+
+/**
+ * The PUT that claims `pod`: the pod it wrote, or undefined when another owner has it or it is
+ * gone. On a Conflict it reads the pod once more and tries again if it is still idle: the cache may
+ * be behind a write that left it so (the kubelet's status).
+ */
+async function bind(
+  deps: ClaimDeps,
+  request: ClaimRequest,
+  pod: Pod,
+  fits: (pod: Pod) => boolean,
+): Promise<Pod | undefined> {
+  let current: Pod | undefined = pod;
+  for (let again = false; current; again = true) {
+    try {
+      const claimed = await deps.kube.replacePod(
+        pod.metadata?.namespace ?? '',
+        buildClaim({ ...request, pod: current }),
+      );
+      request.countClaim?.('warm');
+      return claimed;
+    } catch (e) {
+      if (!isConflict(e) && !isNotFound(e)) {
+        request.countClaim?.('error');
+        throw e;
+      }
+      request.countClaim?.('conflict');
+      current = isConflict(e) && !again ? await stillIdle(deps, request.shapeLabel, pod, fits) : undefined;
+    }
+  }
+  return undefined;
+}
+
+/** The pod as the apiserver has it now, when it is still idle and fits. */
+async function stillIdle(
+  deps: ClaimDeps,
+  shapeLabel: string,
+  pod: Pod,
+  fits: (pod: Pod) => boolean,
+): Promise<Pod | undefined> {
+  const fresh = await deps.kube
+    .getPod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '')
+    .catch(() => undefined);
+  const idle = fresh && uidOf(fresh) === uidOf(pod) && claimCandidates([fresh], shapeLabel).length === 1;
+  return idle && fits(fresh) ? fresh : undefined;
 }

@@ -127,7 +127,13 @@ export async function claimRunPod(
       now: deps.now(),
       hold: deps.attachments,
     });
-    if (claim.result !== 'claimed') return undefined;
+    if (claim.result !== 'claimed') {
+      deps.logger.info(
+        { run: `${run.namespace}/${run.name}`, shape: shapeLabel, result: claim.result },
+        "No idle pool pod of the run's shape could be claimed; the run goes cold",
+      );
+      return undefined;
+    }
     return { pod: claim.pod, held: deps.attachments.take(claim.pod.metadata?.uid ?? '') };
   } catch (e) {
     deps.logger.warn(

@@ -188,6 +188,7 @@ describe('claimPoolPod with a hold: held pods first, never one another claim has
         tried.push(pod.metadata!.name!);
         return Promise.resolve(pod);
       },
+      getPod: () => Promise.resolve(undefined),
     };
     const hold = { holds: (uid: string) => uid === 'uid-new', reserve: () => true, release: () => undefined };
     const out = await claimPoolPod({ kube, pods: store(pods) }, { ...request, hold });
@@ -209,6 +210,7 @@ describe('claimPoolPod with a hold: held pods first, never one another claim has
               new KubeApiError('conflict', { code: 'BACKEND_ERROR', status: 409, reason: 'Conflict' }),
             )
           : Promise.resolve(pod),
+      getPod: () => Promise.resolve(undefined), // gone by now
     };
     const hold = {
       holds: () => false,
@@ -219,5 +221,55 @@ describe('claimPoolPod with a hold: held pods first, never one another claim has
     assert.equal(out.result, 'claimed');
     assert.equal(out.result === 'claimed' && out.pod.metadata?.name, 'c');
     assert.deepEqual(released, ['uid-b']);
+  });
+  test('a conflict reads the pod again: still idle, one more try on what it read; taken, or a second conflict, the next pod', async () => {
+    const conflict = () =>
+      Promise.reject(
+        new KubeApiError('conflict', { code: 'BACKEND_ERROR', status: 409, reason: 'Conflict' }),
+      );
+    const at = (pod: Pod, rv: string): Pod => ({
+      ...pod,
+      metadata: { ...pod.metadata, resourceVersion: rv },
+    });
+    const pods = [
+      at(runPod('a', { created: '2026-01-01T00:00:00Z' }), '1'),
+      at(runPod('b', { created: '2026-01-01T00:00:10Z' }), '1'),
+    ];
+    const claimWith = async (fresh: (pod: Pod) => Pod | undefined, conflictsAt: (p: Pod) => boolean) => {
+      const tried: string[] = [];
+      const counted: string[] = [];
+      const kube = {
+        replacePod: (_ns: string, pod: Pod) => {
+          tried.push(`${pod.metadata!.name}@${pod.metadata!.resourceVersion}`);
+          return conflictsAt(pod) ? conflict() : Promise.resolve(pod);
+        },
+        getPod: (_ns: string, name: string) =>
+          Promise.resolve(fresh(pods.find((p) => p.metadata!.name === name)!)),
+      };
+      const out = await claimPoolPod(
+        { kube, pods: store(pods) },
+        { ...request, countClaim: (r) => void counted.push(r) },
+      );
+      return { out, tried, counted };
+    };
+    const stale = (p: Pod) => p.metadata!.resourceVersion === '1';
+    const still = await claimWith((p) => at(p, '2'), stale);
+    assert.equal(still.out.result === 'claimed' && still.out.pod.metadata?.name, 'a');
+    assert.deepEqual(still.tried, ['a@1', 'a@2'], 'the cache was behind a write that left it idle');
+    assert.deepEqual(still.counted, ['conflict', 'warm']);
+    const taken = await claimWith(
+      (p) => ({
+        ...at(p, '2'),
+        metadata: { ...at(p, '2').metadata, labels: { ...p.metadata!.labels, [LABEL_POOL_POD]: 'claimed' } },
+      }),
+      (p) => p.metadata!.name === 'a',
+    );
+    assert.equal(taken.out.result === 'claimed' && taken.out.pod.metadata?.name, 'b');
+    assert.deepEqual(taken.tried, ['a@1', 'b@1'], 'another claim has it: no second try');
+    const twice = await claimWith(
+      (p) => at(p, '2'),
+      (p) => p.metadata!.name === 'a',
+    );
+    assert.deepEqual(twice.tried, ['a@1', 'a@2', 'b@1'], 'one read again per pod, never a loop');
   });
 });
