@@ -5,8 +5,9 @@
  * labels (its NetworkPolicy selects it), the owner as its only controller (deleting the pool leaves
  * it serving), and activeDeadlineSeconds lowered to the pod's age plus what the owner may still
  * take. Two operators (or two passes) racing for one pod: one PUT wins, the other gets Conflict,
- * reads the pod again, and tries the next pod when it is taken, so a pod never serves two owners. The caller makes sure the owner's
- * NetworkPolicy exists first. No ready pod of the shape: `empty`, at once.
+ * reads the pod again, and tries the next pod when it is taken, so a pod never serves two owners.
+ * The caller makes sure the owner's NetworkPolicy exists first. No ready pod of the shape:
+ * `empty`, at once.
  */
 import {
   LABEL_POOL,
@@ -153,6 +154,7 @@ const uidOf = (pod: Pod): string => pod.metadata?.uid ?? '';
 export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Promise<ClaimOutcome> {
   const { shapeLabel, countClaim, hold, owner } = request;
   const fits = (pod: Pod) => request.fits?.(pod) ?? true;
+  const claimable = (pod: Pod) => claimCandidates([pod], shapeLabel).length === 1 && fits(pod);
   const candidates = claimCandidates(podsIn(deps.pods, owner.namespace), shapeLabel).filter(fits);
   if (candidates.length === 0) {
     countClaim?.('empty');
@@ -165,7 +167,7 @@ export async function claimPoolPod(deps: ClaimDeps, request: ClaimRequest): Prom
     if (hold && !hold.reserve(uidOf(pod))) continue;
     let claimed: Pod | undefined;
     try {
-      claimed = await bind(deps, request, pod, fits);
+      claimed = await bind(deps, request, pod, claimable);
     } finally {
       if (!claimed) hold?.release(uidOf(pod));
     }
@@ -183,13 +185,13 @@ async function bind(
   deps: ClaimDeps,
   request: ClaimRequest,
   pod: Pod,
-  fits: (pod: Pod) => boolean,
+  claimable: (pod: Pod) => boolean,
 ): Promise<Pod | undefined> {
   let current: Pod | undefined = pod;
   for (let again = false; current; again = true) {
     try {
       const claimed = await deps.kube.replacePod(
-        pod.metadata?.namespace ?? '',
+        request.owner.namespace,
         buildClaim({ ...request, pod: current }),
       );
       request.countClaim?.('warm');
@@ -200,22 +202,15 @@ async function bind(
         throw e;
       }
       request.countClaim?.('conflict');
-      current = isConflict(e) && !again ? await stillIdle(deps, request.shapeLabel, pod, fits) : undefined;
+      current = isConflict(e) && !again ? await reread(deps, pod, claimable) : undefined;
     }
   }
   return undefined;
 }
 
-/** The pod as the apiserver has it now, when it is still idle and fits. */
-async function stillIdle(
-  deps: ClaimDeps,
-  shapeLabel: string,
-  pod: Pod,
-  fits: (pod: Pod) => boolean,
-): Promise<Pod | undefined> {
-  const fresh = await deps.kube
-    .getPod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '')
-    .catch(() => undefined);
-  const idle = fresh && uidOf(fresh) === uidOf(pod) && claimCandidates([fresh], shapeLabel).length === 1;
-  return idle && fits(fresh) ? fresh : undefined;
+/** The pod as the apiserver has it now, when it is the same pod and still claimable. */
+async function reread(deps: ClaimDeps, pod: Pod, claimable: (pod: Pod) => boolean): Promise<Pod | undefined> {
+  const { namespace = '', name = '' } = pod.metadata ?? {};
+  const fresh = await deps.kube.getPod(namespace, name).catch(() => undefined);
+  return fresh && uidOf(fresh) === uidOf(pod) && claimable(fresh) ? fresh : undefined;
 }
