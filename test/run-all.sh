@@ -11,12 +11,12 @@
 # but where it needs what the other makes:
 #   docker: the static checks and the unit tier; then, once the kube lane has the Docker engine
 #           and images back from its faults, the Docker and oci tiers, the contract cases on both,
-#           and the hostile programs on both
+#           the hostile programs on both, and the e2e tier but its responsiveness file
 #   kube:   the Docker engine and images, the Docker and oci faults (they restart dockerd), the
 #           cluster, the app image; the Kubernetes tiers, the contract cases and the hostile
 #           programs on Kubernetes (the cluster has its own containerd), and last the Kubernetes
 #           faults (the operator killed, the apiserver restarted)
-# Then, alone: a burst of runs on a pool, the e2e tier, which measures the gateway's responsiveness
+# Then, alone: a burst of runs on a pool, the e2e file that measures the gateway's responsiveness
 # under a hostile client, and the disruptive tier, which restarts the cluster's components.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -84,6 +84,7 @@ docker_lane() {
   step "contract tier (oci backend)" bash test/run.sh contract-oci
   # Escapes, leaks, bombs, request inputs and the gateway's surface (Docker and oci).
   step "hostile tier" bash test/run.sh hostile
+  step "e2e tier (all but the responsiveness file)" bash test/run.sh e2e-shared
 }
 
 kube_lane() {
@@ -123,7 +124,7 @@ in_lane kube kube_lane
 wait
 lane=last
 step "kubernetes tier (a burst on a pool)" bash test/run.sh kube-burst
-step "e2e tier" bash test/run.sh e2e
+step "e2e tier (the gateway under a hostile client)" bash test/run.sh e2e-alone
 step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 # The reliability report (issue 21): the hostile cases, faults and load figures this run measured.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted; --list prints them). A tier that runs zero tests fails, as does one whose engine or
 # cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -37,6 +37,10 @@ case $tier in
   # Kills the API server and takes the cluster down and up: run last, alone.
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;
+  # Its halves (test/run-all.sh): the file that measures the gateway's responsiveness under a
+  # hostile client runs alone; the rest runs in a lane beside the Kubernetes tiers.
+  e2e-shared) dirs=(test/e2e) && except='/gateway-exhaustion\.test\.ts$' ;;
+  e2e-alone) dirs=(test/e2e) && only='/gateway-exhaustion\.test\.ts$' ;;
   # Hostile programs (issue 21): escape and privilege techniques and leaks, tried from inside the
   # sandbox on Docker, oci and Kubernetes, in the configurations test/hostile/untrusted.ts's
   # configs() gives (runc warm runs and sessions, a gVisor cold run; the bombs only runc's;
