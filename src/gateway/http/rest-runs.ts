@@ -22,10 +22,13 @@ export function runRoutes(service: SandpitService, json: ReturnType<typeof requi
       return;
     }
     const controller = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) controller.abort(new Error('the client went away'));
-    });
-    res.json(await service.runs.run(req.body, principal, { signal: controller.signal }));
+    const replied = new Promise<void>((resolve) =>
+      res.on('close', () => {
+        if (!res.writableFinished) controller.abort(new Error('the client went away'));
+        resolve();
+      }),
+    );
+    res.json(await service.runs.run(req.body, principal, { signal: controller.signal, replied }));
   });
   router.get('/runs/:id', async (req, res) => {
     res.json(await service.runs.get(req.params.id, principalOfRequest(req)));
