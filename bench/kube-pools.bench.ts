@@ -6,7 +6,8 @@
  *     shape) and cold (a shape no pool serves), against the same hardened pod applied raw (the cold
  *     run's own pod spec, no operator) until Succeeded, and against the Docker warm path (the
  *     Docker backend with pools, over MCP HTTP too). Targets: warm p50 <= 100 ms (stretch 50 ms),
- *     and at least 10x faster than cold.
+ *     and at least 10x faster than cold. Each sample waits for the last one's pods to be gone,
+ *     then BENCH_SETTLE_MS.
  *   - an idle pool pod attached to by the bench itself: the attach set-up timed apart from job →
  *     result (write the job, read until the runner's exit trailer). The operator sets its attach
  *     up ahead, off the run's path: it says how many serves wrote the job on one.
@@ -55,6 +56,9 @@ const WARM = { language: 'python', code: CODE };
 // 8 MiB less memory than the policy's default: a shape no pool serves.
 const COLD = { language: 'python', code: CODE, resources: { memory: '504Mi' } };
 const WAIT_MS = 180_000;
+// A pause before each sample (an agent's think time, as in mcp.bench.ts), once no pod of the last
+// sample is being torn down: on two cores the kubelet's teardown would otherwise land in the next.
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 500);
 // eslint-disable-next-line no-control-regex -- RS starts the runner's trailer line
 const TRAILER_LINE = /\n\x1esandpit-exit [0-9a-f]{32} \{[^\n]*\}\n$/;
 
@@ -71,8 +75,16 @@ interface Path {
   run: () => Promise<void>;
 }
 
-/** Each path once per round, rotating the starting path (as stats.interleaved does), timing only `run`. */
-async function rounds(n: number, paths: Record<string, Path>, warmup = 2): Promise<Series[]> {
+/**
+ * Each path once per round, rotating the starting path (as stats.interleaved does), timing only
+ * `run`; each after its `prepare` and then `settle`.
+ */
+async function rounds(
+  n: number,
+  paths: Record<string, Path>,
+  settle: () => Promise<void>,
+  warmup = 2,
+): Promise<Series[]> {
   const names = Object.keys(paths);
   const samples: Record<string, number[]> = Object.fromEntries(names.map((x) => [x, []]));
   for (let round = -warmup; round < n; round++) {
@@ -80,6 +92,7 @@ async function rounds(n: number, paths: Record<string, Path>, warmup = 2): Promi
       const name = names[(i + Math.max(round, 0)) % names.length]!;
       const path = paths[name]!;
       await path.prepare?.();
+      await settle();
       const t0 = performance.now();
       await path.run();
       if (round >= 0) samples[name]!.push(performance.now() - t0);
@@ -194,19 +207,33 @@ export default async function main(): Promise<void> {
       raw: 'raw pod apply → Succeeded',
       docker: 'docker run_code over MCP HTTP, warm',
     };
-    const series = await rounds(ROUNDS, {
-      [names.warm]: {
-        // A ready pod to serve it (the pool refills between samples; not timed).
-        prepare: async () => void (await waitPoolReady(cluster, ns, POOL, 1, WAIT_MS)),
-        run: async () => check(await runCode(kubeClient, WARM), 'warm', names.warm),
+    const settle = async (): Promise<void> => {
+      await waitPods(
+        cluster,
+        ns,
+        (ps) => !ps.some((p) => p.metadata?.deletionTimestamp),
+        WAIT_MS,
+        "the last sample's pods to be gone",
+      );
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+    };
+    const series = await rounds(
+      ROUNDS,
+      {
+        [names.warm]: {
+          // A ready pod to serve it (the pool refills between samples; not timed).
+          prepare: async () => void (await waitPoolReady(cluster, ns, POOL, 1, WAIT_MS)),
+          run: async () => check(await runCode(kubeClient, WARM), 'warm', names.warm),
+        },
+        [names.cold]: { run: async () => check(await runCode(kubeClient, COLD), 'cold', names.cold) },
+        [names.raw]: { run: () => rawPodToSucceeded(cluster, ns, template, raws++) },
+        [names.docker]: {
+          prepare: async () => void (await docker.backend.pool?.filled(60_000)),
+          run: async () => check(await runCode(dockerClient, WARM), 'warm', names.docker),
+        },
       },
-      [names.cold]: { run: async () => check(await runCode(kubeClient, COLD), 'cold', names.cold) },
-      [names.raw]: { run: () => rawPodToSucceeded(cluster, ns, template, raws++) },
-      [names.docker]: {
-        prepare: async () => void (await docker.backend.pool?.filled(60_000)),
-        run: async () => check(await runCode(dockerClient, WARM), 'warm', names.docker),
-      },
-    });
+      settle,
+    );
     const rows = report('kubernetes warm pools: run_code of python print(1)', series, names.raw);
     const [warm, coldRow, raw, dockerRow] = [rows[0]!, rows[1]!, rows[2]!, rows[3]!];
     target('warm p50 <= 100 ms through the gateway', warm.p50 <= 100, `${warm.p50.toFixed(1)} ms`);

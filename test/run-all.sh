@@ -11,11 +11,13 @@
 # but where it needs what the other makes:
 #   docker: the static checks and the unit tier; then, once the kube lane has the Docker engine
 #           and images back from its faults, the Docker and oci tiers, the contract cases on both,
-#           the hostile programs on both, and the e2e tier but its responsiveness file
+#           and the hostile programs on both
 #   kube:   the Docker engine and images, the Docker and oci faults (they restart dockerd), the
 #           cluster, the app image; the Kubernetes tiers, the contract cases and the hostile
 #           programs on Kubernetes (the cluster has its own containerd), and last the Kubernetes
 #           faults (the operator killed, the apiserver restarted)
+# The lane that ends first then runs the e2e tier but its responsiveness file (it needs only the
+# Docker engine), beside the other lane's last tiers.
 # Then, alone: a burst of runs on a pool, the e2e file that measures the gateway's responsiveness
 # under a hostile client, and the disruptive tier, which restarts the cluster's components.
 set -uo pipefail
@@ -84,7 +86,7 @@ docker_lane() {
   step "contract tier (oci backend)" bash test/run.sh contract-oci
   # Escapes, leaks, bombs, request inputs and the gateway's surface (Docker and oci).
   step "hostile tier" bash test/run.sh hostile
-  step "e2e tier (all but the responsiveness file)" bash test/run.sh e2e-shared
+  e2e_if_first
 }
 
 kube_lane() {
@@ -105,6 +107,13 @@ kube_lane() {
   step "hostile tier (Kubernetes)" bash test/run.sh hostile-kube
   # Kills the operator and restarts the apiserver: last in the only lane that uses the cluster.
   step "faults tier (Kubernetes)" bash test/run.sh faults-kube
+  e2e_if_first
+}
+
+# The e2e tier but its responsiveness file, in the lane that gets here first.
+e2e_if_first() {
+  mkdir "$results/e2e-taken" 2>/dev/null || return 0
+  step "e2e tier (all but the responsiveness file)" bash test/run.sh e2e-shared
 }
 
 cluster_down() {

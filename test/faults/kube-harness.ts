@@ -42,10 +42,11 @@ import {
 export const TTL_SECONDS = 3;
 /**
  * The TTL where the apiserver goes away: longer than the gateway's longest wait between watch
- * attempts (src/kube/watch.ts, WATCH_BACKOFF: 10 s), so that a run which ends during the outage is
- * still there when the gateway watches it again.
+ * attempts (src/kube/watch.ts, WATCH_BACKOFF: 10 s) with room for a loaded machine, so that a run
+ * which ends during the outage, or as the apiserver comes back, is still there when the gateway
+ * watches it again (at 15 s, a run with the Docker lane's tiers beside it was deleted first).
  */
-export const OUTAGE_TTL_SECONDS = 15;
+export const OUTAGE_TTL_SECONDS = 30;
 
 /** A run made through the gateway: its id, its live output so far, and how it ended. */
 export interface GatewayRun {

@@ -65,7 +65,7 @@ c.connect(); c.sock.sendall(b'warm'); print(c.sock.recv(4).decode())
       assert.equal(first.stdout, 'warm\n', first.stderr);
       assert.ok(await pooled.pool!.filled(60_000), 'the egress pool filled');
       const idle = await docker.listContainers({
-        filters: { label: [MANAGED_FILTER, `${LABELS.kind}=pool`] },
+        filters: { label: [MANAGED_FILTER, `${LABELS.kind}=pool`, `${LABELS.owner}=${pooled.owner}`] },
       });
       const dir = idle.map((c) => c.Labels[LABELS.egressDir]).find((d) => d !== undefined);
       assert.ok(dir, 'the idle pool container has its own gate');

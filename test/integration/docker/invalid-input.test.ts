@@ -49,8 +49,14 @@ test('refused before any sandbox exists, as INVALID_REQUEST, and never counted a
     metrics,
     slots: { maxConcurrent: 2, maxQueued: 0 },
   });
+  // This backend's own: other tiers may run sandboxes on the engine meanwhile (test/run-all.sh).
   const runContainers = async (): Promise<number> =>
-    (await docker.listContainers({ all: true, filters: { label: ['sandpit.dev/kind=run'] } })).length;
+    (
+      await docker.listContainers({
+        all: true,
+        filters: { label: ['sandpit.dev/kind=run', `sandpit.dev/owner=${backend.owner}`] },
+      })
+    ).length;
   const containersBefore = await runContainers();
   for (const [name, input] of Object.entries(CASES)) {
     await assert.rejects(
