@@ -26,12 +26,6 @@ export interface StartOptions {
   requestDigest?: string | undefined;
   /** The run backs an MCP task: a backend that records runs lists it among its owner's tasks. */
   task?: boolean | undefined;
-  /**
-   * Settles once the caller's reply with the result is out. Docker and oci remove the sandbox (and
-   * refill a pool) only then, so that the engine's work does not compete with the reply for the
-   * cores (src/backends/run-cleanups.ts).
-   */
-  replied?: Promise<unknown> | undefined;
 }
 
 export interface RunExecution {

@@ -51,8 +51,6 @@ export interface StartRunOptions {
    * process lists it (tasks/list).
    */
   task?: boolean | undefined;
-  /** Settles once the caller's reply with the result is out (StartOptions.replied). */
-  replied?: Promise<unknown> | undefined;
 }
 
 interface Launch {
@@ -201,7 +199,6 @@ export class RunUseCases {
       namespace: principal.namespace,
       ...(keyed ? { requestDigest: keyed.digest } : {}),
       ...(options.task ? { task: true } : {}),
-      replied: options.replied,
     });
     if (options.detached || options.task) record.release = execution.release;
     const relayed = this.relay(execution, record, options.onOutput);

@@ -16,7 +16,6 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { openGate } from '../egress-gates.js';
 import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
-import { RunCleanups } from '../run-cleanups.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { runOutputsOf } from '../../runner/run-outputs.js';
 import type { LostSession } from '../sessions.js';
@@ -70,7 +69,7 @@ export class DockerBackend implements SandboxBackend {
   private readonly logger: Logger | undefined;
   /** The warm pools, when enabled. */
   readonly pool: PoolManager | undefined;
-  private readonly cleanups = new RunCleanups();
+  private readonly cleanups = new Set<Promise<void>>();
   private reaping: NodeJS.Timeout | undefined;
   private engineWatch: EngineWatch | undefined;
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
@@ -193,7 +192,7 @@ export class DockerBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, owner, principal, replied }: StartOptions,
+    { runId, signal, owner, principal }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
@@ -233,15 +232,8 @@ export class DockerBackend implements SandboxBackend {
         outputs: runOutputsOf(spec.outputs, kept),
       });
     } finally {
-      const used = runner;
-      this.cleanups.after(
-        replied,
-        () => {
-          if (served === 'warm') this.pool?.replenish();
-          return used.remove();
-        },
-        cleanedUp,
-      );
+      this.track(runner.remove(), cleanedUp);
+      if (served === 'warm') setImmediate(() => this.pool?.replenish());
     }
   }
 
@@ -270,6 +262,14 @@ export class DockerBackend implements SandboxBackend {
       }
       void runner.remove();
     }
+  }
+
+  private track(removal: Promise<void>, done: () => void): void {
+    const tracked = removal.finally(() => {
+      this.cleanups.delete(tracked);
+      done();
+    });
+    this.cleanups.add(tracked);
   }
 
   async health(): Promise<BackendHealth> {
@@ -315,7 +315,8 @@ export class DockerBackend implements SandboxBackend {
     if (this.instanceId) this.sessions.detachAll();
     else await this.sessions.closeAll();
     await this.pool?.close();
-    await Promise.all([this.executions.settled(), this.cleanups.close()]);
+    await this.executions.settled();
+    await Promise.all(this.cleanups);
     await this.fileStore.close();
     await this.gates?.close();
   }

@@ -31,7 +31,6 @@ import { openGate } from '../egress-gates.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { resolvConf, SANDBOX_HOSTNAME } from '../hardening.js';
 import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
-import { RunCleanups } from '../run-cleanups.js';
 import { runJob, type RunnerSandbox } from '../runner-job.js';
 import type { BackendHealth, RunExecution, RunFiles, SandboxBackend, StartOptions } from '../types.js';
 import { checkHost, type HostCheck } from './host-check.js';
@@ -79,7 +78,7 @@ export class OciBackend implements SandboxBackend {
   private readonly logger: Logger | undefined;
   private readonly seccompHost: SeccompHost = { arch: goArch(arch()), kernel: release() };
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
-  private readonly cleanups = new RunCleanups();
+  private readonly cleanups = new Set<Promise<void>>();
   private readonly live = new Set<string>();
   /** Long-lived sessions, one container each; they end with this process. */
   readonly sessions: OciSessions;
@@ -160,7 +159,7 @@ export class OciBackend implements SandboxBackend {
 
   private async execute(
     spec: EffectiveSpec,
-    { runId, signal, owner, principal, replied }: StartOptions,
+    { runId, signal, owner, principal }: StartOptions,
     { output, cleanedUp, startedAt }: ExecutionContext,
   ): Promise<RunResult> {
     const acquiring = performance.now();
@@ -202,7 +201,10 @@ export class OciBackend implements SandboxBackend {
       });
     } finally {
       const id = container.id;
-      this.cleanups.after(replied, () => container.remove().finally(() => this.live.delete(id)), cleanedUp);
+      this.track(
+        container.remove().finally(() => this.live.delete(id)),
+        cleanedUp,
+      );
     }
   }
 
@@ -286,6 +288,14 @@ export class OciBackend implements SandboxBackend {
     };
   }
 
+  private track(removal: Promise<void>, done: () => void): void {
+    const tracked = removal.finally(() => {
+      this.cleanups.delete(tracked);
+      done();
+    });
+    this.cleanups.add(tracked);
+  }
+
   /** The unpacked, read-only root of `image` that runs get (unpacking it when need be). */
   imageRoot(image: string): Promise<ImageRootfs> {
     return this.rootfs.get(image);
@@ -326,7 +336,8 @@ export class OciBackend implements SandboxBackend {
     clearInterval(this.reaping);
     this.executions.close();
     await this.sessions.closeAll();
-    await Promise.all([this.executions.settled(), this.cleanups.close()]);
+    await this.executions.settled();
+    await Promise.all(this.cleanups);
     await this.fileStore.close();
     await this.gates?.close();
   }

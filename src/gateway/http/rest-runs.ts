@@ -22,13 +22,10 @@ export function runRoutes(service: SandpitService, json: ReturnType<typeof requi
       return;
     }
     const controller = new AbortController();
-    const replied = new Promise<void>((resolve) =>
-      res.on('close', () => {
-        if (!res.writableFinished) controller.abort(new Error('the client went away'));
-        resolve();
-      }),
-    );
-    res.json(await service.runs.run(req.body, principal, { signal: controller.signal, replied }));
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort(new Error('the client went away'));
+    });
+    res.json(await service.runs.run(req.body, principal, { signal: controller.signal }));
   });
   router.get('/runs/:id', async (req, res) => {
     res.json(await service.runs.get(req.params.id, principalOfRequest(req)));

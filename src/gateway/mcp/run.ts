@@ -1,4 +1,4 @@
-/** The shared path of every tool that runs code: start through the service, stream, wait for the result, reply. */
+/** The shared path of every tool that runs code: start through the service, stream, wait for the result. */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RunRequestInput, RunResult } from '../../api/run.js';
 import { findTemplate } from '../../policy/templates.js';
@@ -11,34 +11,21 @@ import { toolResult } from './results.js';
 import { runFileContent } from './run-resources.js';
 import { RunResultOutput } from './schemas.js';
 
-/**
- * Runs `request`, streaming its output to the client, and returns `reply(result)`: what the tool
- * answers. The SDK writes that answer in the microtasks after it is returned; the sandbox's
- * clean-up waits until then (StartOptions.replied).
- */
-export async function runStreamed<T>(
+export async function runStreamed(
   deps: ToolDeps,
   request: RunRequestInput,
   extra: ToolExtra,
-  reply: (result: RunResult) => T | Promise<T>,
-): Promise<T> {
-  let replied!: () => void;
-  const out = new Promise<void>((resolve) => (replied = resolve));
-  try {
-    const relay = new OutputRelay(extra, { log: clientWants(deps, 'info') });
-    const handle = await deps.service.runs.start(request, principalOf(extra, deps), {
-      signal: extra.signal,
-      onOutput: (chunk) => relay.add(chunk),
-      replied: out,
-    });
-    relay.started(handle.runId);
-    const result = await handle.result;
-    await relay.end();
-    handle.delivered();
-    return await reply(result);
-  } finally {
-    setImmediate(replied);
-  }
+): Promise<RunResult> {
+  const relay = new OutputRelay(extra, { log: clientWants(deps, 'info') });
+  const handle = await deps.service.runs.start(request, principalOf(extra, deps), {
+    signal: extra.signal,
+    onOutput: (chunk) => relay.add(chunk),
+  });
+  relay.started(handle.runId);
+  const result = await handle.result;
+  await relay.end();
+  handle.delivered();
+  return result;
 }
 
 /**

@@ -49,21 +49,6 @@ for (const [name, request, phase] of [
   });
 }
 
-test("the container is removed once the caller's reply is out, not before", async () => {
-  const id = runId();
-  let replied!: () => void;
-  const execution = backend.start(spec({ template: 'bash', code: 'true' }), {
-    runId: id,
-    replied: new Promise<void>((r) => (replied = r)),
-  });
-  assert.equal((await execution.result).phase, 'Succeeded');
-  await new Promise((r) => setTimeout(r, 300));
-  assert.notDeepEqual(await ociLeftovers(containerId(id)), [], 'kept while the reply goes out');
-  replied();
-  await execution.cleanedUp;
-  assert.deepEqual(await ociLeftovers(containerId(id)), []);
-});
-
 test('a cancel mid-run ends it Cancelled and leaves nothing behind', async () => {
   const id = runId();
   const controller = new AbortController();

@@ -68,15 +68,10 @@ export function executePythonCodeTool(): ToolSpec {
         SEED_DEFAULT_TIMEOUT_SECONDS,
         deps.service.policy.ceilings.timeoutSeconds,
       );
-      return runStreamed(
-        deps,
-        { template: 'python', code: args.code_string, timeoutSeconds },
-        extra,
-        (run) => {
-          const result = toSeedResult(run);
-          return toolResult(SeedExecuteOutput, result, render(result));
-        },
+      const result = toSeedResult(
+        await runStreamed(deps, { template: 'python', code: args.code_string, timeoutSeconds }, extra),
       );
+      return toolResult(SeedExecuteOutput, result, render(result));
     },
   };
 }

@@ -28,9 +28,8 @@ export function runCodeTool(schemas: ToolSchemas): ToolSpec {
     output: RunResultOutput,
     annotations: RUN_ANNOTATIONS,
     handler: (deps) => async (args: RunToolArgs, extra) => {
-      return runStreamed(deps, codeRequest(deps, args), extra, (result) =>
-        runToolResult(deps, result, principalOf(extra, deps)),
-      );
+      const result = await runStreamed(deps, codeRequest(deps, args), extra);
+      return runToolResult(deps, result, principalOf(extra, deps));
     },
     task: (deps) => (args: RunToolArgs, extra) => startRunTask(deps, codeRequest(deps, args), extra),
   };

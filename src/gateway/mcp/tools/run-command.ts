@@ -14,9 +14,8 @@ export function runCommandTool(schemas: ToolSchemas): ToolSpec {
     output: RunResultOutput,
     annotations: RUN_ANNOTATIONS,
     handler: (deps) => async (args: RunToolArgs, extra) => {
-      return runStreamed(deps, commandRequest(deps, args), extra, (result) =>
-        runToolResult(deps, result, principalOf(extra, deps)),
-      );
+      const result = await runStreamed(deps, commandRequest(deps, args), extra);
+      return runToolResult(deps, result, principalOf(extra, deps));
     },
     task: (deps) => (args: RunToolArgs, extra) => startRunTask(deps, commandRequest(deps, args), extra),
   };
