@@ -38,7 +38,7 @@ case $tier in
   kube-disruptive) dirs=(test/integration/kubernetes-disruptive) ;;
   e2e) dirs=(test/e2e) ;;
   # Its halves (test/run-all.sh): the file that measures the gateway's responsiveness under a
-  # hostile client runs alone; the rest runs in a lane beside the Kubernetes tiers.
+  # hostile client runs alone; the rest in the lane that ends first, beside the other's last tiers.
   e2e-shared) dirs=(test/e2e) && except='/gateway-exhaustion\.test\.ts$' ;;
   e2e-alone) dirs=(test/e2e) && only='/gateway-exhaustion\.test\.ts$' ;;
   # Hostile programs (issue 21): escape and privilege techniques and leaks, tried from inside the
