@@ -3,7 +3,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { BoundedEventStore, EVENT_STORE_LIMITS } from '../../../src/gateway/mcp/event-store.js';
+import {
+  approximateJsonBytes,
+  BoundedEventStore,
+  EVENT_STORE_LIMITS,
+} from '../../../src/gateway/mcp/event-store.js';
 
 const note = (n: number, text = ''): JSONRPCMessage => ({
   jsonrpc: '2.0',
@@ -82,4 +86,27 @@ test('a stream is kept until the deadline + 60 s, or 60 s after its last event, 
     await store.storeEvent('live', note(i));
   }
   assert.equal(await store.getStreamIdForEventId(live), 'live');
+});
+
+test('an event is sized without writing it out: within a few bytes of its JSON when nothing needs escaping', () => {
+  const image = Buffer.alloc(100_000, 7).toString('base64');
+  const result: JSONRPCMessage = {
+    jsonrpc: '2.0',
+    id: 7,
+    result: {
+      content: [
+        { type: 'text', text: 'ran é ✓' },
+        { type: 'image', data: image, mimeType: 'image/png' },
+      ],
+      structuredContent: { exitCode: 0, timedOut: false, message: null, files: [] },
+    },
+  };
+  for (const m of [result, note(1, 'plain text'), {} as JSONRPCMessage]) {
+    const exact = Buffer.byteLength(JSON.stringify(m));
+    const approx = approximateJsonBytes(m);
+    assert.ok(approx >= exact && approx <= exact + 16, `${approx} for ${exact} bytes`);
+  }
+  // Escapes are not counted: a stored message is held as its strings, not as its JSON.
+  const quoted = note(2, '"\n"'.repeat(100));
+  assert.ok(approximateJsonBytes(quoted) < Buffer.byteLength(JSON.stringify(quoted)));
 });
