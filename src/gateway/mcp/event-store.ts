@@ -138,7 +138,9 @@ export class BoundedEventStore implements EventStore {
  */
 export function approximateJsonBytes(value: unknown): number {
   if (typeof value === 'string') return Buffer.byteLength(value) + 2;
-  if (typeof value !== 'object' || value === null) return value === undefined ? 0 : String(value).length;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value).length;
+  if (value === null) return 4;
+  if (typeof value !== 'object') return 0;
   let bytes = 2;
   if (Array.isArray(value)) {
     for (const item of value) bytes += approximateJsonBytes(item) + 1;
