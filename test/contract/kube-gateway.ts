@@ -1,7 +1,6 @@
 // The gateway's side of the cluster for the contract tier: deploy/gateway-rbac.yaml's ClusterRoles,
 // bound in a test namespace to the cluster script's static gateway user (never admin), and a
 // KubernetesBackend that authenticates as that user.
-import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -31,10 +30,7 @@ export async function bindGatewayRbac(
   const roles = parseAllDocuments(readFileSync(path.join(REPO_ROOT, 'deploy/gateway-rbac.yaml'), 'utf8'))
     .map((d) => d.toJS() as { kind: string })
     .filter((d) => d.kind === 'ClusterRole');
-  const applied = await cluster.kubectl(['apply', '-f', '-'], {
-    input: roles.map((d) => stringify(d)).join('---\n'),
-  });
-  assert.equal(applied.code, 0, `kubectl apply of the gateway ClusterRoles: ${applied.stderr}`);
+  await cluster.applyShared('-', roles.map((d) => stringify(d)).join('---\n'));
   for (const role of bound) {
     await cluster.rbac.createNamespacedRoleBinding({
       namespace,

@@ -28,11 +28,7 @@ const runApi = { group: 'sandpit.dev', version: 'v1alpha1', plural: 'sandboxruns
  * deploy/rbac.yaml, and a ClusterRoleBinding of the operator role to the static operator user.
  */
 export async function installOperatorApi(cluster: KubeCluster): Promise<void> {
-  const apply = async (file: string, input?: string): Promise<void> => {
-    const res = await cluster.kubectl(['apply', '-f', file], input ? { input } : {});
-    assert.equal(res.code, 0, `kubectl apply ${file}: ${res.stderr}`);
-  };
-  await apply(path.join(REPO_ROOT, 'crds'));
+  await cluster.applyShared(path.join(REPO_ROOT, 'crds'));
   const roles = parseAllDocuments(readFileSync(path.join(REPO_ROOT, 'deploy/rbac.yaml'), 'utf8'))
     .map((d) => d.toJS() as { kind: string })
     .filter((d) => d.kind === 'ClusterRole');
@@ -43,7 +39,7 @@ export async function installOperatorApi(cluster: KubeCluster): Promise<void> {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: OPERATOR_ROLE },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cluster.userOf('operator') }],
   };
-  await apply('-', [...roles, binding].map((d) => stringify(d)).join('---\n'));
+  await cluster.applyShared('-', [...roles, binding].map((d) => stringify(d)).join('---\n'));
   const wait = await cluster.kubectl([
     'wait',
     '--for=condition=Established',

@@ -139,6 +139,21 @@ export class KubeCluster {
     });
   }
 
+  /**
+   * `kubectl apply -f FILE` (`-` reads `input`) of objects every file shares (CRDs, ClusterRoles):
+   * two files at once may both create what a fresh cluster lacks, or update it together, and one
+   * then fails (AlreadyExists, Conflict); applying again settles it. Fails the test otherwise.
+   */
+  async applyShared(file: string, input?: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.kubectl(['apply', '-f', file], input === undefined ? {} : { input });
+      if (res.code === 0) return;
+      if (attempt === 3 || !/AlreadyExists|already exists|Conflict|has been modified/.test(res.stderr)) {
+        throw new Error(`kubectl apply -f ${file}: ${res.stderr}`);
+      }
+    }
+  }
+
   /** helm as admin, with its config/cache/data in a private temp dir. */
   helm(args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
     if (this.helmHome === undefined) {
