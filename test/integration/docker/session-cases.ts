@@ -513,6 +513,9 @@ export function sessionCases(runtime?: 'runsc'): void {
       });
       await first.sandbox.close('Deleted');
       assert.deepEqual(await sessionContainers(backend.docker, first.id), [], 'the closed session is gone');
+      // The first took the pool's container: the second comes from the pool once it has refilled
+      // (on two loaded cores that can take longer than closing the first).
+      if (POOLS_ON && !runtime) assert.ok(await backend.pool?.filled(60_000), 'the pools refilled');
       const second = await create({ template: 'bash' });
       if (POOLS_ON && !runtime) {
         const [c] = await sessionContainers(backend.docker, second.id);
