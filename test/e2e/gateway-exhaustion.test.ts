@@ -13,6 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { requireDocker } from '../support/docker.js';
 import { hostStretch } from '../support/timing.js';
 import { callTool, connectHttp, ensureBuilt, startServe, type Served } from './helpers.js';
+import { MCP_ACCEPT, rawInitialize } from '../support/mcp-raw.js';
 
 const MiB = 1024 ** 2;
 const ALICE = 'alice-token-0123456789';
@@ -21,12 +22,7 @@ const TOKENS = [
   { name: 'alice', token: ALICE },
   { name: 'bob', token: BOB },
 ];
-const INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
-};
+const INIT = rawInitialize('flood');
 
 function rssMiB(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -40,7 +36,7 @@ function post(url: string, body: unknown, headers: Record<string, string>): Prom
     method: 'POST',
     headers: {
       'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
+      ...MCP_ACCEPT,
       ...headers,
     },
     body: JSON.stringify(body),
@@ -116,7 +112,7 @@ await Promise.all(Array.from({ length: width }, async () => {
     const i = next++;
     const res = await fetch(url + '/mcp', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      headers: { 'Content-Type': 'application/json', ...headers },
       body: JSON.stringify({ ...body, id: idBase + i }),
     });
     await res.body?.cancel();
@@ -137,7 +133,12 @@ function floodInChild(options: {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--input-type=module', '-e', FLOOD_SCRIPT, JSON.stringify(options)],
+      [
+        '--input-type=module',
+        '-e',
+        FLOOD_SCRIPT,
+        JSON.stringify({ ...options, headers: { ...MCP_ACCEPT, ...options.headers } }),
+      ],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },

@@ -28,6 +28,7 @@ import {
   outputStreamsBeforeResult,
   policyDenialNamesTheField,
 } from './scenarios.js';
+import { MCP_ACCEPT, rawInitialize } from '../support/mcp-raw.js';
 
 const MAIN = 'main-token-0123456789';
 const ALICE = 'alice-token-0123456789';
@@ -46,12 +47,7 @@ const CONFIG = {
   logging: { level: 'debug' },
 };
 
-const INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-};
+const INIT = rawInitialize();
 
 /** The SDK client's HTTP errors carry the status as `code`. */
 const httpStatus = (status: number) => (e: Error & { code?: number }) => {
@@ -64,7 +60,7 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}):
     method: 'POST',
     headers: {
       'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
+      ...MCP_ACCEPT,
       ...headers,
     },
     body: typeof body === 'string' ? body : JSON.stringify(body),

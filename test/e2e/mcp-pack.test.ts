@@ -26,6 +26,7 @@ import {
   tempDir,
 } from './helpers.js';
 import { TOOL_NAMES } from '../../src/gateway/mcp/tools/index.js';
+import { MCP_ACCEPT } from '../support/mcp-raw.js';
 
 const DOC = readFileSync(join(ROOT, 'docs/mcp.md'), 'utf8');
 const blocks = (lang: string): string[] =>
@@ -208,7 +209,7 @@ describe('docs/mcp.md, HTTP: the server config and client headers, with a token'
     }
     const denied = await fetchWithHost(url.hostname)(`${served.url}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: { 'content-type': 'application/json', ...MCP_ACCEPT },
       body: '{}',
     });
     assert.equal(denied.status, 401, 'no token: 401');

@@ -22,6 +22,7 @@ import {
   type AuthorizationServer,
 } from '../support/oidc.js';
 import { callTool, connectHttp, ensureBuilt, startServe, textOf, type Served } from './helpers.js';
+import { MCP_ACCEPT, rawInitialize } from '../support/mcp-raw.js';
 
 const STATIC = 'static-token-0123456789';
 const SCOPE = 'sandpit';
@@ -109,19 +110,10 @@ describe('serve with OAuth (oidc-provider on 127.0.0.1)', () => {
       method: 'POST',
       headers: {
         'Content-Type': 'application/json',
-        Accept: 'application/json, text/event-stream',
+        ...MCP_ACCEPT,
         ...(token ? { Authorization: `Bearer ${token}` } : {}),
       },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'raw', version: '1' },
-        },
-      }),
+      body: JSON.stringify(rawInitialize()),
     });
 
   test('the Protected Resource Metadata (RFC 9728), at the path-inserted URL and the root', async () => {

@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { createAuthenticator } from '../../src/gateway/auth.js';
 import { LOCAL_PRINCIPAL } from '../../src/gateway/principal.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { MCP_ACCEPT, rawInitialize } from '../support/mcp-raw.js';
 
 /** Room for a program's whole report: 64 KiB a stream. */
 export const HOSTILE_OUTPUT_BYTES = 64 * 1024;
@@ -93,12 +94,7 @@ export async function serveGateway(config: Record<string, unknown>): Promise<Ser
 }
 
 /** The Accept header a Streamable HTTP client sends with every POST to /mcp. */
-export const ACCEPT = { Accept: 'application/json, text/event-stream' };
+export const ACCEPT = MCP_ACCEPT;
 
 /** A raw MCP initialize, as a hostile client sends it without the SDK. */
-export const INITIALIZE = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'hostile', version: '1' } },
-};
+export const INITIALIZE = rawInitialize('hostile');

@@ -28,6 +28,7 @@ import {
   type Sent,
   type Served,
 } from './served.js';
+import { MCP_ACCEPT } from '../support/mcp-raw.js';
 
 let g: Served;
 let mcp: Connected;
@@ -694,7 +695,7 @@ describe('hostile: request inputs (docker)', () => {
         '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"\xff"}}}',
         'latin1',
       ),
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      headers: { 'Content-Type': 'application/json', ...MCP_ACCEPT },
     });
     assertRpcRefused(rpc, 400, -32700, 'INVALID_REQUEST');
     assertRefused(

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { serveMemoryGateway, type MemoryGateway } from '../../support/memory-gateway.js';
+import { MCP_ACCEPT } from '../../support/mcp-raw.js';
 
 const TOKEN = 'admin-token-0123456789';
 let gateway: MemoryGateway;
@@ -49,7 +50,7 @@ test('REST: a JSON body that is not UTF-8 is 400 INVALID_REQUEST naming the body
 });
 
 test('/mcp: a body that is not UTF-8 is a JSON-RPC parse error (-32700) carrying the typed error', async () => {
-  const r = await send('POST', '/mcp', notUtf8, { Accept: 'application/json, text/event-stream' });
+  const r = await send('POST', '/mcp', notUtf8, MCP_ACCEPT);
   assert.equal(r.status, 400);
   const error = r.body.error as { code: number; message: string; data: { code: string } };
   assert.equal(error.code, -32700);
