@@ -9,7 +9,7 @@ import { onAbort } from '../shared/abort.js';
 import { AppError } from '../shared/errors.js';
 import type { LiveChunk } from './live-output.js';
 import type { RunRecord } from './run-store.js';
-import type { RunHandle, StartRunOptions } from './runs.js';
+import type { RunHandle, StartRunOptions } from './run-handle.js';
 
 export function followRecord(
   record: RunRecord,

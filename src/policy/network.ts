@@ -16,15 +16,6 @@ import {
 import type { Decision } from './decision.js';
 import { entryCovers, refusalOf, withoutRepeats } from './egress-rules.js';
 
-/** The config's side of egress: whether it is off, and the most any sandbox may reach. */
-export interface EgressPolicy {
-  /** DISABLE_NETWORK: every sandbox has egress none, and an allowlist request is refused. */
-  disabled: boolean;
-  ceiling: readonly EgressEntry[];
-}
-
-export const NO_EGRESS_POLICY: EgressPolicy = { disabled: true, ceiling: [] };
-
 export const CEILING_SETTING = 'sandbox.egress.allow';
 export const TOKEN_CEILING_SETTING = 'auth.tokens[].egress';
 

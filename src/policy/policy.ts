@@ -2,8 +2,8 @@
  * The policy: templates, the image allowlist, runtimes, and the defaults and ceilings of every limit.
  * Built once from config; `evaluate()` applies it to a request.
  */
+import type { EgressEntry } from '../api/egress.js';
 import { DEFAULT_OUTPUT_CAPS, type OutputCaps } from '../api/outputs.js';
-import { NO_EGRESS_POLICY, type EgressPolicy } from './network.js';
 import type { Template } from './templates.js';
 import { BUILTIN_TEMPLATES } from './templates.js';
 
@@ -42,6 +42,15 @@ export const DEFAULT_SESSION_CEILINGS: SessionCeilings = {
   maxIdleTimeoutSeconds: 86_400,
   maxExecs: 16,
 };
+
+/** The config's side of egress: whether it is off, and the most any sandbox may reach. */
+export interface EgressPolicy {
+  /** DISABLE_NETWORK: every sandbox has egress none, and an allowlist request is refused. */
+  disabled: boolean;
+  ceiling: readonly EgressEntry[];
+}
+
+export const NO_EGRESS_POLICY: EgressPolicy = { disabled: true, ceiling: [] };
 
 export interface Policy {
   templates: readonly Template[];

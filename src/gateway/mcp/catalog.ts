@@ -5,41 +5,17 @@
  * (±2^53-1), which function-calling back ends that take an OpenAPI subset refuse.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import {
-  type CallToolRequest,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type Tool,
-  type ToolAnnotations,
-} from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolRequest, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { Policy } from '../../policy/policy.js';
-import type { ToolDeps, ToolExtra } from './context.js';
+import type { ToolDeps } from './context.js';
 import type { PrincipalTaskStore } from './tasks.js';
 import { toolCallHandler } from './tool-call.js';
-import { buildToolSchemas, type ToolInput, type ToolSchemas } from './schemas.js';
+import type { ToolSpec } from './tool-spec.js';
+import { buildToolSchemas, type ToolSchemas } from './schemas.js';
 import { buildSessionSchemas, type SessionSchemas } from './session-schemas.js';
 
 export const JSON_SCHEMA_DIALECT = 'http://json-schema.org/draft-07/schema#';
-
-export interface ToolSpec {
-  name: string;
-  title: string;
-  description: string;
-  input: ToolInput;
-  output: z.ZodObject;
-  annotations: Required<
-    Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>
-  >;
-  /** Seed-compatible tools can be hidden (`server.seedTools: false`). */
-  seed?: boolean;
-  handler: (deps: ToolDeps) => (args: never, extra: ToolExtra) => Promise<CallToolResult>;
-  /**
-   * Where a client may also run the tool as an MCP task (tools/list: taskSupport optional): starts
-   * the work, bound to no request, and answers its task id (tasks.ts).
-   */
-  task?: (deps: ToolDeps) => (args: never, extra: ToolExtra) => Promise<string>;
-}
 
 export interface CatalogOptions {
   /** Offer the seed servers' execute_python_code and check_sandbox_health (default true). */

@@ -15,11 +15,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { parseInput } from '../../api/validate.js';
 import { AppError } from '../../shared/errors.js';
-import type { ToolSpec } from './catalog.js';
 import type { ToolDeps, ToolExtra } from './context.js';
 import { instrument, instrumentWith, type ToolHandler } from './instrument.js';
 import { taskRefused, toolError } from './results.js';
 import type { PrincipalTaskStore } from './tasks.js';
+import type { ToolSpec } from './tool-spec.js';
 
 interface BoundTool {
   call: ToolHandler<unknown>;

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import type { RunResult } from '../../../src/api/run.js';
 import type { SandboxBackend } from '../../../src/backends/types.js';
 import { LOCAL_PRINCIPAL } from '../../../src/gateway/principal.js';
-import type { RunHandle } from '../../../src/gateway/runs.js';
+import type { RunHandle } from '../../../src/gateway/run-handle.js';
 import { SandpitService } from '../../../src/gateway/service.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { createMetrics, type Metrics } from '../../../src/observability/metrics.js';

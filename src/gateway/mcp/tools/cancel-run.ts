@@ -1,5 +1,5 @@
 /** cancel_run: stops a live run and removes its sandbox; the record stays readable with phase Cancelled. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { principalOf } from '../context.js';
 import { runToolResult } from '../run.js';
 import { RunResultOutput, type ToolSchemas } from '../schemas.js';

@@ -3,7 +3,7 @@
  * to us; this snake_case shape is our design (docs/mcp.md).
  */
 import * as z from 'zod';
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { toolResult } from '../results.js';
 import type { ToolSchemas } from '../schemas.js';
 import { READ_ANNOTATIONS } from './get-run.js';

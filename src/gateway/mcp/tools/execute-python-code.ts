@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import type { RunResult } from '../../../api/run.js';
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { toolResult } from '../results.js';
 import { runStreamed } from '../run.js';
 import { RUN_ANNOTATIONS } from './run-code.js';

@@ -1,5 +1,5 @@
 /** get_run: a run's state; live output while it runs, the final result after (also after a cancel). */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { principalOf } from '../context.js';
 import { runToolResult } from '../run.js';
 import { RunResultOutput, type ToolSchemas } from '../schemas.js';

@@ -1,5 +1,5 @@
 /** Every tool the gateway offers, as catalog entries. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import type { ToolSchemas } from '../schemas.js';
 import type { SessionSchemas } from '../session-schemas.js';
 import { cancelRunTool } from './cancel-run.js';

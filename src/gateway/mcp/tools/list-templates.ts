@@ -1,5 +1,5 @@
 /** list_templates: the languages this caller may use, with their images, libraries and limits. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { principalOf } from '../context.js';
 import { toolResult } from '../results.js';
 import { ListTemplatesOutput, type ToolSchemas } from '../schemas.js';

@@ -1,5 +1,5 @@
 /** run_code: code in a language, in one fresh sandbox; output streamed while it runs. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { principalOf, type ToolDeps } from '../context.js';
 import { runStreamed, runToolResult, startRunTask, templateOf } from '../run.js';
 import { RunResultOutput, type RunToolArgs, type ToolSchemas } from '../schemas.js';

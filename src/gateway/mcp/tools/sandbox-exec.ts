@@ -1,5 +1,5 @@
 /** sandbox_exec: a command in a session, its output streamed as run_code's is; or an earlier exec's state. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { clientWants, principalOf } from '../context.js';
 import { OutputRelay } from '../relay.js';
 import { renderRun } from '../render.js';

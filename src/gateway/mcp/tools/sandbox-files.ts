@@ -1,7 +1,7 @@
 /** sandbox_write_file, sandbox_read_file, sandbox_list_files: a session's workspace. */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../../../shared/errors.js';
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { principalOf } from '../context.js';
 import { toolResult } from '../results.js';
 import { asText, collect, imageContent } from '../file-content.js';

@@ -1,5 +1,5 @@
 /** sandbox_health: whether runs can start, and what to fix when they cannot. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { toolResult } from '../results.js';
 import { HealthOutput, type ToolSchemas } from '../schemas.js';
 import { READ_ANNOTATIONS } from './get-run.js';

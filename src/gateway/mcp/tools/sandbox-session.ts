@@ -1,5 +1,5 @@
 /** sandbox_create, sandbox_list, sandbox_delete: a session's lifecycle. */
-import type { ToolSpec } from '../catalog.js';
+import type { ToolSpec } from '../tool-spec.js';
 import { principalOf } from '../context.js';
 import { renderSession } from '../render.js';
 import { toolResult } from '../results.js';
