@@ -47,8 +47,11 @@ export function limitCases(make: () => Promise<SandboxBackend>): void {
       'time.sleep(3)',
       'print("survived")',
     ].join('\n');
+    // The happy path takes about 4 s; the deadline is headroom for a loaded machine, where the bomb's
+    // processes share the sandbox's CPU with the program that must print "survived" (at 8 s a run
+    // in a full CI run ended before it could).
     const execution = backend.start(
-      spec({ template: 'python', code, resources: { pids }, timeoutSeconds: 8 }),
+      spec({ template: 'python', code, resources: { pids }, timeoutSeconds: 20 }),
       { runId: runId() },
     );
     await new Promise((r) => setTimeout(r, 2500));
