@@ -101,7 +101,8 @@ kube_lane() {
   ready docker
   step "kube cluster up" bash test/env/kube-cluster.sh up
   step "app image" app_image
-  step "kubernetes tier" bash test/run.sh kube
+  step "kubernetes tier (files that run alone)" bash test/run.sh kube-alone
+  step "kubernetes tier (two files at a time)" bash test/run.sh kube-shared
   step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
   step "contract tier (Kubernetes backend)" bash test/run.sh contract-kube
   step "hostile tier (Kubernetes)" bash test/run.sh hostile-kube

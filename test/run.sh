@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs one test tier with node's built-in runner through tsx.
-#   test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]
+#   test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-shared|kube-alone|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]
 # Node 20 has no --test globbing, so each tier's files are listed explicitly (found under its
 # folder, sorted; --list prints them). A tier that runs zero tests fails, as does one whose engine or
 # cluster is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]}
+tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-shared|kube-alone|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]}
 shift
 case $tier in
   unit) dirs=(test/unit) ;;
@@ -23,6 +23,12 @@ case $tier in
   # The warm-pool files run as a tier of their own; the burst of 100 runs loads the machine, so it
   # runs alone (test/run-all.sh).
   kube) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst)\.test\.ts$' ;;
+  # Its halves (test/run-all.sh). Every file has its own namespaces and operator, so most run two
+  # at a time; these run alone: the cluster's own test (it runs the cluster script, under the
+  # cluster's lock, and 24 pods at once), 50 runs at once, the fork bomb under gVisor, the leader
+  # hand-over's timing bounds, and the node-limit floods that must end inside their deadlines.
+  kube-shared) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst|cluster|operator-scale|operator-gvisor|operator-ha|operator-node-limits)\.test\.ts$' ;;
+  kube-alone) dirs=(test/integration/kubernetes) && only='/(cluster|operator-scale|operator-gvisor|operator-ha|operator-node-limits)\.test\.ts$' ;;
   kube-pools) dirs=(test/integration/kubernetes) && only='/(operator-pools|operator-warm|operator-session-pools)\.test\.ts$' ;;
   kube-burst) dirs=(test/integration/kubernetes) && only='/pools-burst\.test\.ts$' ;;
   # The same cases against both backends (needs the Docker engine and the cluster), and the
@@ -86,10 +92,10 @@ state=$(mktemp -d)
 export XDG_STATE_HOME=$state
 
 # Tiers that start sandboxes run their files one at a time: 2 cores, real engines.
-# The Kubernetes half of the contract tier runs two files at once: each has its own namespaces and
-# operator, and they spend most of their time waiting on the cluster (idle and TTL expiry).
+# The Kubernetes half of the contract tier, kube-shared and kube-pools run two files at once: each
+# has its own namespaces and operator, and they spend most of their time waiting on the cluster.
 concurrency=1
-case $tier in unit | contract-kube) concurrency=2 ;; esac
+case $tier in unit | contract-kube | kube-shared | kube-pools) concurrency=2 ;; esac
 # Two files at once must not both rebuild dist/ (the build starts by removing it): built here first.
 if [ "$concurrency" -gt 1 ] && [ "$tier" != unit ]; then
   node --import tsx -e "import('./test/support/built-cli.ts').then((m) => m.ensureBuilt())"
