@@ -9,6 +9,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 tier=${1:?usage: test/run.sh unit|docker|docker-pools|oci|e2e|e2e-shared|e2e-alone|kube|kube-shared|kube-alone|kube-pools|kube-burst|contract|contract-docker|contract-oci|contract-kube|kube-disruptive|hostile|hostile-kube|faults|faults-kube|load [--list] [FILE...]}
 shift
+# The Kubernetes tier's warm-pool files, and those that must run alone (see kube-alone).
+kube_pools='operator-pools|operator-warm|operator-session-pools'
+kube_alone='cluster|operator-scale|operator-gvisor|operator-ha|operator-node-limits'
 case $tier in
   unit) dirs=(test/unit) ;;
   docker) dirs=(test/integration/docker) ;;
@@ -22,14 +25,14 @@ case $tier in
   oci) dirs=(test/integration/oci) ;;
   # The warm-pool files run as a tier of their own; the burst of 100 runs loads the machine, so it
   # runs alone (test/run-all.sh).
-  kube) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst)\.test\.ts$' ;;
+  kube) dirs=(test/integration/kubernetes) && except="/($kube_pools|pools-burst)\\.test\\.ts\$" ;;
   # Its halves (test/run-all.sh). Every file has its own namespaces and operator, so most run two
   # at a time; these run alone: the cluster's own test (it runs the cluster script, under the
   # cluster's lock, and 24 pods at once), 50 runs at once, the fork bomb under gVisor, the leader
   # hand-over's timing bounds, and the node-limit floods that must end inside their deadlines.
-  kube-shared) dirs=(test/integration/kubernetes) && except='/(operator-pools|operator-warm|operator-session-pools|pools-burst|cluster|operator-scale|operator-gvisor|operator-ha|operator-node-limits)\.test\.ts$' ;;
-  kube-alone) dirs=(test/integration/kubernetes) && only='/(cluster|operator-scale|operator-gvisor|operator-ha|operator-node-limits)\.test\.ts$' ;;
-  kube-pools) dirs=(test/integration/kubernetes) && only='/(operator-pools|operator-warm|operator-session-pools)\.test\.ts$' ;;
+  kube-shared) dirs=(test/integration/kubernetes) && except="/($kube_pools|pools-burst|$kube_alone)\\.test\\.ts\$" ;;
+  kube-alone) dirs=(test/integration/kubernetes) && only="/($kube_alone)\\.test\\.ts\$" ;;
+  kube-pools) dirs=(test/integration/kubernetes) && only="/($kube_pools)\\.test\\.ts\$" ;;
   kube-burst) dirs=(test/integration/kubernetes) && only='/pools-burst\.test\.ts$' ;;
   # The same cases against both backends (needs the Docker engine and the cluster), and the
   # gateway in Kubernetes mode end to end.

@@ -4,6 +4,7 @@
  * thrown; the journals log them, since a journal that cannot be written costs only its safety net.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as z from 'zod';
 
@@ -11,6 +12,8 @@ export interface JsonRecords {
   /** Writes `value` as `<id>.json`, whole: readers never see half of it. */
   write(id: string, value: unknown): void;
   remove(id: string): void;
+  /** The same, off the event loop (for a path where a synchronous unlink would hold it up). */
+  removeLater(id: string): Promise<void>;
   /** Every record's file name (`<id>.json`); none when the directory does not exist. */
   names(): string[];
   /** The record in file `name`, as `schema` parses it; throws when it is unreadable. */
@@ -30,6 +33,9 @@ export function jsonRecords(dir: string): JsonRecords {
     },
     remove(id) {
       rmSync(path(`${id}.json`), { force: true });
+    },
+    removeLater(id) {
+      return rm(path(`${id}.json`), { force: true });
     },
     names() {
       try {

@@ -12,7 +12,6 @@
  * written costs only that safety net, never a run.
  */
 import { renameSync, rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import * as z from 'zod';
 import { RunAuditRecordSchema, type RunAuditRecord } from '../api/audit.js';
 import type { Logger } from '../observability/logger.js';
@@ -86,9 +85,9 @@ export function fileRunJournal(dir: string, logger: Logger, { owner, alive }: Jo
     // held the loop for 1 to 2 ms there.
     forget(runId) {
       if (!RUN_ID.test(runId)) return;
-      rm(records.path(`${runId}.json`), { force: true }).catch((e: unknown) =>
-        warn(e, 'a run could not be removed from the run journal'),
-      );
+      records
+        .removeLater(runId)
+        .catch((e: unknown) => warn(e, 'a run could not be removed from the run journal'));
     },
     takeOrphans() {
       return records.names().flatMap((name) => {

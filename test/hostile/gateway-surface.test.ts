@@ -21,7 +21,8 @@ import {
   recordNotifications,
   waitFor,
 } from '../e2e/helpers.js';
-import { ACCEPT, CANARY, INITIALIZE } from './gateway.js';
+import { CANARY, INITIALIZE } from './gateway.js';
+import { MCP_ACCEPT } from '../support/mcp-raw.js';
 import {
   assertNothingStarted,
   assertRefused,
@@ -95,7 +96,7 @@ describe('hostile: gateway surface (docker)', () => {
     const since = Date.now();
     for (const base of [g.url, g.statelessUrl])
       for (const { method, path, body } of guardedRoutes())
-        assertUnauthorized(await send(base, path, { method, body, token: null, headers: ACCEPT }), path);
+        assertUnauthorized(await send(base, path, { method, body, token: null, headers: MCP_ACCEPT }), path);
     assert.equal((await send(g.url, '/health', { token: null })).status, 200);
     await assertNothingStarted(g.docker, since);
   });
@@ -120,7 +121,7 @@ describe('hostile: gateway surface (docker)', () => {
             method,
             body,
             token: null,
-            headers: { ...ACCEPT, Authorization: authorization },
+            headers: { ...MCP_ACCEPT, Authorization: authorization },
           }),
           path,
         );
@@ -132,7 +133,7 @@ describe('hostile: gateway surface (docker)', () => {
     for (const name of ['access_token', 'token', 'auth', 'bearer'])
       for (const { method, path, body } of guardedRoutes())
         assertUnauthorized(
-          await send(g.url, `${path}?${name}=${CANARY}`, { method, body, token: null, headers: ACCEPT }),
+          await send(g.url, `${path}?${name}=${CANARY}`, { method, body, token: null, headers: MCP_ACCEPT }),
           path,
         );
     await assertNothingStarted(g.docker, since);
@@ -232,7 +233,7 @@ describe('hostile: gateway surface (docker)', () => {
     try {
       const id = c.sessionId;
       assert.ok(id);
-      const headers = { ...ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' };
+      const headers = { ...MCP_ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' };
       const list = { jsonrpc: '2.0', id: 9, method: 'tools/list' };
       assertRpcRefused(await send(g.url, '/mcp', { token: OTHER_TOKEN, body: list, headers }), 404, -32001);
       assertRpcRefused(
@@ -268,7 +269,7 @@ describe('hostile: gateway surface (docker)', () => {
         { method: 'GET', path: '/health' },
         { method: 'GET', path: '/openapi.json' },
       ]) {
-        const answer = await send(g.url, path, { method, body, headers: { ...ACCEPT, Host: host } });
+        const answer = await send(g.url, path, { method, body, headers: { ...MCP_ACCEPT, Host: host } });
         if (path.startsWith('/mcp')) assertRpcRefused(answer, 403, -32001, 'FORBIDDEN');
         else assertRefused(answer, 403, 'FORBIDDEN');
       }
@@ -286,7 +287,7 @@ describe('hostile: gateway surface (docker)', () => {
       'file://',
     ])
       for (const { method, path, body } of guardedRoutes()) {
-        const answer = await send(g.url, path, { method, body, headers: { ...ACCEPT, Origin: origin } });
+        const answer = await send(g.url, path, { method, body, headers: { ...MCP_ACCEPT, Origin: origin } });
         if (path.startsWith('/mcp')) assertRpcRefused(answer, 403, -32001, 'FORBIDDEN');
         else assertRefused(answer, 403, 'FORBIDDEN', 'Origin');
       }
@@ -402,7 +403,7 @@ describe('hostile: gateway surface (docker)', () => {
       headers: {
         Authorization: `Bearer ${CANARY}`,
         'Content-Type': 'application/json',
-        ...ACCEPT,
+        ...MCP_ACCEPT,
         ...headers,
       },
     });
@@ -443,7 +444,7 @@ describe('hostile: gateway surface (docker)', () => {
   // These three mostly wait (for an expiry, a sleep, a reconnection): side by side, they take the time of one.
   describe('stateful sessions that outlive a request', { concurrency: true }, () => {
     test('stateful: an MCP session whose client cut its stream and never came back expires, and its sandbox goes within 5 s of that', async () => {
-      const opened = await send(g.url, '/mcp', { body: INITIALIZE, headers: ACCEPT });
+      const opened = await send(g.url, '/mcp', { body: INITIALIZE, headers: MCP_ACCEPT });
       const id = String(opened.headers['mcp-session-id']);
       const marker = `hostile-expired-${Date.now()}`;
       const call = rawCall(g.url, sleeper(marker), {
@@ -454,7 +455,7 @@ describe('hostile: gateway surface (docker)', () => {
       await goneWithin5s(marker, () => call.drop(), SESSION_IDLE_S * 1500);
       const gone = await send(g.url, '/mcp', {
         body: { jsonrpc: '2.0', id: 8, method: 'tools/list' },
-        headers: { ...ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
+        headers: { ...MCP_ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
       });
       assertRpcRefused(gone, 404, -32001);
     });

@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { createAuthenticator } from '../../src/gateway/auth.js';
 import { LOCAL_PRINCIPAL } from '../../src/gateway/principal.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { MCP_ACCEPT, rawInitialize } from '../support/mcp-raw.js';
+import { rawInitialize } from '../support/mcp-raw.js';
 
 /** Room for a program's whole report: 64 KiB a stream. */
 export const HOSTILE_OUTPUT_BYTES = 64 * 1024;
@@ -92,9 +92,6 @@ export async function serveGateway(config: Record<string, unknown>): Promise<Ser
     },
   };
 }
-
-/** The Accept header a Streamable HTTP client sends with every POST to /mcp. */
-export const ACCEPT = MCP_ACCEPT;
 
 /** A raw MCP initialize, as a hostile client sends it without the SDK. */
 export const INITIALIZE = rawInitialize('hostile');

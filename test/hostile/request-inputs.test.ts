@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { connectHttp, waitFor, type Connected } from '../e2e/helpers.js';
-import { ACCEPT, CANARY, INITIALIZE } from './gateway.js';
+import { CANARY, INITIALIZE } from './gateway.js';
 import {
   assertNothingStarted,
   assertRefused,
@@ -749,7 +749,7 @@ describe('hostile: request inputs (docker)', () => {
 
   /** The headers of a stateful MCP session opened by a raw initialize. */
   async function rawSession(): Promise<Record<string, string>> {
-    const answer = await send(g.url, '/mcp', { body: INITIALIZE, headers: ACCEPT });
+    const answer = await send(g.url, '/mcp', { body: INITIALIZE, headers: MCP_ACCEPT });
     const id = answer.headers['mcp-session-id'];
     assert.equal(typeof id, 'string', answer.text);
     return { 'mcp-session-id': id as string, 'mcp-protocol-version': '2025-06-18' };
@@ -763,7 +763,7 @@ describe('hostile: request inputs (docker)', () => {
       ['stateless', g.statelessUrl, {}],
     ] as const)
       check(
-        await send(base, '/mcp', { ...sent, headers: { ...ACCEPT, ...headers, ...sent.headers } }),
+        await send(base, '/mcp', { ...sent, headers: { ...MCP_ACCEPT, ...headers, ...sent.headers } }),
         transport,
       );
   }
@@ -899,13 +899,13 @@ describe('hostile: request inputs (docker)', () => {
     );
     const method = await send(g.statelessUrl, '/mcp', {
       body: { jsonrpc: '2.0', id: 3, method: 'sandpit/steal', params: {} },
-      headers: ACCEPT,
+      headers: MCP_ACCEPT,
     });
     assert.equal(method.status, 200, method.text);
     assert.match(method.text, /"code":-32601/);
     const shapeless = await send(g.statelessUrl, '/mcp', {
       body: { ...RUN_CALL, params: { name: 'run_code', arguments: 'print(1)' } },
-      headers: ACCEPT,
+      headers: MCP_ACCEPT,
     });
     assert.match(shapeless.text, /"code":-32602/, shapeless.text);
   });
@@ -913,7 +913,7 @@ describe('hostile: request inputs (docker)', () => {
   test('after every hostile input, a run over MCP and REST and the session work, and no container is left but the session’s', async () => {
     const ran = await call('run_code', { code: "print('still here')" });
     assert.equal((ran.structuredContent as { stdout: string }).stdout, 'still here\n', JSON.stringify(ran));
-    const stateless = await send(g.statelessUrl, '/mcp', { body: RUN_CALL, headers: ACCEPT });
+    const stateless = await send(g.statelessUrl, '/mcp', { body: RUN_CALL, headers: MCP_ACCEPT });
     assert.equal(stateless.status, 200, stateless.text);
     assert.match(stateless.text, /"exitCode":0/);
     const viaRest = await rest('/runs', { body: { template: 'python', code: "print('rest')" } });
