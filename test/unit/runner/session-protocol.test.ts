@@ -35,41 +35,52 @@ function rng(seed: number): (n: number) => number {
 
 const key = newKey();
 const rand = rng(14);
-const expected: { type: string; id: number; data: string }[] = [];
-const parts: Buffer[] = [];
-let forged = 0;
-for (let i = 0; i < 300; i++) {
-  // Output records of up to PIPE_BUF, and a bulk read's data records of up to 64 KiB.
-  const type = rand(2) ? 'O' : 'd';
-  const cap = type === 'd' ? BULK_REC_DATA : REC_DATA;
-  const size = [0, 1, cap, rand(cap)][rand(4)]!;
-  const data = Buffer.alloc(size, i & 0xff);
-  parts.push(record(key, type, i, data));
-  expected.push({ type, id: i, data: data.toString('latin1') });
-  if (rand(5) === 0) {
-    // What a program could write into the channel: a key prefix, or a record under another key.
-    const junk = rand(2) ? key.subarray(0, 1 + rand(KEY_BYTES - 1)) : record(newKey(), 'd', 9, data);
-    parts.push(junk);
-    forged += junk.length;
+
+/**
+ * A channel's bytes: `count` records of every size class, output and bulk data, with what a
+ * program could write into the channel between them (a key prefix, or a record under another key).
+ */
+function channel(count: number) {
+  const expected: { type: string; id: number; data: string }[] = [];
+  const parts: Buffer[] = [];
+  let forged = 0;
+  for (let i = 0; i < count; i++) {
+    // Output records of up to PIPE_BUF, and a bulk read's data records of up to 64 KiB.
+    const type = rand(2) ? 'O' : 'd';
+    const cap = type === 'd' ? BULK_REC_DATA : REC_DATA;
+    const size = [0, 1, cap, rand(cap)][rand(4)]!;
+    const data = Buffer.alloc(size, i & 0xff);
+    parts.push(record(key, type, i, data));
+    expected.push({ type, id: i, data: data.toString('latin1') });
+    if (rand(5) === 0) {
+      const junk = rand(2) ? key.subarray(0, 1 + rand(KEY_BYTES - 1)) : record(newKey(), 'd', 9, data);
+      parts.push(junk);
+      forged += junk.length;
+    }
   }
+  return { stream: Buffer.concat(parts), expected, forged };
 }
-const stream = Buffer.concat(parts);
+
+const long = channel(300);
+// Pieces smaller than a header: 40 records, since every piece of a bulk record is a record of its own.
+const short = channel(40);
 
 /** The records decoded from `pieces`; the pieces a 'd' record streams out in are joined again. */
 function decode(pieces: Buffer[]): { records: SessionRecord[]; skipped: number } {
   const d = new SessionRecordDecoder(key);
-  const records: SessionRecord[] = [];
+  // Each record's pieces (views of the pushed bytes), joined once at the end: joining them as they
+  // come is quadratic in 1-byte pieces.
+  const records: { type: SessionRecord['type']; id: number; data: Buffer[] }[] = [];
   for (const p of pieces)
     for (const r of d.push(p)) {
       const last = records.at(-1);
-      if (r.type === 'd' && last?.type === 'd' && last.id === r.id)
-        last.data = Buffer.concat([last.data, r.data]);
-      else records.push({ ...r, data: Buffer.from(r.data) });
+      if (r.type === 'd' && last?.type === 'd' && last.id === r.id) last.data.push(r.data);
+      else records.push({ type: r.type, id: r.id, data: [r.data] });
     }
-  return { records, skipped: d.skippedBytes };
+  return { records: records.map((r) => ({ ...r, data: Buffer.concat(r.data) })), skipped: d.skippedBytes };
 }
 
-function check(pieces: Buffer[], what: string): void {
+function check(pieces: Buffer[], what: string, { expected, forged } = long): void {
   const { records, skipped } = decode(pieces);
   assert.deepEqual(
     records.map((r) => ({ type: r.type, id: r.id, data: r.data.toString('latin1') })),
@@ -79,21 +90,26 @@ function check(pieces: Buffer[], what: string): void {
   assert.equal(skipped, forged, `${what}: skipped bytes`);
 }
 
+function piecesOf(stream: Buffer, size: number): Buffer[] {
+  const pieces: Buffer[] = [];
+  for (let off = 0; off < stream.length; off += size) pieces.push(stream.subarray(off, off + size));
+  return pieces;
+}
+
 test('whole, or in pieces of every size class: the same records and skipped bytes', () => {
-  check([stream], 'whole');
-  for (const size of [1, 7, KEY_BYTES, REC_HEAD + 1, 4095, 4096, 4097, 32 * 1024, 65_536, 200_000]) {
-    const pieces: Buffer[] = [];
-    for (let off = 0; off < stream.length; off += size) pieces.push(stream.subarray(off, off + size));
-    check(pieces, `pieces of ${size}`);
-  }
+  check([long.stream], 'whole');
+  for (const size of [1, 7, KEY_BYTES, REC_HEAD + 1])
+    check(piecesOf(short.stream, size), `pieces of ${size}`, short);
+  for (const size of [REC_HEAD + 1, 4095, 4096, 4097, 32 * 1024, 65_536, 200_000])
+    check(piecesOf(long.stream, size), `pieces of ${size}`);
 });
 
 test('split at random points: the same records and skipped bytes', () => {
   for (let round = 0; round < 50; round++) {
     const pieces: Buffer[] = [];
-    for (let off = 0; off < stream.length;) {
+    for (let off = 0; off < long.stream.length;) {
       const n = 1 + rand([20, 5000, 70_000][rand(3)]!);
-      pieces.push(stream.subarray(off, off + n));
+      pieces.push(long.stream.subarray(off, off + n));
       off += n;
     }
     check(pieces, `round ${round}`);
