@@ -98,9 +98,9 @@ export XDG_STATE_HOME=$state
 # The Kubernetes half of the contract tier, kube-shared and kube-pools run two files at once: each
 # has its own namespaces and operator, and they spend most of their time waiting on the cluster.
 concurrency=1
-case $tier in unit | contract-kube | kube-shared | kube-pools) concurrency=2 ;; esac
+case $tier in contract-kube | kube-shared | kube-pools) concurrency=2 ;; esac
 # Two files at once must not both rebuild dist/ (the build starts by removing it): built here first.
-if [ "$concurrency" -gt 1 ] && [ "$tier" != unit ]; then
+if [ "$concurrency" -gt 1 ]; then
   node --import tsx -e "import('./test/support/built-cli.ts').then((m) => m.ensureBuilt())"
 fi
 log=$(mktemp)
@@ -114,7 +114,12 @@ if [ -n "${SANDPIT_RESULTS_DIR:-}" ]; then
   mkdir -p "$SANDPIT_RESULTS_DIR"
   reporters+=(--test-reporter=./test/support/results-reporter.mjs --test-reporter-destination="$SANDPIT_RESULTS_DIR/$tier.jsonl")
 fi
-node --import tsx --test "${reporters[@]}" --test-concurrency="$concurrency" "${files[@]}" 2>&1 | tee "$log"
+if [ "$tier" = unit ]; then
+  # Its files in one process (test/support/one-process.ts): a process each cost more than the tests.
+  node --import tsx "${reporters[@]}" test/support/one-process.ts "${files[@]}" 2>&1 | tee "$log"
+else
+  node --import tsx --test "${reporters[@]}" --test-concurrency="$concurrency" "${files[@]}" 2>&1 | tee "$log"
+fi
 status=${PIPESTATUS[0]}
 set -e
 tests=$(grep -E '^# tests [0-9]+' "$log" | tail -1 | awk '{print $3}')
