@@ -1,5 +1,5 @@
 // The `sandpit` command where it needs no engine: argument and config errors, --version, `config`.
-// Each case spawns the real CLI (through tsx), so exit codes and stderr are what a user sees.
+// Each case spawns the real CLI (built), so exit codes and stderr are what a user sees.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
