@@ -93,3 +93,6 @@ export const ANNOTATION_CHANNEL_KEY = 'sandpit.dev/channel-key';
  * is cleared then). That replica alone audits an end the Sandbox records (TTL, idle, a crash).
  */
 export const ANNOTATION_LAST_HOLDER = 'sandpit.dev/last-holder';
+
+/** On a claimed pool pod: when its claim was made (RFC 3339), which its pool's refill waits on. */
+export const ANNOTATION_CLAIMED_AT = 'sandpit.dev/claimed-at';

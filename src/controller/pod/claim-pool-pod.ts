@@ -10,6 +10,7 @@
  * `empty`, at once.
  */
 import {
+  ANNOTATION_CLAIMED_AT,
   LABEL_POOL,
   LABEL_POOL_POD,
   LABEL_POOL_SHAPE,
@@ -75,7 +76,7 @@ export interface ClaimInput {
 
 /**
  * The pod as the claim writes it (a PUT with the resourceVersion it was read at): claimed for the
- * owner, owned by it alone, its deadline lowered (never raised: a pod's activeDeadlineSeconds may
+ * owner, owned by it alone, stamped with the claim's time, its deadline lowered (never raised: a pod's activeDeadlineSeconds may
  * only go down). Pure.
  */
 export function buildClaim(c: ClaimInput): Pod {
@@ -91,6 +92,7 @@ export function buildClaim(c: ClaimInput): Pod {
     metadata: {
       ...pod.metadata,
       labels: { ...pod.metadata?.labels, [LABEL_POOL_POD]: POOL_POD_CLAIMED, ...c.ownerLabels },
+      annotations: { ...pod.metadata?.annotations, [ANNOTATION_CLAIMED_AT]: c.now.toISOString() },
       ownerReferences: [controllerRef(c.owner)],
     },
     spec: {

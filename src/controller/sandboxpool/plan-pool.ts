@@ -8,13 +8,23 @@
  *   claimed while it exists, and never touched: its run or session owns it.
  * - Then the pool keeps exactly `replicas` unclaimed pods: it creates the missing ones and deletes
  *   the surplus, starting ones before ready ones, newest first.
+ * - A claimed pod is replaced REFILL_DELAY_MS after its claim, or once it ends if sooner: a pod
+ *   started at once would share the node's CPU with the short run its claim serves.
  */
-import { LABEL_POOL_POD, LABEL_POOL_SHAPE, POOL_POD_IDLE } from '../../api/v1alpha1/labels.js';
+import {
+  ANNOTATION_CLAIMED_AT,
+  LABEL_POOL_POD,
+  LABEL_POOL_SHAPE,
+  POOL_POD_IDLE,
+} from '../../api/v1alpha1/labels.js';
 import type { Pod } from '../../kube/objects.js';
 import { isControlledBy } from '../children.js';
 import { isPodFinished, observePod } from '../pod/observe-pod.js';
 
 export type ReplaceReason = 'Ended' | 'Expired' | 'ShapeChanged' | 'ScaledDown';
+
+/** How long a claimed pod's replacement waits for the run it serves to end. */
+export const REFILL_DELAY_MS = 1000;
 
 export interface PoolPodsInput {
   pods: readonly Pod[];
@@ -34,6 +44,8 @@ export interface PoolPlan {
   remove: { pod: Pod; reason: ReplaceReason }[];
   /** Pods to create. */
   create: number;
+  /** ms until the first claimed pod's replacement is due (undefined: none is held back). */
+  nextRefillMs: number | undefined;
   /** ms until the oldest kept pod reaches maxIdleSeconds (undefined: no pod kept). */
   nextExpiryMs: number | undefined;
 }
@@ -61,13 +73,24 @@ export function isPoolPodReady(pod: Pod): boolean {
   return view.phase === 'Running' && view.ready && !view.deleting;
 }
 
+/** ms until a claimed pod's replacement is due (0: now), from its claim's time. */
+function refillDueMs(pod: Pod, nowMs: number): number {
+  if (pod.metadata?.deletionTimestamp || isPodFinished(observePod(pod))) return 0;
+  const claimedAt = Date.parse(pod.metadata?.annotations?.[ANNOTATION_CLAIMED_AT] ?? '');
+  return Number.isFinite(claimedAt) ? Math.max(0, claimedAt + REFILL_DELAY_MS - nowMs) : 0;
+}
+
 export function planPool(i: PoolPodsInput): PoolPlan {
   const remove: PoolPlan['remove'] = [];
   const kept: Pod[] = [];
+  const nowMs = Date.parse(i.now);
   let claimed = 0;
+  const holding: number[] = [];
   for (const pod of i.pods) {
     if (!isIdlePodOf(pod, i.poolUid)) {
       claimed += 1;
+      const due = refillDueMs(pod, nowMs);
+      if (due > 0) holding.push(due);
       continue;
     }
     if (pod.metadata?.deletionTimestamp) continue; // going: neither counted nor deleted again
@@ -88,9 +111,8 @@ export function planPool(i: PoolPodsInput): PoolPlan {
     starting: starting.filter(staying),
     claimed,
     remove,
-    create: Math.max(0, i.replicas - kept.length),
-    nextExpiryMs: Number.isFinite(oldest)
-      ? Math.max(0, oldest + i.maxIdleSeconds * 1000 - Date.parse(i.now))
-      : undefined,
+    create: Math.max(0, i.replicas - kept.length - holding.length),
+    nextRefillMs: holding.length ? Math.min(...holding) : undefined,
+    nextExpiryMs: Number.isFinite(oldest) ? Math.max(0, oldest + i.maxIdleSeconds * 1000 - nowMs) : undefined,
   };
 }

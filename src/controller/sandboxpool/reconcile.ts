@@ -166,10 +166,14 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
   return { requeueAfterMs: nextLookMs(plan, counts, waitMs) };
 }
 
-/** When to look again without an event: a pod ageing out, the end of a backoff, a starting pod's lost event. */
+/**
+ * When to look again without an event: a pod ageing out, a held refill coming due, the end of a
+ * backoff, a starting pod's lost event.
+ */
 function nextLookMs(plan: PoolPlan, counts: PoolCounts, waitMs: number): number | undefined {
   return earliest(
     plan.nextExpiryMs,
+    plan.nextRefillMs,
     waitMs > 0 && plan.create > 0 ? waitMs : undefined,
     counts.starting > 0 ? STARTING_RECHECK_MS : undefined,
   );

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  ANNOTATION_CLAIMED_AT,
   LABEL_POOL,
   LABEL_POOL_POD,
   LABEL_POOL_SHAPE,
@@ -76,6 +77,10 @@ describe('buildClaim: one update binds the pod to the run', () => {
     assert.equal(labels[LABEL_POOL], 'py');
     assert.equal(labels[LABEL_POOL_UID], 'pool-uid');
     assert.equal(labels[LABEL_POOL_SHAPE], SHAPE);
+  });
+
+  test("stamped with the claim's time (its pool's refill waits on it)", () => {
+    assert.equal(claim.metadata?.annotations?.[ANNOTATION_CLAIMED_AT], now.toISOString());
   });
 
   test('the run is its only owner, and the resourceVersion guards the write', () => {

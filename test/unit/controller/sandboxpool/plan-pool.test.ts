@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Pod } from '../../../../src/kube/objects.js';
-import { planPool, type PoolPodsInput } from '../../../../src/controller/sandboxpool/plan-pool.js';
+import {
+  planPool,
+  REFILL_DELAY_MS,
+  type PoolPodsInput,
+} from '../../../../src/controller/sandboxpool/plan-pool.js';
 
 const POOL_UID = 'pool-uid-1';
 const SHAPE = 'a'.repeat(32);
@@ -14,6 +18,8 @@ interface PodOptions {
   phase?: string;
   shape?: string;
   claimed?: boolean;
+  /** ms before NOW that the claim was made (no claim time when undefined). */
+  claimedMsAgo?: number;
   deleting?: boolean;
 }
 
@@ -29,6 +35,13 @@ function pod(o: PodOptions): Pod {
       uid: `uid-${o.name}`,
       creationTimestamp: created,
       ...(o.deleting ? { deletionTimestamp: NOW } : {}),
+      ...(o.claimedMsAgo === undefined
+        ? {}
+        : {
+            annotations: {
+              'sandpit.dev/claimed-at': new Date(Date.parse(NOW) - o.claimedMsAgo).toISOString(),
+            },
+          }),
       labels: {
         'sandpit.dev/pool-uid': POOL_UID,
         'sandpit.dev/pool-pod': o.claimed ? 'claimed' : 'idle',
@@ -113,6 +126,26 @@ describe('planPool', () => {
     assert.deepEqual(removed(plan), ['a:ShapeChanged']);
     assert.equal(plan.claimed, 1);
     assert.equal(plan.create, 0);
+  });
+
+  test("a claimed pod's replacement waits REFILL_DELAY_MS from its claim, unless the pod ended", () => {
+    const idle = [pod({ name: 'a' }), pod({ name: 'b' })];
+    const young = planPool(input([...idle, pod({ name: 'c', claimed: true, claimedMsAgo: 200 })]));
+    assert.equal(young.create, 0, 'held while its run may still be going');
+    assert.equal(young.claimed, 1);
+    assert.equal(young.nextRefillMs, REFILL_DELAY_MS - 200, 'looked at again when it is due');
+    const due = planPool(input([...idle, pod({ name: 'c', claimed: true, claimedMsAgo: REFILL_DELAY_MS })]));
+    assert.equal(due.create, 1);
+    assert.equal(due.nextRefillMs, undefined);
+    for (const ended of [
+      pod({ name: 'c', claimed: true, claimedMsAgo: 200, phase: 'Succeeded', ready: false }),
+      pod({ name: 'c', claimed: true, claimedMsAgo: 200, deleting: true }),
+      pod({ name: 'c', claimed: true }), // claimed by an operator that stamped no time
+    ]) {
+      const plan = planPool(input([...idle, ended]));
+      assert.equal(plan.create, 1, names([ended]).join());
+      assert.equal(plan.nextRefillMs, undefined);
+    }
   });
 
   test('a terminating pod is neither counted nor deleted again', () => {
