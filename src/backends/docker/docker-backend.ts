@@ -233,7 +233,7 @@ export class DockerBackend implements SandboxBackend {
       });
     } finally {
       this.track(runner.remove(), cleanedUp);
-      if (served === 'warm') setImmediate(() => this.pool?.replenish());
+      if (served === 'warm') this.pool?.replenish();
     }
   }
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
+import { REFILL_AFTER_REPLY_MS } from '../../../src/backends/docker/pool/pool-manager.js';
 import { DEFAULT_POOL_OPTIONS, type PoolOptions } from '../../../src/backends/docker/pool/pool-options.js';
 import { requireDocker, runId, spec } from '../../support/docker.js';
 import { engineStretch } from '../../support/timing.js';
@@ -105,12 +106,26 @@ test('a pool container killed by hand is replaced', async () => {
     const idle = backend.pool?.stats()[0]?.idle ?? 0;
     if (alive.length >= 2 && idle >= 2) break;
     assert.ok(Date.now() < deadline, 'the pool healed within 30 s');
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, REFILL_AFTER_REPLY_MS / 3));
   }
   const r = await backend.start(spec({ template: 'python', code: 'print("still warm")' }), { runId: runId() })
     .result;
   assert.equal(r.served, 'warm');
   assert.equal(r.stdout, 'still warm\n');
+});
+
+test("a warm run's replacement starts after its result, off its reply's path, and the pool fills again", async () => {
+  const backend = await pooled({ minIdle: 2 });
+  const r = await backend.start(spec({ template: 'python', code: 'print(1)' }), { runId: runId() }).result;
+  assert.equal(r.served, 'warm');
+  // Checked before REFILL_AFTER_REPLY_MS is up: a timer that expires sooner runs first, however late.
+  await new Promise((res) => setTimeout(res, REFILL_AFTER_REPLY_MS / 3));
+  assert.deepEqual(
+    backend.pool?.stats().map(({ idle, starting }) => ({ idle, starting })),
+    [{ idle: 1, starting: 0 }],
+    'no replacement is starting while the reply goes out',
+  );
+  assert.ok(await backend.pool?.filled(60_000), 'the pool filled again');
 });
 
 test('under a burst of 50 concurrent runs the pool stays within its caps and every run is correct', async () => {
@@ -155,7 +170,7 @@ test('a pool no run asked for lately goes: its containers are removed and it is 
   const deadline = Date.now() + 30_000;
   while (!(backend.pool?.stats() ?? []).some((p) => p.template === 'bash')) {
     assert.ok(Date.now() < deadline, 'the one-off pool was made');
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, REFILL_AFTER_REPLY_MS / 3));
   }
   while ((backend.pool?.stats() ?? []).some((p) => p.template === 'bash') || (await labelled()).length > 0) {
     assert.ok(Date.now() < deadline, 'the unused pool and its containers went within 30 s');

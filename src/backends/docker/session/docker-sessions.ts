@@ -106,7 +106,7 @@ export class DockerSessions implements SessionBackend {
       await container.remove();
       throw e;
     } finally {
-      if (warm) setImmediate(() => this.deps.pool?.replenish());
+      if (warm) this.deps.pool?.replenish();
     }
   }
 
