@@ -76,8 +76,8 @@ export interface ClaimInput {
 
 /**
  * The pod as the claim writes it (a PUT with the resourceVersion it was read at): claimed for the
- * owner, owned by it alone, stamped with the claim's time, its deadline lowered (never raised: a pod's activeDeadlineSeconds may
- * only go down). Pure.
+ * owner, owned by it alone, stamped with the claim's time, its deadline lowered (never raised: a
+ * pod's activeDeadlineSeconds may only go down). Pure.
  */
 export function buildClaim(c: ClaimInput): Pod {
   const { pod } = c;
