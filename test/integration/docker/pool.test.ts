@@ -115,7 +115,8 @@ test('a pool container killed by hand is replaced', async () => {
 });
 
 test("a warm run's replacement starts after its result, off its reply's path, and the pool fills again", async () => {
-  const backend = await pooled({ minIdle: 2 });
+  // No periodic check meanwhile: it would start what the pool lacks, whatever replenish() does.
+  const backend = await pooled({ minIdle: 2, checkIntervalSeconds: 3600 });
   const r = await backend.start(spec({ template: 'python', code: 'print(1)' }), { runId: runId() }).result;
   assert.equal(r.served, 'warm');
   // Checked before REFILL_AFTER_REPLY_MS is up: a timer that expires sooner runs first, however late.
