@@ -75,7 +75,8 @@ export function isPoolPodReady(pod: Pod): boolean {
 
 /** ms until a claimed pod's replacement is due (0: now), from its claim's time. */
 function refillDueMs(pod: Pod, nowMs: number): number {
-  if (pod.metadata?.deletionTimestamp || isPodFinished(observePod(pod))) return 0;
+  const view = observePod(pod);
+  if (view.deleting || isPodFinished(view)) return 0;
   const claimedAt = Date.parse(pod.metadata?.annotations?.[ANNOTATION_CLAIMED_AT] ?? '');
   return Number.isFinite(claimedAt) ? Math.max(0, claimedAt + REFILL_DELAY_MS - nowMs) : 0;
 }
