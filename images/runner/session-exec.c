@@ -1141,10 +1141,15 @@ void processes_reply(uint32_t id)
 		char *rp = strrchr(stat, ')');
 		char state;
 		int ppid, pgid;
-		if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3)
+		unsigned flags;
+		if (!rp || sscanf(rp + 1, " %c %d %d %*d %*d %*d %u", &state, &ppid, &pgid, &flags) != 4)
+			continue;
+		/* Dead or dying (PF_EXITING: killed with its exec's group, its pipes already closed, not
+		   yet a zombie) is not alive. */
+		if (state == 'Z' || state == 'X' || (flags & 0x4))
 			continue;
 		/* Outside a container (tests) only our own orphans; inside, every process but ours. */
-		if (state == 'Z' || state == 'X' || exec_is_group(pgid) || (self != 1 && ppid != self))
+		if (exec_is_group(pgid) || (self != 1 && ppid != self))
 			continue;
 		if (isolated && ppid == self)
 			continue; /* an exec's init, ours */
