@@ -8,9 +8,10 @@
  *
  * The JSON is the exit report, or `{"failure": text}` when the job never ran. The line is written
  * in one write() of at most PIPE_BUF bytes, after the last of the program's output, so `kubectl
- * logs` shows the output and then this line. The program cannot forge it: it never learns the
- * key before the line is written. The leading newline is always there, so that removing the
- * trailer gives back exactly the bytes the program wrote.
+ * logs` shows the program's stdout and then this line. The program's last stderr bytes may come
+ * after it: the kubelet reads the two streams on their own. The program cannot forge it: it never
+ * learns the key before the line is written. The leading newline is always there, so that removing
+ * the trailer gives back exactly the bytes the program wrote.
  *
  * TrailerFilter removes it from a stream (the attach's stdout, or the followed pod log): it holds
  * back only what could still be the trailer, and drops it once the stream ends with one (and the
