@@ -107,7 +107,8 @@ test('the reaper leaves the containers of a live owner alone', async () => {
  * once they are full: an earlier test's warm run has its replacement started after its result.
  */
 async function createsDuring(fn: () => Promise<unknown>): Promise<string[]> {
-  if (backend.pool && !(await backend.pool.filled(60_000))) throw new Error('the warm pools did not refill in 60 s');
+  if (backend.pool && !(await backend.pool.filled(60_000)))
+    throw new Error('the warm pools did not refill in 60 s');
   const since = Date.now();
   await fn().catch(() => {});
   await new Promise((r) => setTimeout(r, 300));
