@@ -14,12 +14,13 @@
 #           and the hostile programs on both
 #   kube:   the Docker engine and images, the Docker and oci faults (they restart dockerd), the
 #           cluster, the app image; the Kubernetes tiers, the contract cases and the hostile
-#           programs on Kubernetes (the cluster has its own containerd), and last the Kubernetes
-#           faults (the operator killed, the apiserver restarted)
-# The lane that ends first then runs the e2e tier but its responsiveness file (it needs only the
-# Docker engine), beside the other lane's last tiers.
-# Then, alone: a burst of runs on a pool, the e2e file that measures the gateway's responsiveness
-# under a hostile client, and the disruptive tier, which restarts the cluster's components.
+#           programs on Kubernetes (the cluster has its own containerd), then the Kubernetes
+#           faults (the operator killed, the apiserver restarted) and the disruptive tier (the
+#           cluster's components killed, the cluster down and up): the last users of the cluster
+# Each lane then takes files of the e2e tier (all but its responsiveness file: they need only the
+# Docker engine), one at a time, until none is left: so both lanes work until the end.
+# Then, alone: a burst of runs on a pool, and the e2e file that measures the gateway's
+# responsiveness under a hostile client.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -86,7 +87,7 @@ docker_lane() {
   step "contract tier (oci backend)" bash test/run.sh contract-oci
   # Escapes, leaks, bombs, request inputs and the gateway's surface (Docker and oci).
   step "hostile tier" bash test/run.sh hostile
-  e2e_if_first
+  e2e_files
 }
 
 kube_lane() {
@@ -106,16 +107,27 @@ kube_lane() {
   step "kubernetes tier (warm pools)" bash test/run.sh kube-pools
   step "contract tier (Kubernetes backend)" bash test/run.sh contract-kube
   step "hostile tier (Kubernetes)" bash test/run.sh hostile-kube
-  # Kills the operator and restarts the apiserver: last in the only lane that uses the cluster.
+  # Kill the operator, restart the apiserver, take the cluster down and up: last in the only lane
+  # that uses the cluster (the burst after the lanes finds it up again).
   step "faults tier (Kubernetes)" bash test/run.sh faults-kube
-  e2e_if_first
+  step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
+  step "kube cluster up (after the disruptive tier)" bash test/env/kube-cluster.sh up
+  e2e_files
 }
 
-# The e2e tier but its responsiveness file, in the lane that gets here first.
-e2e_if_first() {
-  # noclobber: creating the file fails in the lane that comes second.
-  (set -C && : >"$results/taken.e2e") 2>/dev/null || return 0
-  step "e2e tier (all but the responsiveness file)" bash test/run.sh e2e-shared
+# The e2e tier but its responsiveness file, a file at a time, shared by the lanes: each takes the
+# next file that neither has taken (mv is atomic: it fails for the lane that comes second).
+mkdir -p "$results/e2e-queue" "$results/e2e-taken"
+while read -r file; do
+  printf '%s\n' "$file" >"$results/e2e-queue/$(basename "$file" .test.ts)"
+done < <(bash test/run.sh e2e-shared --list)
+e2e_files() {
+  local item name
+  for item in "$results"/e2e-queue/*; do
+    name=$(basename "$item")
+    mv "$item" "$results/e2e-taken/$name" 2>/dev/null || continue
+    SANDPIT_RESULTS_NAME=e2e-shared.$name step "e2e tier: $name" bash test/run.sh e2e-shared "$(cat "$results/e2e-taken/$name")"
+  done
 }
 
 cluster_down() {
@@ -136,7 +148,6 @@ wait
 lane=last
 step "kubernetes tier (a burst on a pool)" bash test/run.sh kube-burst
 step "e2e tier (the gateway under a hostile client)" bash test/run.sh e2e-alone
-step "kubernetes disruptive tier" bash test/run.sh kube-disruptive
 
 # The reliability report (issue 21): the hostile cases, faults and load figures this run measured.
 if node --import tsx test/reliability/report.ts --results "$SANDPIT_RESULTS_DIR" --out .reliability/report.md; then

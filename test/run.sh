@@ -108,11 +108,12 @@ trap 'rm -rf "$log" "$state"' EXIT
 echo "==> $tier: ${#files[@]} files" >&2
 set +e
 # With SANDPIT_RESULTS_DIR set, each test's outcome is also written there, one JSON line a test
-# (test/support/results-reporter.mjs), for the reliability report.
+# (test/support/results-reporter.mjs), for the reliability report: to the tier's file, or to
+# SANDPIT_RESULTS_NAME's (a tier run a file at a time, by two lanes at once).
 reporters=(--test-reporter=tap --test-reporter-destination=stdout)
 if [ -n "${SANDPIT_RESULTS_DIR:-}" ]; then
   mkdir -p "$SANDPIT_RESULTS_DIR"
-  reporters+=(--test-reporter=./test/support/results-reporter.mjs --test-reporter-destination="$SANDPIT_RESULTS_DIR/$tier.jsonl")
+  reporters+=(--test-reporter=./test/support/results-reporter.mjs --test-reporter-destination="$SANDPIT_RESULTS_DIR/${SANDPIT_RESULTS_NAME:-$tier}.jsonl")
 fi
 if [ "$tier" = unit ]; then
   # Its files in one process (test/support/one-process.ts): a process each cost more than the tests.

@@ -1,6 +1,7 @@
 // kube-cluster.sh restarts what died and `down` + `up` gives back a Ready node. These tests kill the
 // API server and take the whole cluster down, so they disturb anyone else using it: they live in
-// their own tier (`test/run.sh kube-disruptive`), which CI runs last, after the other kube tests.
+// their own tier (`test/run.sh kube-disruptive`), which CI runs after the other kube tests but the
+// burst (test/run-all.sh), when nothing else uses the cluster.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
