@@ -15,7 +15,7 @@
  *
  * TrailerFilter removes it from a stream (the attach's stdout, or the followed pod log): it holds
  * back only what could still be the trailer, and drops it once the stream ends with one (and the
- * kubelet's error that may follow it, MAX_AFTER_BYTES). Pure.
+ * kubelet's error that may follow it; stderr's bytes after it are output: MAX_AFTER_BYTES). Pure.
  */
 import { ExitReportSchema, KEY_BYTES, type ExitReport } from './protocol.js';
 import * as z from 'zod';
@@ -60,11 +60,14 @@ export function parseTrailer(bytes: Buffer, key?: Buffer): TrailerEnd | undefine
 }
 
 /**
- * What may follow the trailer in a followed pod log: the v1.20 kubelet writes its error into the
- * stream when the container is removed while it follows it (a pool pod goes as soon as its run
- * ends): "rpc error: code = NotFound desc = … not found". Not the program's: dropped.
+ * What may follow the trailer in a pod log: the program's last stderr bytes (the kubelet reads
+ * stdout and stderr on their own), kept as output; and, in a followed log, the v1.20 kubelet's
+ * error, written into the stream when the container is removed while it follows it (a pool pod
+ * goes as soon as its run ends): "rpc error: code = NotFound desc = … not found". Not the
+ * program's: dropped, from its start.
  */
 const MAX_AFTER_BYTES = 4096;
+const KUBELET_ERROR = Buffer.from('rpc error: code = ', 'latin1');
 
 /** The trailer line `held` starts with (through its newline), when it starts with a whole line. */
 function firstLine(held: Buffer): Buffer | undefined {
@@ -131,12 +134,18 @@ export class TrailerFilter {
     return line ? parseTrailer(line, this.key) : undefined;
   }
 
-  /** The rest of the output, and the trailer's end when the stream ended with one (what followed it dropped). */
+  /**
+   * The rest of the output, and the trailer's end when the stream ended with one: what followed
+   * the trailer is output, up to the kubelet's error.
+   */
   end(): { rest: Buffer; end: TrailerEnd | undefined } {
     const held = this.held;
     this.held = Buffer.alloc(0);
     const line = firstLine(held);
     const end = line ? parseTrailer(line, this.key) : undefined;
-    return end ? { rest: Buffer.alloc(0), end } : { rest: held, end: undefined };
+    if (!line || !end) return { rest: held, end: undefined };
+    const after = held.subarray(line.length);
+    const kubelet = after.indexOf(KUBELET_ERROR);
+    return { rest: kubelet < 0 ? after : after.subarray(0, kubelet), end };
   }
 }

@@ -106,4 +106,31 @@ describe('the exit trailer', () => {
     assert.equal(r.output, `${forged.toString()}y`);
     assert.deepEqual(r.end, exit);
   });
+
+  // The kubelet reads stdout and stderr on their own: the program's last stderr line can land in
+  // the log after the trailer, which goes on stdout (seen under load on the test cluster).
+  test('stderr bytes the log has after the trailer are output; the kubelet’s error after them is not', () => {
+    const kubelet =
+      'rpc error: code = NotFound desc = an error occurred when try to find container "9c92": not found';
+    for (const tail of ['', kubelet]) {
+      const stream = Buffer.concat([
+        Buffer.from('out\n'),
+        encodeTrailer(key, exit),
+        Buffer.from(`err\n${tail}`),
+      ]);
+      for (const withKey of [key, undefined]) {
+        for (let size = 1; size <= stream.length; size += 13) {
+          const chunks: Buffer[] = [];
+          for (let i = 0; i < stream.length; i += size) chunks.push(stream.subarray(i, i + size));
+          const r = filter(chunks, withKey);
+          assert.equal(
+            r.output,
+            'out\nerr\n',
+            `chunks of ${size}, ${tail ? 'with' : 'without'} the kubelet's error`,
+          );
+          assert.deepEqual(r.end, exit);
+        }
+      }
+    }
+  });
 });
