@@ -23,6 +23,16 @@ function filter(chunks: (string | Buffer)[], withKey?: Buffer) {
   return { output: Buffer.concat([...out, rest]).toString(), end };
 }
 
+/** `stream` in chunks of `size` bytes. */
+function chunked(stream: Buffer, size: number): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < stream.length; i += size) chunks.push(stream.subarray(i, i + size));
+  return chunks;
+}
+
+const KUBELET_ERROR =
+  'rpc error: code = NotFound desc = an error occurred when try to find container "9c92": not found';
+
 describe('the exit trailer', () => {
   test('round-trips an exit report and a failure, with and without the key', () => {
     assert.deepEqual(parseTrailer(encodeTrailer(key, exit), key), exit);
@@ -83,14 +93,14 @@ describe('the exit trailer', () => {
   // The v1.20 kubelet writes its error into a followed log whose container was removed (a pool pod
   // goes as soon as its run ends): found by the hostile tier's long lines on a warm run.
   test("the kubelet's error after the trailer is dropped; more than it could be, or a trailer after it, is output", () => {
-    const kubelet =
-      'rpc error: code = NotFound desc = an error occurred when try to find container "9c92": not found';
-    const stream = Buffer.concat([Buffer.from('out\n'), encodeTrailer(key, exit), Buffer.from(kubelet)]);
+    const stream = Buffer.concat([
+      Buffer.from('out\n'),
+      encodeTrailer(key, exit),
+      Buffer.from(KUBELET_ERROR),
+    ]);
     for (const withKey of [key, undefined]) {
       for (let size = 1; size <= stream.length; size += 11) {
-        const chunks: Buffer[] = [];
-        for (let i = 0; i < stream.length; i += size) chunks.push(stream.subarray(i, i + size));
-        const r = filter(chunks, withKey);
+        const r = filter(chunked(stream, size), withKey);
         assert.equal(r.output, 'out\n', `chunks of ${size}`);
         assert.deepEqual(r.end, exit);
       }
@@ -101,7 +111,7 @@ describe('the exit trailer', () => {
     assert.ok(outlived.output.endsWith(long));
     const forged = encodeTrailer(newChannelKey(), exit);
     const r = filter([
-      Buffer.concat([forged, Buffer.from('y'), encodeTrailer(key, exit), Buffer.from(kubelet)]),
+      Buffer.concat([forged, Buffer.from('y'), encodeTrailer(key, exit), Buffer.from(KUBELET_ERROR)]),
     ]);
     assert.equal(r.output, `${forged.toString()}y`);
     assert.deepEqual(r.end, exit);
@@ -110,9 +120,7 @@ describe('the exit trailer', () => {
   // The kubelet reads stdout and stderr on their own: the program's last stderr line can land in
   // the log after the trailer, which goes on stdout (seen under load on the test cluster).
   test('stderr bytes the log has after the trailer are output; the kubelet’s error after them is not', () => {
-    const kubelet =
-      'rpc error: code = NotFound desc = an error occurred when try to find container "9c92": not found';
-    for (const tail of ['', kubelet]) {
+    for (const tail of ['', KUBELET_ERROR]) {
       const stream = Buffer.concat([
         Buffer.from('out\n'),
         encodeTrailer(key, exit),
@@ -120,9 +128,7 @@ describe('the exit trailer', () => {
       ]);
       for (const withKey of [key, undefined]) {
         for (let size = 1; size <= stream.length; size += 13) {
-          const chunks: Buffer[] = [];
-          for (let i = 0; i < stream.length; i += size) chunks.push(stream.subarray(i, i + size));
-          const r = filter(chunks, withKey);
+          const r = filter(chunked(stream, size), withKey);
           assert.equal(
             r.output,
             'out\nerr\n',
