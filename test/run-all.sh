@@ -116,11 +116,15 @@ kube_lane() {
 }
 
 # The e2e tier but its responsiveness file, a file at a time, shared by the lanes: each takes the
-# next file that neither has taken (mv is atomic: it fails for the lane that comes second).
-mkdir -p "$results/e2e-queue" "$results/e2e-taken"
-while read -r file; do
-  printf '%s\n' "$file" >"$results/e2e-queue/$(basename "$file" .test.ts)"
-done < <(bash test/run.sh e2e-shared --list)
+# next file of the queue that neither has taken (mv is atomic: it fails for the lane that comes
+# second).
+e2e_queue() {
+  mkdir -p "$results/e2e-queue" "$results/e2e-taken"
+  local file
+  while read -r file; do
+    printf '%s\n' "$file" >"$results/e2e-queue/$(basename "$file" .test.ts)"
+  done < <(bash test/run.sh e2e-shared --list)
+}
 e2e_files() {
   local item name
   for item in "$results"/e2e-queue/*; do
@@ -142,6 +146,7 @@ lane=setup
 step "dependencies" deps || exit 1
 step "build" npm run build
 trap cluster_down EXIT
+e2e_queue
 in_lane docker docker_lane
 in_lane kube kube_lane
 wait
