@@ -277,11 +277,12 @@ build_rootfs() {
 
 # --- stage 3: the runner and the final layer ---------------------------------------------
 
-# Every source file of the runner (runner/*.c, runner/*.h), names and contents, as one hash.
+# Every source file of the runner (runner/*.c, runner/*.h) and its preloaders (runner/preload/*),
+# names and contents, as one hash.
 runner_sha() {
   [[ -f $RUNNER_SRC ]] || { echo absent; return 0; }
   local f
-  for f in "$RUNNER_DIR"/*.c "$RUNNER_DIR"/*.h; do
+  for f in "$RUNNER_DIR"/*.c "$RUNNER_DIR"/*.h "$RUNNER_DIR"/preload/*; do
     [[ -f $f ]] || continue
     echo "${f##*/} $(file_sha "$f")"
   done | sha
@@ -316,7 +317,9 @@ build_final() {
     echo "FROM sandpit/rootfs:$t"
     if [[ -n $runner ]]; then
       cp "$runner" "$ctx/sandpit-runner"
+      cp -r "$RUNNER_DIR/preload" "$ctx/preload"
       echo "COPY sandpit-runner /usr/local/bin/sandpit-runner"
+      echo "COPY preload/ /usr/local/lib/sandpit/preload/"
     fi
     if [[ -n $(template_setup "$t") ]]; then
       cp "$(template_setup "$t")" "$ctx/setup.sh"

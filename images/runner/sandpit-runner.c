@@ -84,6 +84,7 @@
 #include "outputs.h"
 #include "program.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -169,8 +170,34 @@ static struct {
 } held;
 static pid_t program_group; /* what kill_all() kills when we are not PID 1 */
 
+/*
+ * --preload: the job's interpreter, started while the runner waits for the job (preload_start).
+ * An image may hold one preloader, PRELOAD_DIR/NAME: a program NAME runs (`NAME PRELOAD_DIR/NAME`)
+ * that starts as NAME would, then waits on PRELOAD_CTL_FD for the job's details and runs the job's
+ * script as `NAME SCRIPT` would have (images/runner/preload/python3). It serves only a job whose
+ * command is exactly NAME and one absolute path, with code and a key, and whose variables are the
+ * ones the preloader started with: the variables given with --env, in order (a
+ * pool's template's), then the base ones. Any other job is run as always, once the
+ * preloaded process is gone. Its stdin and code memfds are made empty ahead, and filled and sealed
+ * when the job comes: what the program sees is what a program started for the job sees.
+ */
+#define PRELOAD_DIR "/usr/local/lib/sandpit/preload"
+#define PRELOAD_CTL_FD 4
+static int preload;
+static char *preload_env[MAX_ENV + 8]; /* --env NAME=VALUE..., then the base variables; NULL-ended */
+static int n_preload_env;            /* how many came with --env */
+static struct {
+	struct spawned child; /* pid 0: none waiting */
+	int code_fd, in_fd;   /* its fd 3 and fd 0, empty until the job */
+	int ctl_fd;           /* the pipe its PRELOAD_CTL_FD reads the job's details from */
+	int out_fd, err_fd;   /* our ends of its stdout and stderr */
+	char name[NAME_MAX + 1];
+	char path[sizeof PRELOAD_DIR + NAME_MAX + 1];
+} pre = {{0, -1}, -1, -1, -1, -1, -1, "", ""};
+
 static void die_frame(const char *fmt, ...);
 static int release_stdio(void);
+static int program_gone(void);
 static void write_trailer(const char *json, size_t len);
 static long long now_ms(void);
 int session_main(int argc, char **argv); /* session.c */
@@ -224,6 +251,11 @@ static void die_frame(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (pre.child.pid > 0) {
+		program_group = pre.child.pid;
+		pre.child.pid = 0;
+		program_gone();
+	}
 	if (plain) {
 		release_stdio();
 		dprintf(2, "sandpit-runner: %s\n", msg);
@@ -484,12 +516,9 @@ static void parse_job(char *buf, size_t len, int write_files)
 		die_frame("job has no command");
 }
 
-/* A memfd holding `data`, sealed so that nobody (the child included) can ever change it. */
-static int sealed_memfd(const char *name, const char *data, size_t len)
+/* Fills an empty memfd with `data` and seals it, so that nobody (the child included) can ever change it. */
+static void seal_memfd(int fd, const char *name, const char *data, size_t len)
 {
-	int fd = memfd_create(name, MFD_ALLOW_SEALING);
-	if (fd < 0)
-		die_frame("memfd_create: %s", strerror(errno));
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(fd, data + off, len - off);
 		if (w < 0 && errno == EINTR)
@@ -501,6 +530,15 @@ static int sealed_memfd(const char *name, const char *data, size_t len)
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
 		die_frame("cannot seal %s: %s", name, strerror(errno));
 	lseek(fd, 0, SEEK_SET);
+}
+
+/* A memfd holding `data`, sealed. */
+static int sealed_memfd(const char *name, const char *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_ALLOW_SEALING);
+	if (fd < 0)
+		die_frame("memfd_create: %s", strerror(errno));
+	seal_memfd(fd, name, data, len);
 	return fd;
 }
 
@@ -612,7 +650,26 @@ static int release_stdio(void)
 	return 0;
 }
 
-static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
+/* What the program's process starts with: its descriptors (-1: none), command and environment. */
+struct launch {
+	int out, err, code, in, ctl; /* ctl: a preloader's control pipe (PRELOAD_CTL_FD) */
+	char **argv, **envp;
+	int isolate; /* under gVisor, below its own init (spawn) */
+};
+
+/* Moves `fd` to `to` (closing `to` when fd is -1). */
+static void place_fd(int fd, int to)
+{
+	if (fd < 0) {
+		close(to);
+	} else if (dup2(fd, to) < 0) {
+		_exit(126);
+	} else {
+		close(fd);
+	}
+}
+
+static void exec_child(const struct launch *l)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -620,24 +677,18 @@ static void exec_child(int out_fd, int err_fd, int code_fd, int in_fd)
 	setpgid(0, 0);
 	if (program_limits(file_size, open_files) != 0)
 		_exit(126);
-	/* Move the memfd out of the way first so the dup2s below cannot clobber it. */
-	if (code_fd >= 0) {
-		int tmp = fcntl(code_fd, F_DUPFD, 10);
-		code_fd = tmp;
-	}
-	if (dup2(in_fd, 0) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0) || (err_fd >= 0 && dup2(err_fd, 2) < 0))
+	/* Move the memfd and the control pipe out of the way first so the dup2s below cannot clobber them. */
+	int code_fd = l->code >= 0 ? fcntl(l->code, F_DUPFD, 10) : -1;
+	int ctl_fd = l->ctl >= 0 ? fcntl(l->ctl, F_DUPFD, 10) : -1;
+	if (dup2(l->in, 0) < 0 || (l->out >= 0 && dup2(l->out, 1) < 0) || (l->err >= 0 && dup2(l->err, 2) < 0))
 		_exit(126);
-	if (code_fd >= 0) {
-		if (dup2(code_fd, CODE_FD) < 0)
-			_exit(126);
-		close(code_fd);
-	} else {
-		close(CODE_FD);
-	}
-	for (int fd = CODE_FD + 1; fd < 1024; fd++)
+	place_fd(code_fd, CODE_FD);
+	if (ctl_fd >= 0)
+		place_fd(ctl_fd, PRELOAD_CTL_FD);
+	for (int fd = ctl_fd >= 0 ? PRELOAD_CTL_FD + 1 : CODE_FD + 1; fd < 1024; fd++)
 		close(fd);
-	execvpe(job_args[0], job_args, job_env);
-	dprintf(2, "sandpit-runner: cannot run %s: %s\n", job_args[0], strerror(errno));
+	execvpe(l->argv[0], l->argv, l->envp);
+	dprintf(2, "sandpit-runner: cannot run %s: %s\n", l->argv[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
@@ -659,18 +710,16 @@ static void scrub_job(void)
 
 static void run_program(void *arg)
 {
-	int *fds = arg;
-	exec_child(fds[0], fds[1], fds[2], fds[3]);
+	exec_child(arg);
 }
 
-static struct spawned spawn(int fds[4])
+static struct spawned spawn(struct launch *l)
 {
-	/* Protocol 2's frames carry no key, so isolating its child would protect nothing (unless plain). */
-	if ((keyed || plain) && under_gvisor()) {
+	if (l->isolate && under_gvisor()) {
 		if (plain && (stdio_stash = stash_fds(STDIO, 2)) < 0)
 			die_frame("cannot keep the pod log out of the program's reach under gVisor: %s", strerror(errno));
 		char why[256];
-		struct spawned s = spawn_isolated(run_program, fds, scrub_job, 0, why, sizeof why);
+		struct spawned s = spawn_isolated(run_program, l, scrub_job, 0, why, sizeof why);
 		if (s.pid < 0)
 			die_frame("%s", why);
 		return s;
@@ -679,7 +728,7 @@ static struct spawned spawn(int fds[4])
 	if (child < 0)
 		die_frame("fork: %s", strerror(errno));
 	if (child == 0)
-		exec_child(fds[0], fds[1], fds[2], fds[3]);
+		exec_child(l);
 	return (struct spawned){child, -1};
 }
 
@@ -693,12 +742,13 @@ static void default_env(const char *var)
 	job_env[n_env++] = (char *)var;
 }
 
+static char *BASE_ENV[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
+			   "USER=sandbox", NULL};
+
 static void set_base_env(void)
 {
-	static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
-				     "USER=sandbox"};
-	for (size_t i = 0; i < sizeof base / sizeof *base; i++)
-		default_env(base[i]);
+	for (size_t i = 0; BASE_ENV[i]; i++)
+		default_env(BASE_ENV[i]);
 	for (size_t i = 0; egress_socket && EGRESS_ENV[i]; i++)
 		default_env(EGRESS_ENV[i]);
 	for (int i = 0; i < n_inherited; i++)
@@ -713,6 +763,136 @@ static void start_egress(void)
 	char why[256];
 	if (egress_socket && egress_start(egress_socket, why, sizeof why) < 0)
 		die_frame("%s", why);
+}
+
+/* The image's preloader (PRELOAD_DIR's one entry), when the command it stands in for is on PATH. */
+static int find_preloader(void)
+{
+	DIR *d = opendir(PRELOAD_DIR);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && e->d_name[0] == '.') {
+	}
+	int found = 0;
+	if (e) {
+		snprintf(pre.name, sizeof pre.name, "%s", e->d_name);
+		snprintf(pre.path, sizeof pre.path, "%s/%s", PRELOAD_DIR, e->d_name);
+		static const char *dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"}; /* BASE_ENV's PATH */
+		char bin[PATH_MAX];
+		for (size_t i = 0; i < sizeof dirs / sizeof *dirs && !found; i++) {
+			snprintf(bin, sizeof bin, "%s/%s", dirs[i], pre.name);
+			found = access(bin, X_OK) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* --preload: starts the preloader, if the image has one, before the job arrives. Best effort. */
+static void preload_start(void)
+{
+	if (!find_preloader())
+		return;
+	int code = memfd_create("code", MFD_ALLOW_SEALING), in = memfd_create("stdin", MFD_ALLOW_SEALING);
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, ctl[2] = {-1, -1};
+	if (code < 0 || in < 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+	    pipe2(ctl, O_CLOEXEC) != 0) {
+		int opened[] = {code, in, out[0], out[1], err[0], err[1], ctl[0], ctl[1]};
+		for (size_t i = 0; i < sizeof opened / sizeof *opened; i++)
+			if (opened[i] >= 0)
+				close(opened[i]);
+		return;
+	}
+	static char *argv[3];
+	argv[0] = pre.name;
+	argv[1] = pre.path;
+	/* The environment set_base_env() gives a job with the --env variables. */
+	int n = n_preload_env;
+	for (size_t i = 0; BASE_ENV[i]; i++) {
+		size_t k = (size_t)(strchr(BASE_ENV[i], '=') - BASE_ENV[i]) + 1;
+		int set = 0;
+		for (int j = 0; j < n_preload_env && !set; j++)
+			set = strncmp(preload_env[j], BASE_ENV[i], k) == 0;
+		if (!set)
+			preload_env[n++] = BASE_ENV[i];
+	}
+	preload_env[n] = NULL;
+	/* Under gVisor it is isolated, as every keyed job's program is (a job it serves is keyed). */
+	struct launch l = {out[1], err[1], code, in, ctl[0], argv, preload_env, 1};
+	pre.child = spawn(&l);
+	setpgid(pre.child.pid, pre.child.pid);
+	close(out[1]);
+	close(err[1]);
+	close(ctl[0]);
+	pre.code_fd = code;
+	pre.in_fd = in;
+	pre.ctl_fd = ctl[1];
+	pre.out_fd = out[0];
+	pre.err_fd = err[0];
+}
+
+/* Whether the preloaded process can run this job as its own command would (read before set_base_env). */
+static int preload_serves(void)
+{
+	if (pre.child.pid <= 0 || !keyed || !code_data || n_args != 2 || strcmp(job_args[0], pre.name) != 0 ||
+	    job_args[1][0] != '/' || n_env != n_preload_env || n_inherited > 0 || egress_socket)
+		return 0;
+	for (int i = 0; i < n_env; i++)
+		if (strcmp(job_env[i], preload_env[i]) != 0)
+			return 0;
+	return waitpid(pre.child.pid, NULL, WNOHANG) == 0;
+}
+
+/* Ends a preloaded process that will serve no job, and gives back what it held. */
+static void preload_stop(void)
+{
+	if (pre.child.pid <= 0)
+		return;
+	program_group = pre.child.pid;
+	pre.child.pid = 0;
+	if (!program_gone())
+		die_frame("the preloaded %s did not stop", pre.name);
+	program_group = 0;
+	if (release_stdio() != 0)
+		die_frame("the preloaded %s did not stop", pre.name);
+	int held[] = {pre.code_fd, pre.in_fd, pre.ctl_fd, pre.out_fd, pre.err_fd, pre.child.status_fd};
+	for (size_t i = 0; i < sizeof held / sizeof *held; i++)
+		if (held[i] >= 0)
+			close(held[i]);
+}
+
+/*
+ * Gives the preloaded process its job: the code and stdin in its memfds, sealed, then on its
+ * control pipe, NUL-terminated: the script, the working directory, "1" or "0" (stdin, else
+ * /dev/null), RLIMIT_FSIZE and RLIMIT_NOFILE (0: as they are). Returns it as the program's process.
+ */
+static struct spawned preload_go(void)
+{
+	seal_memfd(pre.code_fd, "code", code_data, code_len);
+	if (have_stdin)
+		seal_memfd(pre.in_fd, "stdin", stdin_data, stdin_len);
+	char msg[PATH_MAX + 4096 + 64];
+	int n = snprintf(msg, sizeof msg, "%s%c%s%c%d%c%llu%c%u%c", job_args[1], 0, workdir, 0, have_stdin, 0,
+			 file_size, 0, open_files, 0);
+	if (n < 0 || (size_t)n >= sizeof msg)
+		die_frame("the job's script or working directory is too long");
+	/* A preloader that died before it read this ends as a program that failed would. */
+	for (const char *p = msg; n > 0;) {
+		ssize_t w = write(pre.ctl_fd, p, (size_t)n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			break;
+		p += w;
+		n -= (int)w;
+	}
+	close(pre.ctl_fd);
+	close(pre.code_fd);
+	close(pre.in_fd);
+	struct spawned s = pre.child;
+	pre.child.pid = 0;
+	return s;
 }
 
 /* What the supervision loop keeps track of. */
@@ -1031,10 +1211,15 @@ int main(int argc, char **argv)
 			plain = 1;
 		else if (strcmp(argv[i], "--pool") == 0)
 			plain = pool = 1;
+		else if (strcmp(argv[i], "--preload") == 0)
+			preload = 1;
+		else if (strcmp(argv[i], "--env") == 0 && i + 1 < argc && strchr(argv[i + 1], '=') &&
+			 n_preload_env < MAX_ENV)
+			preload_env[n_preload_env++] = argv[++i];
 		else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc)
 			job_file = argv[++i];
 		else {
-			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain] | --pool | --session [--open-within SECONDS]\n");
+			fprintf(stderr, "usage: sandpit-runner [--job FILE] [--plain] | [--pool] --preload [--env NAME=VALUE]... | --pool | --session [--open-within SECONDS]\n");
 			return 2;
 		}
 	}
@@ -1042,11 +1227,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sandpit-runner: --pool reads its job from stdin, not --job\n");
 		return 2;
 	}
+	if ((preload && job_file) || (n_preload_env && !preload)) {
+		fprintf(stderr, "sandpit-runner: --preload (and its --env) is for a runner that waits for its job on stdin\n");
+		return 2;
+	}
 	prctl(PR_SET_DUMPABLE, 0);
 	signal(SIGPIPE, SIG_IGN);
 	const unsigned char version[4] = {PROTOCOL_VERSION >> 24, PROTOCOL_VERSION >> 16 & 0xff,
 					  PROTOCOL_VERSION >> 8 & 0xff, PROTOCOL_VERSION & 0xff};
 	frame('R', version, sizeof version);
+
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (preload)
+		preload_start();
 
 	int job_fd = 0;
 	if (job_file && (job_fd = open(job_file, O_RDONLY | O_CLOEXEC)) < 0)
@@ -1056,33 +1253,35 @@ int main(int argc, char **argv)
 		close(job_fd);
 	struct run r = {.started = now_ms()};
 	parse_job(job, job_len, 0);
+	int preloaded = preload_serves();
+	if (!preloaded)
+		preload_stop();
 	if (chdir(workdir) != 0)
 		die_frame("cannot enter %s: %s", workdir, strerror(errno));
 	parse_job(job, job_len, 1); /* second pass writes the files, now relative to the workdir */
 	set_base_env();
-
-	int code_fd = code_data ? sealed_memfd("code", code_data, code_len) : -1;
-	int in_fd = have_stdin ? sealed_memfd("stdin", stdin_data, stdin_len) : open("/dev/null", O_RDONLY);
 	long long oom_before = oom_kills();
-
-	sigset_t chld;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
 	if (no_network)
 		refuse_open_network();
 	start_egress();
-	if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-		die_frame("pipe: %s", strerror(errno));
-	int fds[4] = {out_pipe[1], err_pipe[1], code_fd, in_fd};
-	r.child = spawn(fds);
+	if (preloaded) {
+		out_pipe[0] = pre.out_fd;
+		err_pipe[0] = pre.err_fd;
+		r.child = preload_go();
+	} else {
+		int code_fd = code_data ? sealed_memfd("code", code_data, code_len) : -1;
+		int in_fd = have_stdin ? sealed_memfd("stdin", stdin_data, stdin_len) : open("/dev/null", O_RDONLY);
+		if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+			die_frame("pipe: %s", strerror(errno));
+		struct launch l = {out_pipe[1], err_pipe[1], code_fd, in_fd, -1, job_args, job_env, keyed || plain};
+		r.child = spawn(&l);
+		setpgid(r.child.pid, r.child.pid);
+		close(out_pipe[1]);
+		close(err_pipe[1]);
+	}
 	program_group = r.child.pid;
-	setpgid(r.child.pid, r.child.pid);
-	close(out_pipe[1]);
-	close(err_pipe[1]);
 
 	r.streams[0] = (struct stream){out_pipe[0], 'O', 0, out_head, {0}};
 	r.streams[1] = (struct stream){err_pipe[0], 'E', 0, out_head, {0}};

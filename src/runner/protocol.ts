@@ -39,6 +39,16 @@ export const OUTPUTS_PROTOCOL_VERSION = 5;
 export const RUNNER_PATH = '/usr/local/bin/sandpit-runner';
 
 /**
+ * The flags of a pool's runner that waits for its job: it starts the job's interpreter meanwhile,
+ * with these variables (the pool's template's), when the image has a preloader for it
+ * (`--preload`, images/runner/sandpit-runner.c). A job with other variables gets a fresh one.
+ */
+export const preloadFlags = (env: readonly { name: string; value: string }[]): string[] => [
+  '--preload',
+  ...env.flatMap((e) => ['--env', `${e.name}=${e.value}`]),
+];
+
+/**
  * Egress on Docker: the directory the egress proxy's socket is mounted at inside a sandbox, the
  * socket in it, and the loopback port the runner forwards to it (images/runner/egress.h), where
  * HTTP_PROXY points.

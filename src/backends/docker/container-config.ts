@@ -3,9 +3,10 @@
  * container gets the full hardening whether it serves a cold run or waits in a warm pool.
  */
 import type Docker from 'dockerode';
+import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { RunnerMode, SandboxShape } from '../../policy/shape.js';
 import { LABELS, MANAGED_BY } from './labels.js';
-import { EGRESS_SOCKET_DIR, RUNNER_PATH } from '../../runner/protocol.js';
+import { EGRESS_SOCKET_DIR, preloadFlags, RUNNER_PATH } from '../../runner/protocol.js';
 import {
   egressDirOf,
   isGvisor,
@@ -47,6 +48,8 @@ export interface ContainerOptions {
   session?: SessionLabels;
   /** An egress sandbox's gate directory on the host (it holds the proxy's socket), mounted read-only. */
   egressDir?: string | undefined;
+  /** A pre-warmed pool's container: the variables its runner starts the job's interpreter with. */
+  preloadEnv?: EffectiveSpec['env'] | undefined;
 }
 
 export interface SessionLabels {
@@ -72,7 +75,11 @@ export function buildContainerConfig(
     name: options.name,
     Image: shape.image,
     Entrypoint: [RUNNER_PATH],
-    Cmd: session ? ['--session', '--open-within', String(session.openWithinSeconds)] : [],
+    Cmd: session
+      ? ['--session', '--open-within', String(session.openWithinSeconds)]
+      : options.preloadEnv
+        ? preloadFlags(options.preloadEnv)
+        : [],
     User: SANDBOX_USER,
     WorkingDir: shape.workdir,
     Env: [],

@@ -14,7 +14,7 @@ import type { PoolMode } from '../../api/v1alpha1/sandboxpool.js';
 import type { Pod } from '../../kube/objects.js';
 import type { EffectiveSpec } from '../../policy/evaluate.js';
 import type { Policy } from '../../policy/policy.js';
-import { RUNNER_PATH } from '../../runner/protocol.js';
+import { preloadFlags, RUNNER_PATH } from '../../runner/protocol.js';
 import type { ObjectRef } from '../children.js';
 import { buildSandboxPod, type PodSettings, type SandboxProgram } from '../pod/build-sandbox-pod.js';
 import { sessionProgram } from '../sandbox/build-session-pod.js';
@@ -37,7 +37,10 @@ export interface PoolPodOptions {
   egress?: ClusterEgress | undefined;
 }
 
-/** The command that makes a pod a pool pod of mode run (also what a claim checks it is serving). */
+/**
+ * The command that makes a pod a pool pod of mode run (what a claim checks it is serving), then
+ * the preloader's flags with the pool's variables.
+ */
 export const POOL_RUNNER_COMMAND: readonly string[] = [RUNNER_PATH, '--pool'];
 
 function program(shape: PoolShape, o: PoolPodOptions): SandboxProgram {
@@ -45,7 +48,7 @@ function program(shape: PoolShape, o: PoolPodOptions): SandboxProgram {
     // An egress shape's pod carries the proxy's address; the credential comes with a run's job.
     const egress = shape.effective.network.egress === 'allowlist' ? o.egress : undefined;
     return {
-      command: [...POOL_RUNNER_COMMAND],
+      command: [...POOL_RUNNER_COMMAND, ...preloadFlags(shape.effective.env)],
       stdin: true,
       stdinOnce: true,
       ...(egress ? { env: [{ name: EGRESS_PROXY_ADDRESS_VAR, value: proxyAddress(egress) }] } : {}),

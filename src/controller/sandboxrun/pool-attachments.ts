@@ -47,9 +47,7 @@ interface Entry {
 /** A pool pod of mode run: its container runs the runner's pool mode. Pure. */
 export function isRunPoolPod(pod: Pod): boolean {
   const command = pod.spec?.containers?.find((c) => c.name === SANDBOX_CONTAINER)?.command ?? [];
-  return (
-    command.length === POOL_RUNNER_COMMAND.length && command.every((c, i) => c === POOL_RUNNER_COMMAND[i])
-  );
+  return POOL_RUNNER_COMMAND.every((c, i) => command[i] === c);
 }
 
 const drop: Sink = () => undefined;

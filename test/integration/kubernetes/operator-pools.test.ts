@@ -354,7 +354,7 @@ describe('SandboxPools on the real cluster', { timeout: 900_000 }, () => {
       return live.length > 0 ? live : undefined;
     }, 'the run pool pod');
     const c = pod!.spec!.containers[0]!;
-    assert.deepEqual(c.command, [RUNNER, '--pool']);
+    assert.deepEqual(c.command?.slice(0, 3), [RUNNER, '--pool', '--preload']);
     assert.equal(c.stdin, true);
     assert.equal(c.stdinOnce, true);
     assert.equal(pod!.spec?.activeDeadlineSeconds, 300 + RUN_TIMEOUT_CEILING_SECONDS + START_GRACE_SECONDS);

@@ -18,6 +18,10 @@ import { newKey } from '../../../runner/session-protocol.js';
 import type { PoolOptions } from './pool-options.js';
 import { poolKey, shapeOf, type RunnerMode, type SandboxShape } from '../../../policy/shape.js';
 import { WarmPool, type PoolMember } from './warm-pool.js';
+import type { EffectiveSpec } from '../../../policy/evaluate.js';
+
+/** A pre-warmed run pool's shape, with the variables of the spec it was made from (its template's). */
+export type PrewarmShape = SandboxShape & Pick<EffectiveSpec, 'env'>;
 
 const READY_TIMEOUT_MS = 30_000;
 /** Extra life a pool container's expiry label gets, for slow starts and removal. */
@@ -72,13 +76,13 @@ export class PoolManager {
    * pools for `prewarm`'s shapes (runs) and `sessions`' (sessions), filling at once; others are
    * made on first demand.
    */
-  start(prewarm: SandboxShape[] = [], sessions: SandboxShape[] = []): void {
+  start(prewarm: PrewarmShape[] = [], sessions: SandboxShape[] = []): void {
     if (this.closed) return;
     if (!this.timer) {
       this.timer = setInterval(() => void this.check(), this.deps.options.checkIntervalSeconds * 1000);
       this.timer.unref();
     }
-    for (const shape of prewarm) this.poolFor(shape, 'run', true);
+    for (const shape of prewarm) this.poolFor(shape, 'run', true, shape.env);
     for (const shape of sessions) this.poolFor(shape, 'session', true);
     this.pump();
   }
@@ -152,11 +156,16 @@ export class PoolManager {
     this.report();
   }
 
-  private poolFor(shape: SandboxShape, mode: RunnerMode, pinned = false): WarmPool {
+  private poolFor(
+    shape: SandboxShape,
+    mode: RunnerMode,
+    pinned = false,
+    preloadEnv?: EffectiveSpec['env'],
+  ): WarmPool {
     const key = poolKey(shape, mode);
     let pool = this.pools.get(key);
     if (!pool) {
-      pool = new WarmPool(key, shapeOf(shape), { mode, pinned, now: Date.now() });
+      pool = new WarmPool(key, shapeOf(shape), { mode, pinned, now: Date.now(), preloadEnv });
       this.pools.set(key, pool);
     }
     return pool;
@@ -178,7 +187,8 @@ export class PoolManager {
       expiresAt: started + (maxIdleSeconds + maxRunSeconds) * 1000 + EXPIRY_SLACK_MS,
       egressDir: gate?.dir,
     };
-    if (pool.mode === 'run') return buildContainerConfig(pool.shape, common);
+    if (pool.mode === 'run')
+      return buildContainerConfig(pool.shape, { ...common, preloadEnv: pool.preloadEnv });
     return buildContainerConfig(pool.shape, {
       ...common,
       mode: 'session',

@@ -4,6 +4,7 @@
  * given a second one.
  */
 import type Docker from 'dockerode';
+import type { EffectiveSpec } from '../../../policy/evaluate.js';
 import type { RunnerMode, SandboxShape } from '../../../policy/shape.js';
 
 const DEMAND_WINDOW_MS = 2000;
@@ -28,6 +29,8 @@ export class WarmPool<T extends PoolMember = PoolMember> {
   readonly mode: RunnerMode;
   /** Pre-warmed from config: kept however long it goes unused. */
   readonly pinned: boolean;
+  /** A pre-warmed run pool's template variables: its containers start the job's interpreter with them. */
+  readonly preloadEnv: EffectiveSpec['env'] | undefined;
   starting = 0;
   /** When a run last asked this pool for a container (or when it was made). */
   lastDemand: number;
@@ -37,12 +40,18 @@ export class WarmPool<T extends PoolMember = PoolMember> {
   constructor(
     key: string,
     shape: SandboxShape,
-    options: { mode?: RunnerMode; pinned: boolean; now: number },
+    options: {
+      mode?: RunnerMode;
+      pinned: boolean;
+      now: number;
+      preloadEnv?: EffectiveSpec['env'] | undefined;
+    },
   ) {
     this.key = key;
     this.shape = shape;
     this.mode = options.mode ?? 'run';
     this.pinned = options.pinned;
+    this.preloadEnv = options.preloadEnv;
     this.lastDemand = options.now;
   }
 

@@ -221,6 +221,16 @@ describe('process and I/O', () => {
     assert.equal(c.name, 'sandpit-run-abc');
   });
 
+  test("a pre-warmed pool's container starts the job's interpreter ahead, with its variables; a cold one does not", () => {
+    const env = [{ name: 'PYTHONUNBUFFERED', value: '1' }];
+    assert.deepEqual(build({}, { kind: 'pool', runId: undefined, preloadEnv: env }).Cmd, [
+      '--preload',
+      '--env',
+      'PYTHONUNBUFFERED=1',
+    ]);
+    assert.deepEqual(build().Cmd, []);
+  });
+
   test('attached stdin (once) and stdout/stderr, no TTY', () => {
     const c = build();
     assert.equal(c.AttachStdin, true);

@@ -34,7 +34,15 @@ describe('buildPoolPod', () => {
   const c = pod.spec?.containers[0];
 
   test('mode run: the runner in pool mode on a stdin that closes with its one attach', () => {
-    assert.deepEqual(c?.command, ['/usr/local/bin/sandpit-runner', '--pool']);
+    assert.deepEqual(c?.command, [
+      '/usr/local/bin/sandpit-runner',
+      '--pool',
+      '--preload',
+      '--env',
+      'PYTHONUNBUFFERED=1',
+      '--env',
+      'PYTHONDONTWRITEBYTECODE=1',
+    ]);
     assert.equal(c?.stdin, true);
     assert.equal(c?.stdinOnce, true);
     assert.equal(c?.tty, false);
