@@ -198,6 +198,7 @@ static struct {
 static void die_frame(const char *fmt, ...);
 static int release_stdio(void);
 static int program_gone(void);
+static int preload_kill(void);
 static void write_trailer(const char *json, size_t len);
 static long long now_ms(void);
 int session_main(int argc, char **argv); /* session.c */
@@ -251,11 +252,7 @@ static void die_frame(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (pre.child.pid > 0) {
-		program_group = pre.child.pid;
-		pre.child.pid = 0;
-		program_gone();
-	}
+	preload_kill();
 	if (plain) {
 		release_stdio();
 		dprintf(2, "sandpit-runner: %s\n", msg);
@@ -733,13 +730,13 @@ static struct spawned spawn(struct launch *l)
 }
 
 /* Adds NAME=VALUE unless the job set NAME itself: job variables come first in the array. */
-static void default_env(const char *var)
+static void default_env(char **env, int *n, const char *var)
 {
 	size_t k = (size_t)(strchr(var, '=') - var) + 1;
-	for (int j = 0; j < n_env; j++)
-		if (strncmp(job_env[j], var, k) == 0)
+	for (int j = 0; j < *n; j++)
+		if (strncmp(env[j], var, k) == 0)
 			return;
-	job_env[n_env++] = (char *)var;
+	env[(*n)++] = (char *)var;
 }
 
 static char *BASE_ENV[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
@@ -748,11 +745,11 @@ static char *BASE_ENV[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TM
 static void set_base_env(void)
 {
 	for (size_t i = 0; BASE_ENV[i]; i++)
-		default_env(BASE_ENV[i]);
+		default_env(job_env, &n_env, BASE_ENV[i]);
 	for (size_t i = 0; egress_socket && EGRESS_ENV[i]; i++)
-		default_env(EGRESS_ENV[i]);
+		default_env(job_env, &n_env, EGRESS_ENV[i]);
 	for (int i = 0; i < n_inherited; i++)
-		default_env(inherited[i]);
+		default_env(job_env, &n_env, inherited[i]);
 	job_env[n_env] = NULL;
 	job_args[n_args] = NULL;
 }
@@ -809,14 +806,8 @@ static void preload_start(void)
 	argv[1] = pre.path;
 	/* The environment set_base_env() gives a job with the --env variables. */
 	int n = n_preload_env;
-	for (size_t i = 0; BASE_ENV[i]; i++) {
-		size_t k = (size_t)(strchr(BASE_ENV[i], '=') - BASE_ENV[i]) + 1;
-		int set = 0;
-		for (int j = 0; j < n_preload_env && !set; j++)
-			set = strncmp(preload_env[j], BASE_ENV[i], k) == 0;
-		if (!set)
-			preload_env[n++] = BASE_ENV[i];
-	}
+	for (size_t i = 0; BASE_ENV[i]; i++)
+		default_env(preload_env, &n, BASE_ENV[i]);
 	preload_env[n] = NULL;
 	/* Under gVisor it is isolated, as every keyed job's program is (a job it serves is keyed). */
 	struct launch l = {out[1], err[1], code, in, ctl[0], argv, preload_env, 1};
@@ -844,16 +835,25 @@ static int preload_serves(void)
 	return waitpid(pre.child.pid, NULL, WNOHANG) == 0;
 }
 
+/* Kills and reaps a preloaded process still waiting for its job: 1 once it is gone (or there was none). */
+static int preload_kill(void)
+{
+	if (pre.child.pid <= 0)
+		return 1;
+	program_group = pre.child.pid;
+	pre.child.pid = 0;
+	int gone = program_gone();
+	program_group = 0;
+	return gone;
+}
+
 /* Ends a preloaded process that will serve no job, and gives back what it held. */
 static void preload_stop(void)
 {
 	if (pre.child.pid <= 0)
 		return;
-	program_group = pre.child.pid;
-	pre.child.pid = 0;
-	if (!program_gone())
+	if (!preload_kill())
 		die_frame("the preloaded %s did not stop", pre.name);
-	program_group = 0;
 	if (release_stdio() != 0)
 		die_frame("the preloaded %s did not stop", pre.name);
 	int held[] = {pre.code_fd, pre.in_fd, pre.ctl_fd, pre.out_fd, pre.err_fd, pre.child.status_fd};
@@ -1275,6 +1275,7 @@ int main(int argc, char **argv)
 		int in_fd = have_stdin ? sealed_memfd("stdin", stdin_data, stdin_len) : open("/dev/null", O_RDONLY);
 		if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
 			die_frame("pipe: %s", strerror(errno));
+		/* Protocol 2's frames carry no key, so isolating its child would protect nothing (unless plain). */
 		struct launch l = {out_pipe[1], err_pipe[1], code_fd, in_fd, -1, job_args, job_env, keyed || plain};
 		r.child = spawn(&l);
 		setpgid(r.child.pid, r.child.pid);

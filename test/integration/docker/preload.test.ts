@@ -12,7 +12,7 @@ import type Docker from 'dockerode';
 import type { RunRequestInput, RunResult } from '../../../src/api/run.js';
 import { DockerBackend } from '../../../src/backends/docker/docker-backend.js';
 import { DEFAULT_POOL_OPTIONS } from '../../../src/backends/docker/pool/pool-options.js';
-import { requireDocker, runId, spec } from '../../support/docker.js';
+import { requireDocker, runToEnd, spec } from '../../support/docker.js';
 
 /** What python says of how it was started and what it holds, before the program imports anything. */
 const IDENTITY = `import sys
@@ -83,12 +83,7 @@ for (const runtime of ['runc', 'runsc'] as const) {
     let cold: DockerBackend;
     let warm: DockerBackend;
     const opts = { defaultRuntime: runtime, allowedRuntimes: [runtime] };
-    const run = async (backend: DockerBackend, request: RunRequestInput): Promise<RunResult> => {
-      const execution = backend.start(spec(request, opts), { runId: runId('preload') });
-      const result = await execution.result;
-      await execution.cleanedUp;
-      return result;
-    };
+    const run = (backend: DockerBackend, request: RunRequestInput) => runToEnd(backend, request, opts);
     /** A run served by a pool container, once the pool is full again (so that it is never cold). */
     const warmRun = async (request: RunRequestInput): Promise<RunResult> => {
       assert.ok(await warm.pool?.filled(60_000), 'the pool refilled');
