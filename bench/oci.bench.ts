@@ -13,7 +13,7 @@ import { loadContext, wireDocker, wireOci } from '../src/cmd/wiring.js';
 import type { SandpitService } from '../src/gateway/service.js';
 import { makeOciBackend, OCI_LAYOUT } from '../test/support/oci.js';
 import { requireDocker } from '../test/support/docker.js';
-import { percentile, report, target, type Series } from './stats.js';
+import { interleaved, percentile, report, target } from './stats.js';
 import { runCode, startHttpGateway, type HttpGateway } from './support/mcp-http.js';
 import { rawRunc } from './support/raw-runc.js';
 
@@ -80,22 +80,24 @@ export default async function bench(): Promise<void> {
   };
   try {
     console.log(`\n# oci bench: load before ${await load()}`);
-    const paths: Record<string, () => Promise<number>> = {
-      [HOST]: timed(hostSpawn),
-      [RAW]: timed(() => raw.run()),
-      [PRECREATED]: async () => {
-        const c = await raw.created();
-        const t0 = performance.now();
-        await c.start();
-        const ms = performance.now() - t0;
-        await c.remove();
-        return ms;
+    let precreated: Awaited<ReturnType<typeof raw.created>> | undefined;
+    const samples = await interleaved(
+      ROUNDS,
+      {
+        [HOST]: hostSpawn,
+        [RAW]: () => raw.run(),
+        [PRECREATED]: {
+          prepare: async () => (precreated = await raw.created()),
+          run: () => precreated!.start(),
+          after: () => precreated!.remove(),
+        },
+        [OCI]: () => call(gws.oci.client),
+        [DOCKER_COLD]: () => call(gws.cold.client),
+        [DOCKER_WARM]: () => call(gws.warm.client),
       },
-      [OCI]: timed(() => call(gws.oci.client)),
-      [DOCKER_COLD]: timed(() => call(gws.cold.client)),
-      [DOCKER_WARM]: timed(() => call(gws.warm.client)),
-    };
-    const samples = await rounds(paths);
+      WARMUP,
+      () => new Promise((r) => setTimeout(r, SETTLE_MS)),
+    );
     const rows = report(
       'cold python print(1): oci over MCP HTTP vs raw runc, Docker and a host spawn',
       samples,
@@ -134,27 +136,6 @@ export default async function bench(): Promise<void> {
     await raw.close();
     await Promise.all([oci.service.shutdown(), dockerCold.service.shutdown(), dockerWarm.service.shutdown()]);
   }
-}
-
-const timed = (fn: () => Promise<void>) => async (): Promise<number> => {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-};
-
-/** Every path once per round, each after a pause, the first path rotating; warm-up rounds dropped. */
-async function rounds(paths: Record<string, () => Promise<number>>): Promise<Series[]> {
-  const names = Object.keys(paths);
-  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  for (let round = -WARMUP; round < ROUNDS; round++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(i + Math.max(round, 0)) % names.length]!;
-      await new Promise((r) => setTimeout(r, SETTLE_MS));
-      const ms = await paths[name]!();
-      if (round >= 0) samples[name]!.push(ms);
-    }
-  }
-  return names.map((name) => ({ name, samples: samples[name]! }));
 }
 
 async function throughput(gw: HttpGateway): Promise<{ rate: number; failed: number }> {

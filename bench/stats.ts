@@ -39,24 +39,56 @@ export function report(title: string, series: Series[], baseline: string): Retur
 }
 
 /**
- * Runs each path once per round, rotating the starting path, so load changes hit every path alike.
- * `before`, when given, runs untimed before each timed call (e.g. waiting for a pool to refill).
+ * A path interleaved() times: `run` alone is timed; `prepare` runs before it and `after` after it,
+ * neither timed (making a container ahead, removing it).
+ */
+export type Path =
+  | (() => Promise<unknown>)
+  | {
+      prepare?: () => Promise<unknown>;
+      run: () => Promise<unknown>;
+      after?: () => Promise<unknown>;
+    };
+
+/**
+ * The order of n paths in a round: a row of a balanced Latin square (Williams), so that over the
+ * rounds each path comes first, and follows each other path, equally often. A rotated fixed order
+ * would give each path the same predecessor every round, and with it the same leftovers of that
+ * predecessor's work (a pool's refill, a container's removal).
+ */
+export function roundOrder(n: number, round: number): number[] {
+  const first = [0];
+  for (let lo = 1, hi = n - 1; first.length < n;) first.push(first.length % 2 === 1 ? lo++ : hi--);
+  const rows = n % 2 === 0 ? n : 2 * n;
+  const r = ((round % rows) + rows) % rows;
+  const row = first.map((x) => (x + r) % n);
+  return r >= n ? row.reverse() : row;
+}
+
+/**
+ * Runs each path once per round, in roundOrder(), so load changes hit every path alike; the
+ * warm-up rounds are not counted. `before`, when given, runs untimed before each timed call, after
+ * the path's own `prepare` (e.g. waiting for pods to be gone, then a pause).
  */
 export async function interleaved(
   rounds: number,
-  paths: Record<string, () => Promise<void>>,
+  paths: Record<string, Path>,
   warmup = 2,
   before?: () => Promise<void>,
 ): Promise<Series[]> {
   const names = Object.keys(paths);
   const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (let round = -warmup; round < rounds; round++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(i + Math.max(round, 0)) % names.length]!;
+    for (const i of roundOrder(names.length, round)) {
+      const name = names[i]!;
+      const given = paths[name]!;
+      const path = typeof given === 'function' ? { run: given } : given;
+      await path.prepare?.();
       await before?.();
       const t0 = performance.now();
-      await paths[name]!();
+      await path.run();
       const ms = performance.now() - t0;
+      await path.after?.();
       if (round >= 0) samples[name]!.push(ms);
     }
   }
