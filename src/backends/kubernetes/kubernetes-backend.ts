@@ -225,7 +225,8 @@ export class KubernetesBackend implements SandboxBackend {
     } finally {
       detach();
       this.live.delete(stop);
-      void this.cleanUp({ namespace, name: runId }, podName, phase).finally(cleanedUp);
+      // After the result has gone on: opening the pod's watch takes a few ms of this thread.
+      setImmediate(() => void this.cleanUp({ namespace, name: runId }, podName, phase).finally(cleanedUp));
     }
   }
 
