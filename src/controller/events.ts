@@ -1,7 +1,10 @@
 /**
  * Kubernetes Events (core/v1) on the objects the operator reconciles, so `kubectl describe sbr`
- * tells the story. An event that cannot be written is logged and dropped: events never fail a
- * reconcile.
+ * tells the story. Recording one never waits and never fails a reconcile: it is stamped at once and
+ * queued, and the queue writes them one at a time, in order, each SEND_AFTER_MS after it was
+ * recorded, so that their writes come after the ones a caller waits for (a warm run's claim and
+ * result), not among them. One that cannot be written is logged and dropped, as are those recorded
+ * while MAX_QUEUED wait (as client-go's recorder drops them when its queue is full).
  */
 import type { KubeClient } from '../kube/client.js';
 import type { KubeEvent } from '../kube/objects.js';
@@ -11,9 +14,17 @@ import type { ObjectRef } from './children.js';
 export const EVENT_SOURCE = 'sandpit-operator';
 
 export interface EventRecorder {
-  normal(obj: ObjectRef, reason: string, message: string): Promise<void>;
-  warning(obj: ObjectRef, reason: string, message: string): Promise<void>;
+  normal(obj: ObjectRef, reason: string, message: string): void;
+  warning(obj: ObjectRef, reason: string, message: string): void;
 }
+
+/** The operator's recorder: also writes what is queued, at once (when it stops). */
+export interface QueuedEventRecorder extends EventRecorder {
+  flush(): Promise<void>;
+}
+
+const SEND_AFTER_MS = 100;
+const MAX_QUEUED = 1000;
 
 export function buildEvent(
   obj: ObjectRef,
@@ -54,27 +65,45 @@ export function createEventRecorder(deps: {
   logger: Logger;
   instance: string;
   now: () => Date;
-}): EventRecorder {
-  const record = async (
-    obj: ObjectRef,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-  ): Promise<void> => {
-    try {
-      await deps.kube.createEvent(
-        obj.namespace,
-        buildEvent(obj, { type, reason, message }, deps.now(), deps.instance),
-      );
-    } catch (e) {
-      deps.logger.warn(
-        { object: `${obj.kind} ${obj.namespace}/${obj.name}`, reason, err: (e as Error).message },
-        'Dropped Event',
-      );
+}): QueuedEventRecorder {
+  const queue: { event: KubeEvent; object: string; due: number }[] = [];
+  let sending: Promise<void> | undefined;
+  let flushing = false;
+  let wake: (() => void) | undefined;
+  const drop = (object: string, reason: string, why: string): void =>
+    deps.logger.warn({ object, reason, err: why }, 'Dropped Event');
+  const send = async (): Promise<void> => {
+    for (let next = queue[0]; next; next = queue[0]) {
+      const wait = next.due - Date.now();
+      if (wait > 0 && !flushing) {
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, wait);
+        });
+      }
+      queue.shift();
+      try {
+        await deps.kube.createEvent(next.event.metadata?.namespace ?? '', next.event);
+      } catch (e) {
+        drop(next.object, next.event.reason ?? '', (e as Error).message);
+      }
     }
+    sending = undefined;
+  };
+  const record = (obj: ObjectRef, type: 'Normal' | 'Warning', reason: string, message: string): void => {
+    const object = `${obj.kind} ${obj.namespace}/${obj.name}`;
+    if (queue.length >= MAX_QUEUED) return drop(object, reason, `${MAX_QUEUED} Events wait to be written`);
+    const event = buildEvent(obj, { type, reason, message }, deps.now(), deps.instance);
+    queue.push({ event, object, due: Date.now() + SEND_AFTER_MS });
+    sending ??= send();
   };
   return {
     normal: (obj, reason, message) => record(obj, 'Normal', reason, message),
     warning: (obj, reason, message) => record(obj, 'Warning', reason, message),
+    flush: async () => {
+      flushing = true;
+      wake?.();
+      await sending;
+    },
   };
 }

@@ -21,7 +21,7 @@ import {
 import type { Logger } from '../observability/logger.js';
 import { pollUntil } from '../shared/time.js';
 import { controllerOf, ownersOf } from './children.js';
-import { createEventRecorder } from './events.js';
+import { createEventRecorder, type QueuedEventRecorder } from './events.js';
 import type { KindController, ReconcileContext, Reconciler } from './kind-controller.js';
 import type { OperatorMetrics } from './metrics.js';
 import { ensureNamespacePolicy, NamespacePolicies } from './pod/namespace-policy.js';
@@ -65,6 +65,7 @@ const SYNC_POLL_MS = 100;
 export class Manager {
   private readonly options: ManagerOptions;
   private readonly kinds: Managed[];
+  private readonly events: QueuedEventRecorder;
   private readonly pods: InformerSet<Pod>;
   private readonly configMaps: InformerSet<ConfigMap>;
   private readonly networkPolicies: InformerSet<NetworkPolicy>;
@@ -96,12 +97,12 @@ export class Manager {
       now: this.now,
       acting: () => this.acting(),
     });
-    const events = createEventRecorder({
+    const events = (this.events = createEventRecorder({
       kube,
       logger: options.logger,
       instance: options.instance,
       now: this.now,
-    });
+    }));
     this.kinds = kinds.map((controller) => {
       const objects = set((ns) => kindSource<KubeObject>(kube, controller.kind, ns));
       const queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
@@ -283,6 +284,7 @@ export class Manager {
     this.unconfirmedDeletions.stop();
     for (const k of this.kinds) k.queue.shutDown();
     await Promise.all(this.workers);
+    await this.events.flush();
     await Promise.all(this.informers().map((i) => i.stop()));
     this.started = false;
   }

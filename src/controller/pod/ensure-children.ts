@@ -127,7 +127,7 @@ async function makePod(deps: ChildrenDeps, owner: ObjectRef, want: WantedChildre
     const claim = await claimPoolPod(deps, want.claim);
     if (claim.result === 'claimed') {
       const pod = claim.pod.metadata?.name ?? '';
-      await deps.events.normal(
+      deps.events.normal(
         owner,
         'ClaimedPod',
         `Claimed pod ${pod} of SandboxPool ${claim.pool ?? '(unknown)'}`,
@@ -189,7 +189,7 @@ export async function ensureNetworkPolicy(
     if (!isControlledBy(have, owner)) return notOurs(owner, 'NetworkPolicy', name);
     if (want.spec && !sameNetworkPolicySpec(have.spec, want.spec)) {
       await deps.kube.replaceNetworkPolicy(owner.namespace, { ...have, spec: want.spec });
-      await deps.events.warning(
+      deps.events.warning(
         owner,
         'NetworkPolicyRestored',
         `NetworkPolicy ${name} had been changed; restored its rules`,
@@ -227,7 +227,7 @@ async function createPod(deps: ChildrenDeps, owner: ObjectRef, want: Pod): Promi
   const name = want.metadata?.name ?? '';
   try {
     const created = await deps.kube.createPod(owner.namespace, want);
-    await deps.events.normal(owner, 'CreatedPod', `Created pod ${name}`);
+    deps.events.normal(owner, 'CreatedPod', `Created pod ${name}`);
     return { ...NOTHING_OBSERVED, pod: observePod(created) };
   } catch (e) {
     if (isAlreadyExists(e)) throw notCachedYet('Pod', name);

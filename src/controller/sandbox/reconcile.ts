@@ -160,7 +160,7 @@ async function liveSandbox(deps: SandboxReconcileDeps, sandbox: SandboxView): Pr
     before: sandbox.status,
     after: status,
   });
-  await reportSandbox(deps, {
+  reportSandbox(deps, {
     sandbox: sandbox.ref,
     createdAt: sandbox.createdAt,
     before: sandbox.status,

@@ -26,20 +26,20 @@ export interface SandboxReportDeps {
 const seconds = (from: string, to: string | undefined): number =>
   Math.max(0, ((to ? Date.parse(to) : Date.now()) - Date.parse(from)) / 1000);
 
-export async function reportSandbox(deps: SandboxReportDeps, t: SandboxTransition): Promise<void> {
+export function reportSandbox(deps: SandboxReportDeps, t: SandboxTransition): void {
   const { before, after, sandbox } = t;
   if (before.phase === after.phase || !after.phase) return;
   const message = after.message ?? after.phase;
   if (after.phase === 'Ready') {
     deps.metrics.sandboxReady.observe(seconds(t.createdAt, after.readyTime));
-    await deps.events.normal(sandbox, 'Ready', message);
+    deps.events.normal(sandbox, 'Ready', message);
     return;
   }
   if (!isSessionEnded(after.phase)) return;
   deps.metrics.sandboxesEnded.inc({ phase: after.phase, reason: after.reason ?? '' });
   const detail = `${after.reason ?? after.phase}: ${message}`;
-  if (after.phase === 'Failed') await deps.events.warning(sandbox, 'Failed', detail);
-  else await deps.events.normal(sandbox, after.phase, detail);
+  if (after.phase === 'Failed') deps.events.warning(sandbox, 'Failed', detail);
+  else deps.events.normal(sandbox, after.phase, detail);
   deps.logger.info(
     { sandbox: `${sandbox.namespace}/${sandbox.name}`, phase: after.phase, reason: after.reason },
     'Sandbox ended',

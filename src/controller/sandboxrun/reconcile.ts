@@ -195,7 +195,7 @@ async function observedPass(deps: ReconcileDeps, p: Pass, firstSeen: number): Pr
   const status = statusOf(p, { ...observed, outputs }, podName);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
   if (serve) tookResult(deps, p, serve, firstSeen);
-  await reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
+  reportPass(deps, p, status, pod?.terminated?.report?.durationMs);
   const after = requeueAfterMs(status, run.timing);
   if (!status.phase || !isTerminal(status.phase)) return { requeueAfterMs: after };
   const stopped = await stopPod(deps, run.ref, warm ? servedPodEnd(status.phase) : 'keep', podName);
@@ -220,14 +220,9 @@ function countCold(deps: ReconcileDeps, run: RunView, pod: PodView | undefined, 
 }
 
 /** The transition this pass wrote: Events, metrics, the audit record (report.ts). */
-function reportPass(
-  deps: ReconcileDeps,
-  p: Pass,
-  after: SandboxRunStatus,
-  runnerDurationMs?: number,
-): Promise<void> {
+function reportPass(deps: ReconcileDeps, p: Pass, after: SandboxRunStatus, runnerDurationMs?: number): void {
   const { run, verdict } = p;
-  return reportTransition(deps, {
+  reportTransition(deps, {
     run: run.ref,
     createdAt: run.createdAt,
     annotations: run.raw.metadata?.annotations,
@@ -324,13 +319,8 @@ async function startWarm(
     now: deps.now,
   });
   deps.warm.add(key, run.ref.uid, serve);
-  // Off the result's path.
-  void deps.events.normal(
-    run.ref,
-    'ClaimedPod',
-    `Claimed pod ${pod.name} of SandboxPool ${pool ?? '(unknown)'}`,
-  );
-  void reportStart(
+  deps.events.normal(run.ref, 'ClaimedPod', `Claimed pod ${pod.name} of SandboxPool ${pool ?? '(unknown)'}`);
+  reportStart(
     deps,
     { run: run.ref, createdAt: run.createdAt, after: status },
     { metric: false, event: true },
@@ -349,7 +339,7 @@ async function recordStartOnce(deps: ReconcileDeps, p: Pass, serve: WarmServe): 
   if (left > 0) return { requeueAfterMs: left };
   const status = recordedStart(p, serve.pod, serve.pool, serve.startedAt);
   await writeStatus(deps, { kind: SANDBOX_RUN, key, raw: run.raw, before: run.status, after: status });
-  await reportStart(
+  reportStart(
     deps,
     { run: run.ref, createdAt: run.createdAt, after: status },
     { metric: true, event: false },
@@ -394,7 +384,7 @@ async function adoptClaim(deps: ReconcileDeps, p: Pass, claimed: Pod): Promise<b
     { run: key, pod: claimed.metadata?.name },
     'Adopted a pool pod claimed for the run before its start was recorded',
   );
-  await reportPass(deps, p, status);
+  reportPass(deps, p, status);
   return true;
 }
 

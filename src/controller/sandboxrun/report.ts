@@ -61,29 +61,28 @@ export function reportStart(
   deps: ReportDeps,
   t: Pick<Transition, 'run' | 'createdAt' | 'after'>,
   parts: { metric: boolean; event: boolean },
-): Promise<void> {
+): void {
   if (parts.metric) deps.metrics.timeToRunning.observe(seconds(t.createdAt, t.after.startTime));
-  if (!parts.event) return Promise.resolve();
-  return deps.events.normal(t.run, 'Started', t.after.message ?? 'the program is running');
+  if (parts.event) deps.events.normal(t.run, 'Started', t.after.message ?? 'the program is running');
 }
 
-export async function reportTransition(deps: ReportDeps, t: Transition): Promise<void> {
+export function reportTransition(deps: ReportDeps, t: Transition): void {
   const { before, after } = t;
   if (before.phase === after.phase || !after.phase) return;
   if (after.phase === 'Running') return reportStart(deps, t, { metric: true, event: true });
-  if (isTerminal(after.phase)) await reportFinished(deps, t, after.phase);
+  if (isTerminal(after.phase)) reportFinished(deps, t, after.phase);
 }
 
 /** A run that reached `phase`: metrics, its Event, a log line and its audit record. */
-async function reportFinished(deps: ReportDeps, t: Transition, phase: string): Promise<void> {
+function reportFinished(deps: ReportDeps, t: Transition, phase: string): void {
   const { before, after, run } = t;
   if (after.startTime && before.phase !== 'Running')
     deps.metrics.timeToRunning.observe(seconds(t.createdAt, after.startTime));
   deps.metrics.timeToFinish.observe({ phase }, seconds(t.createdAt, after.completionTime));
   deps.metrics.runsFinished.inc({ backend: BACKEND, phase, reason: after.reason ?? '' });
   const message = after.message ?? phase;
-  if (phase === 'Succeeded') await deps.events.normal(run, 'Succeeded', message);
-  else await deps.events.warning(run, phase, `${after.reason ?? phase}: ${message}`);
+  if (phase === 'Succeeded') deps.events.normal(run, 'Succeeded', message);
+  else deps.events.warning(run, phase, `${after.reason ?? phase}: ${message}`);
   deps.logger.info(
     { run: `${run.namespace}/${run.name}`, phase, reason: after.reason, exitCode: after.exitCode },
     'Finished SandboxRun',

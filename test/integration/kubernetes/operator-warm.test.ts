@@ -7,7 +7,7 @@
 // by the test (test/integration/kubernetes/pool-pods.ts), as the pool controller makes them.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { childName } from '../../../src/api/v1alpha1/labels.js';
 import { CLAIM_GRACE_SECONDS } from '../../../src/controller/pod/claim-pool-pod.js';
@@ -109,6 +109,12 @@ describe('warm runs from pool pods', { timeout: 900_000 }, () => {
     // trailer, which follows stdout's output.
     assert.ok(log.stdout.includes('warm err\n'), log.stdout);
     assert.match(log.stdout.replace('warm err\n', ''), TRAILER_LINE);
+    // Events are written a moment after they are recorded (controller/events.ts): the last one first.
+    await cluster.waitFor<CoreV1Event>(
+      { path: `/api/v1/namespaces/${ns}/events`, fieldSelector: 'involvedObject.name=warm-kubectl' },
+      (e) => e.reason === 'Succeeded',
+      { timeoutMs: 15_000, description: 'the Succeeded Event' },
+    );
     const events = await cluster.core.listNamespacedEvent({
       namespace: ns,
       fieldSelector: `involvedObject.name=warm-kubectl`,

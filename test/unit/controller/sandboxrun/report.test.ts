@@ -55,8 +55,8 @@ function recorder(): EventRecorder & { seen: string[] } {
   const seen: string[] = [];
   return {
     seen,
-    normal: (_r, reason, message) => Promise.resolve(void seen.push(`Normal ${reason}: ${message}`)),
-    warning: (_r, reason, message) => Promise.resolve(void seen.push(`Warning ${reason}: ${message}`)),
+    normal: (_r, reason, message) => void seen.push(`Normal ${reason}: ${message}`),
+    warning: (_r, reason, message) => void seen.push(`Warning ${reason}: ${message}`),
   };
 }
 
@@ -73,7 +73,7 @@ describe('reporting a finished run', () => {
     });
   });
 
-  test('durationMs is the runner’s own measure when the exit report has it (pod times are whole seconds)', async () => {
+  test('durationMs is the runner’s own measure when the exit report has it (pod times are whole seconds)', () => {
     const oneSecond: Transition = {
       ...finished,
       after: { ...finished.after, startTime: '2026-01-01T00:00:02Z', completionTime: '2026-01-01T00:00:02Z' },
@@ -82,7 +82,7 @@ describe('reporting a finished run', () => {
     const measured = { ...oneSecond, runnerDurationMs: 1012 };
     assert.equal(auditOutcome(measured).durationMs, 1012);
     const { logger, lines } = capture();
-    await reportTransition(
+    reportTransition(
       { events: recorder(), metrics: createOperatorMetrics(), logger, audit: createAuditTrail({ logger }) },
       measured,
     );
@@ -94,7 +94,7 @@ describe('reporting a finished run', () => {
     const { logger, lines } = capture();
     const events = recorder();
     const metrics = createOperatorMetrics();
-    await reportTransition({ events, metrics, logger, audit: createAuditTrail({ logger }) }, finished);
+    reportTransition({ events, metrics, logger, audit: createAuditTrail({ logger }) }, finished);
     const audits = lines().filter((l) => l.msg === 'audit');
     assert.equal(audits.length, 1);
     const expected = buildRunAudit({
@@ -117,10 +117,10 @@ describe('reporting a finished run', () => {
     assert.match(text, /sandpit_operator_run_finish_seconds_count\{component="operator",phase="Failed"\} 1/);
   });
 
-  test('no phase change: nothing reported', async () => {
+  test('no phase change: nothing reported', () => {
     const { logger, lines } = capture();
     const events = recorder();
-    await reportTransition(
+    reportTransition(
       { events, metrics: createOperatorMetrics(), logger, audit: createAuditTrail({ logger }) },
       { ...finished, before: finished.after },
     );
