@@ -57,6 +57,11 @@ export interface KindController<T extends KubeObject> {
   kind: CustomKind;
   /** The log field that names one of its objects (`run`). */
   logField: string;
+  /**
+   * Changes of its objects' pods, ConfigMaps and NetworkPolicies reach its queue this long after
+   * the first of them (default 0: at once), so that a burst of them makes one pass.
+   */
+  childEventDelayMs?: number;
   /** Makes the kind's reconciler over the manager's caches (once, when the manager is made). */
   reconciler(context: ReconcileContext<T>): Reconciler;
 }

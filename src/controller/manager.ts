@@ -148,20 +148,23 @@ export class Manager {
         });
       }
     }
+    const childChanged = (k: Managed, key: string): void =>
+      k.queue.addAfter(key, k.controller.childEventDelayMs ?? 0);
     const enqueue = (owner: { apiVersion: string; kind: string; key: string } | undefined): void => {
       const k =
         owner &&
         this.kinds.find(
           (m) => m.controller.kind.apiVersion === owner.apiVersion && m.controller.kind.kind === owner.kind,
         );
-      if (owner && k) k.queue.add(owner.key);
+      if (owner && k) childChanged(k, owner.key);
     };
     for (const set of [this.pods, this.configMaps, this.networkPolicies] as InformerSet<KubeObject>[]) {
       for (const i of set.informers) i.on((_type, obj) => enqueue(controllerOf(obj)));
     }
     for (const i of this.pods.informers) {
       i.on((type, pod) => {
-        for (const k of this.kinds) for (const key of k.reconciler.keysForPod?.(pod) ?? []) k.queue.add(key);
+        for (const k of this.kinds)
+          for (const key of k.reconciler.keysForPod?.(pod) ?? []) childChanged(k, key);
         if (this.acting()) for (const k of this.kinds) k.reconciler.observePod?.(type, pod);
         this.unconfirmedDeletions.observe(type, pod);
       });

@@ -14,10 +14,18 @@ import { PoolExpectations } from './expectations.js';
 import { FailureBackoff } from './failure-backoff.js';
 import { reconcilePool, type PoolObservations, type PoolSettings } from './reconcile.js';
 
+/**
+ * A pool's pod changes are looked at together this long after the first: a claim's relabelling,
+ * then the run's pod ending, make one pass (and at most one status write) instead of one each, and
+ * that write does not share the apiserver with the claimed run's own job and result.
+ */
+const POD_CHANGES_GATHERED_MS = 200;
+
 export function sandboxPoolController(settings: PoolSettings): KindController<SandboxPool> {
   return {
     kind: SANDBOX_POOL,
     logField: 'pool',
+    childEventDelayMs: POD_CHANGES_GATHERED_MS,
     reconciler(context) {
       const pools = context.objects;
       const overlay = new StatusOverlay();
