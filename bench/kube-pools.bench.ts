@@ -6,8 +6,9 @@
  *     shape) and cold (a shape no pool serves), against the same hardened pod applied raw (the cold
  *     run's own pod spec, no operator) until Succeeded, and against the Docker warm path (the
  *     Docker backend with pools, over MCP HTTP too). Targets: warm p50 <= 100 ms (stretch 50 ms),
- *     and at least 10x faster than cold. Each sample waits for the last one's pods to be gone,
- *     then BENCH_SETTLE_MS.
+ *     and at least 10x faster than cold. Each sample waits for the last one's pods to be gone and
+ *     both pools to be full again, then BENCH_SETTLE_MS; the paths' order changes from round to
+ *     round (stats.roundOrder), so that no path always follows the same one.
  *   - an idle pool pod attached to by the bench itself: the attach set-up timed apart from job →
  *     result (write the job, read until the runner's exit trailer). The operator sets its attach
  *     up ahead, off the run's path: it says how many serves wrote the job on one.
@@ -41,10 +42,10 @@ import {
   waitPods,
   waitPoolReady,
 } from '../test/integration/kubernetes/pool-harness.js';
-import { requireDocker } from '../test/support/docker.js';
+import { requireDocker, sandpitContainers } from '../test/support/docker.js';
 import { attachToPod, withCluster, type KubeCluster } from '../test/support/kube/index.js';
 import { waitFor } from '../test/support/kube/wait.js';
-import { percentile, report, target, type Series } from './stats.js';
+import { interleaved, percentile, report, target } from './stats.js';
 import { runCode, startHttpGateway } from './support/mcp-http.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
@@ -69,45 +70,29 @@ function effective(request: Record<string, unknown>): EffectiveSpec {
   return e.spec;
 }
 
-/** A path of the run: prepare (not timed) then the timed part. */
-interface Path {
-  prepare?: () => Promise<void>;
-  run: () => Promise<void>;
-}
-
 /**
- * Each path once per round, rotating the starting path (as stats.interleaved does), timing only
- * `run`; each after its `prepare` and then `settle`.
+ * The cold run's pod as a plain pod template: no owner, no operator labels, and its ConfigMaps
+ * (the job) copied once under names of its own, which outlive the run's (its TTL ends them).
  */
-async function rounds(
-  n: number,
-  paths: Record<string, Path>,
-  settle: () => Promise<void>,
-  warmup = 2,
-): Promise<Series[]> {
-  const names = Object.keys(paths);
-  const samples: Record<string, number[]> = Object.fromEntries(names.map((x) => [x, []]));
-  for (let round = -warmup; round < n; round++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(i + Math.max(round, 0)) % names.length]!;
-      const path = paths[name]!;
-      await path.prepare?.();
-      await settle();
-      const t0 = performance.now();
-      await path.run();
-      if (round >= 0) samples[name]!.push(performance.now() - t0);
-    }
-  }
-  return names.map((name) => ({ name, samples: samples[name]! }));
-}
-
-/** The cold run's pod as a plain pod of its own: no owner, no operator labels, a new name. */
-function rawCopy(pod: V1Pod, name: string): V1Pod {
-  if (!pod.spec) throw new Error(`pod ${pod.metadata?.name} has no spec`);
-  return {
-    metadata: { name, namespace: pod.metadata?.namespace },
-    spec: { ...pod.spec, nodeName: undefined },
-  };
+async function rawTemplate(cluster: KubeCluster, ns: string, podName: string): Promise<V1Pod> {
+  const pod = await cluster.core.readNamespacedPod({ namespace: ns, name: podName });
+  if (!pod.spec) throw new Error(`pod ${podName} has no spec`);
+  const volumes = await Promise.all(
+    (pod.spec.volumes ?? []).map(async (v) => {
+      if (!v.configMap?.name) return v;
+      const name = `raw-${process.pid}-${v.name}`;
+      const { data, binaryData } = await cluster.core.readNamespacedConfigMap({
+        namespace: ns,
+        name: v.configMap.name,
+      });
+      await cluster.core.createNamespacedConfigMap({
+        namespace: ns,
+        body: { metadata: { name }, data, binaryData },
+      });
+      return { ...v, configMap: { ...v.configMap, name } };
+    }),
+  );
+  return { metadata: { namespace: ns }, spec: { ...pod.spec, volumes, nodeName: undefined } };
 }
 
 async function rawPodToSucceeded(
@@ -123,7 +108,10 @@ async function rawPodToSucceeded(
     (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
     { timeoutMs: WAIT_MS, description: `raw pod ${name} to end` },
   );
-  await cluster.core.createNamespacedPod({ namespace: ns, body: rawCopy(template, name) });
+  await cluster.core.createNamespacedPod({
+    namespace: ns,
+    body: { ...template, metadata: { ...template.metadata, name } },
+  });
   const pod = await done;
   if (pod.status?.phase !== 'Succeeded') throw new Error(`raw pod ${name}: ${pod.status?.phase}`);
   void cluster.core
@@ -174,7 +162,7 @@ export default async function main(): Promise<void> {
   const kubeService = createService(new CountingBackend(kube), contractPolicy([]));
   const kubeGateway = await startHttpGateway(kubeService);
 
-  await requireDocker();
+  const engine = await requireDocker();
   process.env.SANDPIT_SANDBOX_RUNTIME = process.env.BENCH_RUNTIME ?? 'runc';
   process.env.SANDPIT_POOL_PREWARM = 'python';
   process.env.SANDPIT_POOL_MIN_IDLE = '4';
@@ -194,7 +182,7 @@ export default async function main(): Promise<void> {
     assert.equal(cold.served, 'cold');
     const coldPod = (await getRun(cluster, ns, String(cold.runId)))?.status?.podName;
     assert.ok(coldPod, 'the cold run names its pod');
-    const template = await cluster.core.readNamespacedPod({ namespace: ns, name: coldPod });
+    const template = await rawTemplate(cluster, ns, coldPod);
     let raws = 0;
 
     const check = (r: Record<string, unknown>, served: string, what: string): void => {
@@ -215,9 +203,18 @@ export default async function main(): Promise<void> {
         WAIT_MS,
         "the last sample's pods to be gone",
       );
+      // Both pools full again, and the last Docker run's container removed: no refill or removal
+      // of an earlier sample's runs in the next.
+      await waitPoolReady(cluster, ns, POOL, POOL_SIZE, WAIT_MS);
+      await docker.backend.pool?.filled(60_000);
+      const deadline = performance.now() + WAIT_MS;
+      while ((await sandpitContainers(engine)).some((c) => c.startsWith('/sandpit-run-'))) {
+        if (performance.now() > deadline) throw new Error("the last Docker run's container was not removed");
+        await new Promise((r) => setTimeout(r, 20));
+      }
       await new Promise((r) => setTimeout(r, SETTLE_MS));
     };
-    const series = await rounds(
+    const series = await interleaved(
       ROUNDS,
       {
         [names.warm]: {
@@ -232,6 +229,7 @@ export default async function main(): Promise<void> {
           run: async () => check(await runCode(dockerClient, WARM), 'warm', names.docker),
         },
       },
+      2,
       settle,
     );
     const rows = report('kubernetes warm pools: run_code of python print(1)', series, names.raw);
