@@ -162,7 +162,7 @@ export async function reconcilePool(deps: PoolReconcileDeps, key: string): Promi
   });
   await writeStatus(deps, { kind: SANDBOX_POOL, key, raw, before, after });
   if (stalled && before.message !== stalled.message)
-    await deps.events.warning(pool, stalled.reason, stalled.message);
+    deps.events.warning(pool, stalled.reason, stalled.message);
   return { requeueAfterMs: nextLookMs(plan, counts, waitMs) };
 }
 
@@ -236,7 +236,7 @@ async function removePods(
     }
     deps.expectations.deleted(target.key, uid, deps.now().getTime());
     deps.observed.createdAt.delete(uid);
-    await deps.events.normal(target.pool, 'DeletedPod', `Deleted pod ${name}: ${REPLACED[reason]}`);
+    deps.events.normal(target.pool, 'DeletedPod', `Deleted pod ${name}: ${REPLACED[reason]}`);
   }
 }
 
@@ -258,7 +258,7 @@ async function createPods(
     const created = await deps.kube.createPod(target.pool.namespace, want);
     deps.expectations.created(target.key, created, deps.now().getTime());
     deps.observed.createdAt.set(created.metadata?.uid ?? '', { key: target.key, at: performance.now() });
-    await deps.events.normal(target.pool, 'CreatedPod', `Created pod ${created.metadata?.name ?? ''}`);
+    deps.events.normal(target.pool, 'CreatedPod', `Created pod ${created.metadata?.name ?? ''}`);
   }
   return count;
 }
