@@ -104,6 +104,7 @@ export function createEventRecorder(deps: {
       flushing = true;
       wake?.();
       await sending;
+      flushing = false;
     },
   };
 }
