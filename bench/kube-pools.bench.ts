@@ -57,6 +57,7 @@ const WARM = { language: 'python', code: CODE };
 // 8 MiB less memory than the policy's default: a shape no pool serves.
 const COLD = { language: 'python', code: CODE, resources: { memory: '504Mi' } };
 const WAIT_MS = 180_000;
+const IDLE_BEFORE_MEMORY_MS = 15_000;
 // A pause before each sample (an agent's think time, as in mcp.bench.ts), once no pod of the last
 // sample is being torn down: on two cores the kubelet's teardown would otherwise land in the next.
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 500);
@@ -296,6 +297,9 @@ export default async function main(): Promise<void> {
 
     // Refill: delete the pool's idle pods, time until as many are ready again.
     await waitPoolReady(cluster, ns, POOL, POOL_SIZE, WAIT_MS);
+    // A pod just made ready may still be starting its preloaded python, and the kubelet has no
+    // stats for it before its next housekeeping: the pods are read once they have idled a while.
+    await new Promise((r) => setTimeout(r, IDLE_BEFORE_MEMORY_MS));
     const idle = (await sandboxPods(cluster, ns)).filter(isIdlePoolPod(POOL));
     const memory = await podMemory(
       cluster,
