@@ -9,6 +9,7 @@
 import type { KubeClient } from '../kube/client.js';
 import type { KubeEvent } from '../kube/objects.js';
 import type { Logger } from '../observability/logger.js';
+import { sleep } from '../shared/abort.js';
 import type { ObjectRef } from './children.js';
 
 export const EVENT_SOURCE = 'sandpit-operator';
@@ -68,19 +69,14 @@ export function createEventRecorder(deps: {
 }): QueuedEventRecorder {
   const queue: { event: KubeEvent; object: string; due: number }[] = [];
   let sending: Promise<void> | undefined;
-  let flushing = false;
-  let wake: (() => void) | undefined;
+  // Aborted by flush(): what waits is written at once.
+  let flushing = new AbortController();
   const drop = (object: string, reason: string, why: string): void =>
     deps.logger.warn({ object, reason, err: why }, 'Dropped Event');
   const send = async (): Promise<void> => {
     for (let next = queue[0]; next; next = queue[0]) {
       const wait = next.due - Date.now();
-      if (wait > 0 && !flushing) {
-        await new Promise<void>((r) => {
-          wake = r;
-          setTimeout(r, wait);
-        });
-      }
+      if (wait > 0) await sleep(wait, flushing.signal).catch(() => undefined);
       queue.shift();
       try {
         await deps.kube.createEvent(next.event.metadata?.namespace ?? '', next.event);
@@ -101,10 +97,9 @@ export function createEventRecorder(deps: {
     normal: (obj, reason, message) => record(obj, 'Normal', reason, message),
     warning: (obj, reason, message) => record(obj, 'Warning', reason, message),
     flush: async () => {
-      flushing = true;
-      wake?.();
+      flushing.abort();
       await sending;
-      flushing = false;
+      flushing = new AbortController();
     },
   };
 }
