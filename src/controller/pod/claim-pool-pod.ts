@@ -23,6 +23,7 @@ import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { Pod } from '../../kube/objects.js';
 import type { Store } from '../../kube/store.js';
 import { controllerRef, isControlledBy, type ObjectRef } from '../children.js';
+import type { EventRecorder } from '../events.js';
 import { observePod } from './observe-pod.js';
 
 /** The SandboxPool controlling `pod`, when one does. */
@@ -55,6 +56,16 @@ export function claimCandidates(pods: readonly Pod[], shape: string): Pod[] {
 /** The pool whose pod this is (its owner, else its label: the pool's name as a label value). */
 export const poolOfPod = (pod: Pod): string | undefined =>
   poolOwner(pod) ?? pod.metadata?.labels?.[LABEL_POOL];
+
+/** The `ClaimedPod` Event a run or a Sandbox gets when it takes a pool's pod. */
+export function recordClaimed(
+  events: EventRecorder,
+  owner: ObjectRef,
+  pod: string,
+  pool: string | undefined,
+): void {
+  events.normal(owner, 'ClaimedPod', `Claimed pod ${pod} of SandboxPool ${pool ?? '(unknown)'}`);
+}
 
 /**
  * The margin a claimed pod's hard end leaves past its owner's own deadline. The pod already runs, so

@@ -14,7 +14,14 @@ import { AppError } from '../../shared/errors.js';
 import { isControlledBy, type ObjectRef } from '../children.js';
 import type { EventRecorder } from '../events.js';
 import { sameNetworkPolicySpec } from './build-network-policy.js';
-import { claimedPods, claimPoolPod, podsIn, poolOfPod, type ClaimRequest } from './claim-pool-pod.js';
+import {
+  claimedPods,
+  claimPoolPod,
+  podsIn,
+  poolOfPod,
+  recordClaimed,
+  type ClaimRequest,
+} from './claim-pool-pod.js';
 import { ensureNamespacePolicy, type NamespacePolicyDeps } from './namespace-policy.js';
 import { isPodFinished, observePod, type PodView } from './observe-pod.js';
 import type { Blocked } from './pending.js';
@@ -126,12 +133,7 @@ async function makePod(deps: ChildrenDeps, owner: ObjectRef, want: WantedChildre
   if (want.claim) {
     const claim = await claimPoolPod(deps, want.claim);
     if (claim.result === 'claimed') {
-      const pod = claim.pod.metadata?.name ?? '';
-      deps.events.normal(
-        owner,
-        'ClaimedPod',
-        `Claimed pod ${pod} of SandboxPool ${claim.pool ?? '(unknown)'}`,
-      );
+      recordClaimed(deps.events, owner, claim.pod.metadata?.name ?? '', claim.pool);
       return { ...NOTHING_OBSERVED, pod: observePod(claim.pod), claimedFrom: claim.pool };
     }
   }

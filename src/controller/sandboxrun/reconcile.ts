@@ -32,7 +32,7 @@ import { earliest, endedPass, specNumber, stopPod, writeStatus } from '../lifecy
 import type { FinishedPod } from '../pod/pod-stop.js';
 import { isPodFinished, observePod, servingView, type PodView } from '../pod/observe-pod.js';
 import { newChannelKey } from '../../runner/protocol.js';
-import { isClaimedBy, poolOfPod } from '../pod/claim-pool-pod.js';
+import { isClaimedBy, poolOfPod, recordClaimed } from '../pod/claim-pool-pod.js';
 import type { StatusOverlay } from '../status-overlay.js';
 import { computeStatus, finishRecordedAt, requeueAfterMs, type StatusInput } from './compute-status.js';
 import { evaluateRun, type RunVerdict } from './evaluate-run.js';
@@ -319,7 +319,7 @@ async function startWarm(
     now: deps.now,
   });
   deps.warm.add(key, run.ref.uid, serve);
-  deps.events.normal(run.ref, 'ClaimedPod', `Claimed pod ${pod.name} of SandboxPool ${pool ?? '(unknown)'}`);
+  recordClaimed(deps.events, run.ref, pod.name, pool);
   reportStart(
     deps,
     { run: run.ref, createdAt: run.createdAt, after: status },
