@@ -45,6 +45,7 @@ import {
 import { requireDocker, sandpitContainers } from '../test/support/docker.js';
 import { attachToPod, withCluster, type KubeCluster } from '../test/support/kube/index.js';
 import { waitFor } from '../test/support/kube/wait.js';
+import { pollUntil } from '../src/shared/time.js';
 import { interleaved, percentile, report, target } from './stats.js';
 import { runCode, startHttpGateway } from './support/mcp-http.js';
 
@@ -208,27 +209,21 @@ export default async function main(): Promise<void> {
       // of an earlier sample's runs in the next.
       await waitPoolReady(cluster, ns, POOL, POOL_SIZE, WAIT_MS);
       await docker.backend.pool?.filled(60_000);
-      const deadline = performance.now() + WAIT_MS;
-      while ((await sandpitContainers(engine)).some((c) => c.startsWith('/sandpit-run-'))) {
-        if (performance.now() > deadline) throw new Error("the last Docker run's container was not removed");
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      const removed = await pollUntil(
+        async () => !(await sandpitContainers(engine)).some((c) => c.startsWith('/sandpit-run-')),
+        { intervalMs: 20, timeoutMs: WAIT_MS },
+      );
+      if (!removed) throw new Error("the last Docker run's container was not removed");
       await new Promise((r) => setTimeout(r, SETTLE_MS));
     };
     const series = await interleaved(
       ROUNDS,
       {
-        [names.warm]: {
-          // A ready pod to serve it (the pool refills between samples; not timed).
-          prepare: async () => void (await waitPoolReady(cluster, ns, POOL, 1, WAIT_MS)),
-          run: async () => check(await runCode(kubeClient, WARM), 'warm', names.warm),
-        },
-        [names.cold]: { run: async () => check(await runCode(kubeClient, COLD), 'cold', names.cold) },
-        [names.raw]: { run: () => rawPodToSucceeded(cluster, ns, template, raws++) },
-        [names.docker]: {
-          prepare: async () => void (await docker.backend.pool?.filled(60_000)),
-          run: async () => check(await runCode(dockerClient, WARM), 'warm', names.docker),
-        },
+        // settle() has both pools full before each sample.
+        [names.warm]: async () => check(await runCode(kubeClient, WARM), 'warm', names.warm),
+        [names.cold]: async () => check(await runCode(kubeClient, COLD), 'cold', names.cold),
+        [names.raw]: () => rawPodToSucceeded(cluster, ns, template, raws++),
+        [names.docker]: async () => check(await runCode(dockerClient, WARM), 'warm', names.docker),
       },
       2,
       settle,
