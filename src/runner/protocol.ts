@@ -228,12 +228,17 @@ export type Frame =
 
 /**
  * Incremental decoder of runner frames, linear in the bytes pushed: it holds at most one partial
- * frame. Before `expectKey()` it reads the runner's unkeyed frames (the ready frame); after it,
- * only frames that start with the key, skipping (and counting) every other byte. It throws on a
- * malformed frame of the runner's own (never trusts the sandbox).
+ * frame, as the chunks it came in, and joins them once the frame is whole (a file's data frame,
+ * up to 64 KiB, may come in many small chunks). Before `expectKey()` it reads the runner's unkeyed
+ * frames (the ready frame); after it, only frames that start with the key, skipping (and counting)
+ * every other byte. It throws on a malformed frame of the runner's own (never trusts the sandbox).
  */
 export class FrameDecoder {
-  private pending: Buffer = Buffer.alloc(0);
+  /** The bytes not decoded yet: a copy of what was left of the last decoded chunk, then chunks as pushed. */
+  private parts: Buffer[] = [];
+  private held = 0;
+  /** How many bytes must be held before decoding can get further (the partial frame's length). */
+  private wanted = 0;
   private key: Buffer | undefined;
   /** Bytes on the channel that were not the runner's frames (a program writing into it). */
   skippedBytes = 0;
@@ -241,35 +246,41 @@ export class FrameDecoder {
   /** From now on, a frame counts only if it starts with `key`. */
   expectKey(key: Buffer): void {
     this.key = key;
+    this.wanted = 0;
   }
 
   push(chunk: Buffer): Frame[] {
-    const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    this.parts.push(chunk);
+    this.held += chunk.length;
+    if (this.held < this.wanted) return [];
+    const buf = this.parts.length === 1 ? chunk : Buffer.concat(this.parts, this.held);
     const frames: Frame[] = [];
-    const used = this.key ? this.keyed(buf, this.key, frames) : this.unkeyed(buf, frames);
+    const { used, wanted } = this.key ? this.keyed(buf, this.key, frames) : this.unkeyed(buf, frames);
     // A copy: a small remainder must not keep a large chunk alive.
-    this.pending = Buffer.from(buf.subarray(used));
+    this.parts = used < buf.length ? [Buffer.from(buf.subarray(used))] : [];
+    this.held = buf.length - used;
+    this.wanted = wanted;
     return frames;
   }
 
   get pendingBytes(): number {
-    return this.pending.length;
+    return this.held;
   }
 
-  /** Decodes whole frames from the start of `buf`; returns how many bytes it used. */
-  private unkeyed(buf: Buffer, frames: Frame[]): number {
+  /** Decodes whole frames from the start of `buf`: the bytes used, and how many the next frame needs. */
+  private unkeyed(buf: Buffer, frames: Frame[]): { used: number; wanted: number } {
     let off = 0;
     while (buf.length - off >= 5) {
       const len = buf.readUInt32BE(off + 1);
       if (len > MAX_UNKEYED_FRAME) throw new Error(`runner frame of ${len} bytes is too large`);
-      if (buf.length - off - 5 < len) break;
+      if (buf.length - off - 5 < len) return { used: off, wanted: 5 + len };
       frames.push(decodeFrame(String.fromCharCode(buf[off]!), buf.subarray(off + 5, off + 5 + len)));
       off += 5 + len;
     }
-    return off;
+    return { used: off, wanted: 5 };
   }
 
-  private keyed(buf: Buffer, key: Buffer, frames: Frame[]): number {
+  private keyed(buf: Buffer, key: Buffer, frames: Frame[]): { used: number; wanted: number } {
     let off = 0;
     for (;;) {
       const at = buf.indexOf(key, off);
@@ -277,16 +288,16 @@ export class FrameDecoder {
         // Keep what could be the start of a key cut off by the chunk's end.
         const keep = Math.min(buf.length - off, KEY_BYTES - 1);
         this.skippedBytes += buf.length - off - keep;
-        return buf.length - keep;
+        return { used: buf.length - keep, wanted: 0 };
       }
       this.skippedBytes += at - off;
-      if (buf.length - at < RECORD_HEAD) return at;
+      if (buf.length - at < RECORD_HEAD) return { used: at, wanted: RECORD_HEAD };
       const len = buf.readUInt16BE(at + KEY_BYTES + 1);
       const type = String.fromCharCode(buf[at + KEY_BYTES]!);
       if (len > (type === 'D' ? FILE_RECORD_DATA : RECORD_DATA)) {
         throw new Error(`runner frame of ${len} bytes is too large`);
       }
-      if (buf.length - at - RECORD_HEAD < len) return at;
+      if (buf.length - at - RECORD_HEAD < len) return { used: at, wanted: RECORD_HEAD + len };
       const data = buf.subarray(at + RECORD_HEAD, at + RECORD_HEAD + len);
       frames.push(decodeFrame(type, data));
       off = at + RECORD_HEAD + len;

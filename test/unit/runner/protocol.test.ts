@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import {
   EGRESS_SOCKET_PATH,
   encodeJob,
+  FILE_RECORD_DATA,
   FrameDecoder,
   KEY_BYTES,
   newChannelKey,
@@ -400,6 +401,21 @@ describe('FrameDecoder after expectKey()', () => {
     }
     assert.deepEqual(d.push(records), want);
     assert.equal(d.skippedBytes, 5 + 128 * chunk.length);
+  });
+
+  test("a file's 64 KiB data frame in 4 KiB chunks is joined once, when it is whole", (t) => {
+    const d = decoder();
+    const data = Buffer.alloc(FILE_RECORD_DATA, 0x62);
+    const stream = keyed('D', data);
+    const concat = t.mock.method(Buffer, 'concat');
+    const got: Frame[] = [];
+    for (let off = 0; off < stream.length; off += 4096) {
+      got.push(...d.push(stream.subarray(off, off + 4096)));
+      if (off + 4096 < stream.length) assert.equal(d.pendingBytes, off + 4096);
+    }
+    assert.deepEqual(got, [{ type: 'file-data', data }]);
+    assert.equal(concat.mock.callCount(), 1);
+    assert.equal(d.pendingBytes, 0);
   });
 
   test('a keyed frame carries at most RECORD_DATA bytes; a longer one is malformed', () => {
