@@ -3,7 +3,8 @@
  *
  * It waits for exactly one framed job on stdin, sets up the workspace, runs the job's argv as a
  * child, and reports the child's output and exit status in-band on stdout. The container is never
- * reused: after the exit frame the runner exits and the engine removes the container.
+ * reused: after the exit frame the runner waits for its owner to hang up (linger()), then exits,
+ * and the engine removes the container.
  *
  * The child must not be able to forge, suppress or stall that report:
  *   - Under runc the kernel keeps it away from the runner: the runner is not dumpable (its
@@ -123,6 +124,8 @@
 #define FILES_PIPE_BYTES (1 << 20)
 /* --pool: how long a job may take to arrive once its first byte has. */
 #define POOL_JOB_MS 10000
+/* After the exit frame, how long the runner waits at most for its owner to hang up (linger()). */
+#define LINGER_MS 5000
 
 struct stream {
 	int fd;
@@ -934,6 +937,26 @@ static void reap(struct run *r, int sfd)
 	}
 }
 
+/*
+ * After the exit frame, until the owner hangs up (the end of stdin, or the engine's kill), at most
+ * LINGER_MS: the container's end is work for the engine (its exit, its removal) that would share
+ * the cores with the gateway's reply, so the gateway ends it once that reply is out. The program
+ * is gone by now (supervise() returned once it was, and kill_all() took what it left).
+ */
+static void linger(void)
+{
+	char scratch[256];
+	long long until = now_ms() + LINGER_MS;
+	for (long long left; (left = until - now_ms()) > 0;) {
+		struct pollfd p = {0, POLLIN, 0};
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return;
+		ssize_t n = p.revents ? read(0, scratch, sizeof scratch) : 1;
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return;
+	}
+}
+
 /* Nothing more is sent after the job; the end of stdin means the gateway that attached is gone. */
 static void check_owner(struct run *r)
 {
@@ -1298,5 +1321,8 @@ int main(int argc, char **argv)
 	egress_stop();
 	if (n_outputs && !plain)
 		collect();
-	return report(&r, oom_before);
+	int status = report(&r, oom_before);
+	if (r.watch_stdin)
+		linger();
+	return status;
 }

@@ -15,6 +15,7 @@ import { BUILTIN_TEMPLATES } from '../../policy/templates.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { openGate } from '../egress-gates.js';
+import { SandboxRemovals } from '../sandbox-removals.js';
 import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { runOutputsOf } from '../../runner/run-outputs.js';
@@ -69,7 +70,7 @@ export class DockerBackend implements SandboxBackend {
   private readonly logger: Logger | undefined;
   /** The warm pools, when enabled. */
   readonly pool: PoolManager | undefined;
-  private readonly cleanups = new Set<Promise<void>>();
+  private readonly removals = new SandboxRemovals();
   private reaping: NodeJS.Timeout | undefined;
   private engineWatch: EngineWatch | undefined;
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
@@ -232,7 +233,7 @@ export class DockerBackend implements SandboxBackend {
         outputs: runOutputsOf(spec.outputs, kept),
       });
     } finally {
-      this.track(runner.remove(), cleanedUp);
+      this.removals.schedule(() => runner.remove(), cleanedUp);
       if (served === 'warm') this.pool?.replenish();
     }
   }
@@ -262,14 +263,6 @@ export class DockerBackend implements SandboxBackend {
       }
       void runner.remove();
     }
-  }
-
-  private track(removal: Promise<void>, done: () => void): void {
-    const tracked = removal.finally(() => {
-      this.cleanups.delete(tracked);
-      done();
-    });
-    this.cleanups.add(tracked);
   }
 
   async health(): Promise<BackendHealth> {
@@ -312,11 +305,12 @@ export class DockerBackend implements SandboxBackend {
     clearInterval(this.reaping);
     this.engineWatch?.stop();
     this.executions.close();
+    this.removals.close();
     if (this.instanceId) this.sessions.detachAll();
     else await this.sessions.closeAll();
     await this.pool?.close();
     await this.executions.settled();
-    await Promise.all(this.cleanups);
+    await this.removals.settled();
     await this.fileStore.close();
     await this.gates?.close();
   }

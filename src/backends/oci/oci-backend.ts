@@ -30,6 +30,7 @@ import { LABELS, MANAGED_BY } from '../docker/labels.js';
 import { openGate } from '../egress-gates.js';
 import { Executions, type ExecutionContext } from '../executions.js';
 import { resolvConf, SANDBOX_HOSTNAME } from '../hardening.js';
+import { SandboxRemovals } from '../sandbox-removals.js';
 import { runFileStore, type RunFilesOptions, type RunFileStore } from '../run-file-store.js';
 import { runJob, type RunnerSandbox } from '../runner-job.js';
 import type { BackendHealth, RunExecution, RunFiles, SandboxBackend, StartOptions } from '../types.js';
@@ -78,7 +79,7 @@ export class OciBackend implements SandboxBackend {
   private readonly logger: Logger | undefined;
   private readonly seccompHost: SeccompHost = { arch: goArch(arch()), kernel: release() };
   private readonly executions = new Executions({ backend: this.name, untilCleanedUp: true });
-  private readonly cleanups = new Set<Promise<void>>();
+  private readonly removals = new SandboxRemovals();
   private readonly live = new Set<string>();
   /** Long-lived sessions, one container each; they end with this process. */
   readonly sessions: OciSessions;
@@ -201,10 +202,7 @@ export class OciBackend implements SandboxBackend {
       });
     } finally {
       const id = container.id;
-      this.track(
-        container.remove().finally(() => this.live.delete(id)),
-        cleanedUp,
-      );
+      this.removals.schedule(() => container.remove().finally(() => this.live.delete(id)), cleanedUp);
     }
   }
 
@@ -288,14 +286,6 @@ export class OciBackend implements SandboxBackend {
     };
   }
 
-  private track(removal: Promise<void>, done: () => void): void {
-    const tracked = removal.finally(() => {
-      this.cleanups.delete(tracked);
-      done();
-    });
-    this.cleanups.add(tracked);
-  }
-
   /** The unpacked, read-only root of `image` that runs get (unpacking it when need be). */
   imageRoot(image: string): Promise<ImageRootfs> {
     return this.rootfs.get(image);
@@ -335,9 +325,10 @@ export class OciBackend implements SandboxBackend {
   async close(): Promise<void> {
     clearInterval(this.reaping);
     this.executions.close();
+    this.removals.close();
     await this.sessions.closeAll();
     await this.executions.settled();
-    await Promise.all(this.cleanups);
+    await this.removals.settled();
     await this.fileStore.close();
     await this.gates?.close();
   }

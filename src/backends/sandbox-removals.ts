@@ -1,0 +1,55 @@
+/**
+ * The removal of finished runs' sandboxes (Docker's containers, the OCI backend's), each started
+ * REMOVE_AFTER_RESULT_MS after its run's result. Removing a container is the engine's work (its
+ * runtime, mounts and cgroups) on the cores that serialise and write the result's reply, and a
+ * reply with files in it (a 100 KB image is 133 KB of base64 JSON) took several ms longer while it
+ * ran. The runner waits for it: after its exit frame it lingers until its owner hangs up
+ * (images/runner/sandpit-runner.c), so the container's end comes with the removal. Once the
+ * backend closes, every removal starts at once.
+ */
+
+/** How long after a run's result its sandbox's removal starts. */
+export const REMOVE_AFTER_RESULT_MS = 100;
+
+export class SandboxRemovals {
+  private readonly waiting = new Map<NodeJS.Timeout, () => void>();
+  private readonly running = new Set<Promise<void>>();
+  private closing = false;
+  private readonly delayMs: number;
+
+  constructor(delayMs = REMOVE_AFTER_RESULT_MS) {
+    this.delayMs = delayMs;
+  }
+
+  /** Removes a sandbox after the delay (at once while closing); `removed` once it is gone. `remove` never throws. */
+  schedule(remove: () => Promise<void>, removed: () => void): void {
+    const start = (): void => {
+      const removal = remove().finally(() => {
+        this.running.delete(removal);
+        removed();
+      });
+      this.running.add(removal);
+    };
+    if (this.closing) return start();
+    const timer = setTimeout(() => {
+      this.waiting.delete(timer);
+      start();
+    }, this.delayMs);
+    this.waiting.set(timer, start);
+  }
+
+  /** Starts every waiting removal now, and each later one at once (the backend is closing). */
+  close(): void {
+    this.closing = true;
+    for (const [timer, start] of this.waiting) {
+      clearTimeout(timer);
+      start();
+    }
+    this.waiting.clear();
+  }
+
+  /** Resolves once every removal started so far is done. */
+  async settled(): Promise<void> {
+    await Promise.all(this.running);
+  }
+}
