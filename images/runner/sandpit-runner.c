@@ -101,6 +101,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1012,31 +1013,63 @@ static void write_plain_tail(struct stream *s, int fd)
 	free(out);
 }
 
+/* writev() until every byte is written (the iovecs are consumed). */
+static void writev_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n < IOV_MAX ? n : IOV_MAX);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(111); /* our reader is gone: nothing left to report to */
+		}
+		for (; n > 0 && (size_t)w >= iov->iov_len; iov++, n--)
+			w -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+}
+
 /* Protocol 5: a collected file is 'P' u32be size + path, then its bytes in 'D' frames of up to
-   FILE_RECORD_DATA bytes (written only once no process of the program is left). */
+   FILE_RECORD_DATA bytes (written only once no process of the program is left), all in one
+   writev(): the engine that carries our stdout then moves them in a few large reads, not page by page. */
 static void frame_file(const char *path, const char *data, size_t len)
 {
-	unsigned char head[4 + 1024];
 	size_t plen = strlen(path);
 	if (plen > 1024)
 		return; /* outputs.c returns no such path */
-	head[0] = (unsigned char)(len >> 24);
-	head[1] = (unsigned char)(len >> 16);
-	head[2] = (unsigned char)(len >> 8);
-	head[3] = (unsigned char)len;
-	memcpy(head + 4, path, plen);
-	frame('P', head, 4 + plen);
-	static unsigned char rec[RECORD_HEAD + FILE_RECORD_DATA];
-	for (size_t off = 0; off < len;) {
-		size_t n = len - off < FILE_RECORD_DATA ? len - off : FILE_RECORD_DATA;
-		memcpy(rec, channel_key, KEY_LEN);
-		rec[KEY_LEN] = 'D';
-		rec[KEY_LEN + 1] = (unsigned char)(n >> 8);
-		rec[KEY_LEN + 2] = (unsigned char)n;
-		memcpy(rec + RECORD_HEAD, data + off, n);
-		write_all(1, rec, RECORD_HEAD + n);
-		off += n;
+	size_t frames = (len + FILE_RECORD_DATA - 1) / FILE_RECORD_DATA;
+	unsigned char *heads = malloc(RECORD_HEAD + 4 + plen + frames * RECORD_HEAD);
+	struct iovec *iov = malloc((1 + 2 * frames) * sizeof *iov);
+	if (!heads || !iov)
+		die_frame("out of memory framing a collected file");
+	unsigned char *p = heads;
+	memcpy(p, channel_key, KEY_LEN);
+	p[KEY_LEN] = 'P';
+	p[KEY_LEN + 1] = (unsigned char)((4 + plen) >> 8);
+	p[KEY_LEN + 2] = (unsigned char)(4 + plen);
+	p[RECORD_HEAD] = (unsigned char)(len >> 24);
+	p[RECORD_HEAD + 1] = (unsigned char)(len >> 16);
+	p[RECORD_HEAD + 2] = (unsigned char)(len >> 8);
+	p[RECORD_HEAD + 3] = (unsigned char)len;
+	memcpy(p + RECORD_HEAD + 4, path, plen);
+	int n = 0;
+	iov[n++] = (struct iovec){p, RECORD_HEAD + 4 + plen};
+	p += RECORD_HEAD + 4 + plen;
+	for (size_t off = 0; off < len; off += FILE_RECORD_DATA, p += RECORD_HEAD) {
+		size_t k = len - off < FILE_RECORD_DATA ? len - off : FILE_RECORD_DATA;
+		memcpy(p, channel_key, KEY_LEN);
+		p[KEY_LEN] = 'D';
+		p[KEY_LEN + 1] = (unsigned char)(k >> 8);
+		p[KEY_LEN + 2] = (unsigned char)k;
+		iov[n++] = (struct iovec){p, RECORD_HEAD};
+		iov[n++] = (struct iovec){(void *)(data + off), k};
 	}
+	writev_all(1, iov, n);
+	free(iov);
+	free(heads);
 }
 
 /* ... and an entry or a file not collected: 'S' u8 reason, u16be entry length, entry, message (one record). */

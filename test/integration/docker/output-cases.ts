@@ -6,6 +6,7 @@
  * SANDPIT_TEST_POOL=on) and the oci backend (test/integration/oci/outputs.test.ts).
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { RunRequestInput, RunResult } from '../../../src/api/run.js';
 import type { RunFiles, SandboxBackend } from '../../../src/backends/types.js';
@@ -171,6 +172,33 @@ export function outputCases(make: () => Promise<KeepingBackend>, served: 'cold' 
       assert.equal(big?.delivery, 'link');
       assert.match(big?.note ?? '', /over the 1 MiB cap on an inline image/);
       assert.equal(result.outputs?.files.find((f) => f.path === 'small.png')?.delivery, 'image');
+    });
+
+    test('files of random bytes over the runner pipe’s 1 MiB and many data frames come back byte for byte', async () => {
+      const { result, id } = await run({
+        template: 'python',
+        code: [
+          'import hashlib, os',
+          'for name, size in (("a.bin", 3 * 1024 * 1024 + 7), ("b.bin", 65535), ("c.bin", 65536)):',
+          '    data = os.urandom(size)',
+          '    open(name, "wb").write(data)',
+          '    print(name, hashlib.sha256(data).hexdigest())',
+        ].join('\n'),
+        outputs: ['*.bin'],
+        resources: { ephemeralStorage: '16Mi' },
+      });
+      assert.equal(result.phase, 'Succeeded', result.stderr);
+      const printed = new Map(
+        result.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split(' ') as [string, string]),
+      );
+      assert.equal(printed.size, 3, result.stdout);
+      for (const [path, sha] of printed) {
+        const data = await backend.files.read(id, path, OWNER);
+        assert.equal(createHash('sha256').update(data).digest('hex'), sha, path);
+      }
     });
 
     test('over 16 MiB in all: the file that does not fit is named with the cap; later ones that fit are kept', async () => {
