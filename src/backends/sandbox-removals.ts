@@ -21,8 +21,12 @@ export class SandboxRemovals {
     this.delayMs = delayMs;
   }
 
-  /** Removes a sandbox after the delay (at once while closing); `removed` once it is gone. `remove` never throws. */
-  schedule(remove: () => Promise<void>, removed: () => void): void {
+  /**
+   * Removes a sandbox after the delay; `removed` once it is gone. `remove` never throws. At once
+   * while closing, and when `now` (a cancelled run: its canceller waits for the removal, and no
+   * reply is on its way).
+   */
+  schedule(remove: () => Promise<void>, removed: () => void, now = false): void {
     const start = (): void => {
       const removal = remove().finally(() => {
         this.running.delete(removal);
@@ -30,7 +34,7 @@ export class SandboxRemovals {
       });
       this.running.add(removal);
     };
-    if (this.closing) return start();
+    if (this.closing || now) return start();
     const timer = setTimeout(() => {
       this.waiting.delete(timer);
       start();

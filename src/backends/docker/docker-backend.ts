@@ -233,7 +233,7 @@ export class DockerBackend implements SandboxBackend {
         outputs: runOutputsOf(spec.outputs, kept),
       });
     } finally {
-      this.removals.schedule(() => runner.remove(), cleanedUp);
+      this.removals.schedule(() => runner.remove(), cleanedUp, signal?.aborted);
       if (served === 'warm') this.pool?.replenish();
     }
   }

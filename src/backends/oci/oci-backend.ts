@@ -202,7 +202,11 @@ export class OciBackend implements SandboxBackend {
       });
     } finally {
       const id = container.id;
-      this.removals.schedule(() => container.remove().finally(() => this.live.delete(id)), cleanedUp);
+      this.removals.schedule(
+        () => container.remove().finally(() => this.live.delete(id)),
+        cleanedUp,
+        signal?.aborted,
+      );
     }
   }
 

@@ -34,6 +34,19 @@ describe('SandboxRemovals', () => {
     assert.deepEqual(log, ['start a', 'removed a']);
   });
 
+  test("a cancelled run's removal (now) starts at once", async (t) => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    t.after(() => mock.timers.reset());
+    const log: string[] = [];
+    const removals = new SandboxRemovals();
+    const a = removal(log, 'a');
+    removals.schedule(a.remove, () => log.push('removed a'), true);
+    assert.deepEqual(log, ['start a']);
+    a.end();
+    await removals.settled();
+    assert.deepEqual(log, ['start a', 'removed a']);
+  });
+
   test('close() starts the waiting removals at once, and later ones without a wait; settled() waits for all', async (t) => {
     mock.timers.enable({ apis: ['setTimeout'] });
     t.after(() => mock.timers.reset());
