@@ -23,10 +23,10 @@ export class SandboxRemovals {
 
   /**
    * Removes a sandbox after the delay; `removed` once it is gone. `remove` never throws. At once
-   * while closing, and when `now` (a cancelled run: its canceller waits for the removal, and no
-   * reply is on its way).
+   * while closing, and for a cancelled run (its `signal` aborted: its canceller waits for the
+   * removal, and no reply is on its way).
    */
-  schedule(remove: () => Promise<void>, removed: () => void, now = false): void {
+  schedule(remove: () => Promise<void>, removed: () => void, signal?: AbortSignal): void {
     const start = (): void => {
       const removal = remove().finally(() => {
         this.running.delete(removal);
@@ -34,7 +34,7 @@ export class SandboxRemovals {
       });
       this.running.add(removal);
     };
-    if (this.closing || now) return start();
+    if (this.closing || signal?.aborted) return start();
     const timer = setTimeout(() => {
       this.waiting.delete(timer);
       start();

@@ -233,7 +233,7 @@ export class DockerBackend implements SandboxBackend {
         outputs: runOutputsOf(spec.outputs, kept),
       });
     } finally {
-      this.removals.schedule(() => runner.remove(), cleanedUp, signal?.aborted);
+      this.removals.schedule(() => runner.remove(), cleanedUp, signal);
       if (served === 'warm') this.pool?.replenish();
     }
   }

@@ -202,11 +202,7 @@ export class OciBackend implements SandboxBackend {
       });
     } finally {
       const id = container.id;
-      this.removals.schedule(
-        () => container.remove().finally(() => this.live.delete(id)),
-        cleanedUp,
-        signal?.aborted,
-      );
+      this.removals.schedule(() => container.remove().finally(() => this.live.delete(id)), cleanedUp, signal);
     }
   }
 
