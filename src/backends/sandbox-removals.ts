@@ -1,9 +1,10 @@
 /**
  * The removal of finished runs' sandboxes (Docker's containers, the OCI backend's), each started
  * REMOVE_AFTER_RESULT_MS after its run's result. Removing a container is the engine's work (its
- * runtime, mounts and cgroups) on the cores that serialise and write the result's reply, and a
- * reply with files in it (a 100 KB image is 133 KB of base64 JSON) took several ms longer while it
- * ran. The runner waits for it: after its exit frame it lingers until its owner hangs up
+ * runtime, mounts and cgroups) on the cores that serialise and write the result's reply: on two
+ * cores, a warm run's reply over MCP HTTP took 12.6 ms with a 100 KB image (133 KB of base64 JSON)
+ * and 5.0 ms without while the container went, against 8.1 and 2.3 ms after it. The runner waits
+ * for it: after its exit frame it lingers until its owner hangs up
  * (images/runner/sandpit-runner.c), so the container's end comes with the removal. Once the
  * backend closes, every removal starts at once.
  */
