@@ -7,6 +7,7 @@
 // an operator whose config does not declare NetworkPolicy enforced for egress refuses the run.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import {
   assertEgressPolicy,
   assertEgressSecret,
@@ -97,6 +98,13 @@ describe('a SandboxRun with an egress allowlist', { timeout: 300_000 }, () => {
         (l) => typeof l.msg === 'string' && /NetworkPolicyRestored|restored its rules/.test(l.msg),
       ),
       undefined,
+    );
+    // Events are written in order, a moment after they are recorded (controller/events.ts): once
+    // the run's last one is there, every one recorded before it is too.
+    await s.cluster.waitFor<CoreV1Event>(
+      { path: `/api/v1/namespaces/${s.ns}/events`, fieldSelector: 'involvedObject.name=allowed' },
+      (e) => e.reason === 'Succeeded',
+      { timeoutMs: 15_000, description: 'the Succeeded Event' },
     );
     const events = await s.cluster.core.listNamespacedEvent({ namespace: s.ns });
     assert.deepEqual(

@@ -202,8 +202,13 @@ describe('SandboxPools on the real cluster', { timeout: 900_000 }, () => {
       assert.ok(v !== undefined, 'the watch saw each pod created');
       assert.ok(policyVersion < v, `the policy (rv ${policyVersion}) before the pod (rv ${v})`);
     }
-    const events = await poolEvents(s, made);
-    assert.equal(events.filter((e) => e.reason === 'CreatedPod' && e.type === 'Normal').length >= 2, true);
+    // Events are written a moment after they are recorded (controller/events.ts).
+    await eventually(
+      async () =>
+        (await poolEvents(s, made)).filter((e) => e.reason === 'CreatedPod' && e.type === 'Normal').length >=
+          2 || undefined,
+      'two CreatedPod Events',
+    );
 
     // The operator's metrics: the pool's pods by state, and one refill time per pod it made ready.
     const metrics = await s.operator.metrics();
@@ -238,7 +243,10 @@ describe('SandboxPools on the real cluster', { timeout: 900_000 }, () => {
       async () => ((await livePods(cluster, ns, made)).length === 1 ? true : undefined),
       'one pod left after scaling down',
     );
-    assert.ok((await poolEvents(s, made)).some((e) => e.reason === 'DeletedPod'));
+    await eventually(
+      async () => (await poolEvents(s, made)).some((e) => e.reason === 'DeletedPod') || undefined,
+      'a DeletedPod Event',
+    );
   });
 
   it('a pool pod deleted by hand is replaced', async () => {
