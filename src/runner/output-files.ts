@@ -34,7 +34,9 @@ export class OutputFilesReader {
   private readonly caps: Pick<OutputCaps, 'maxFiles' | 'maxBytes'>;
   private readonly files: ReturnedFile[] = [];
   private readonly skipped: OutputSkip[] = [];
-  private current: { path: string | undefined; size: number; parts: Buffer[]; got: number } | undefined;
+  /** The file coming in: its bytes land in `data`, of the size its header announced (within the caps). */
+  private current:
+    { path: string | undefined; size: number; data: Buffer | undefined; got: number } | undefined;
   private bytes = 0;
 
   constructor(caps: Pick<OutputCaps, 'maxFiles' | 'maxBytes'>) {
@@ -47,8 +49,10 @@ export class OutputFilesReader {
     if (this.files.length >= this.caps.maxFiles) throw new Error('more files than the job allows');
     if (this.bytes + size > this.caps.maxBytes) throw new Error('more file bytes than the job allows');
     this.bytes += size;
-    this.current = { path: safePath(rawPath), size, parts: [], got: 0 };
-    if (this.current.path === undefined) {
+    const path = safePath(rawPath);
+    const data = path === undefined ? undefined : Buffer.allocUnsafeSlow(size);
+    this.current = { path, size, data, got: 0 };
+    if (path === undefined) {
       this.skipped.push({
         entry: shown(rawPath),
         reason: 'NameNotAllowed',
@@ -62,8 +66,8 @@ export class OutputFilesReader {
     const file = this.current;
     if (!file) throw new Error('file data outside a file');
     if (file.got + chunk.length > file.size) throw new Error('more file data than the file header said');
+    file.data?.set(chunk, file.got);
     file.got += chunk.length;
-    if (file.path !== undefined) file.parts.push(Buffer.from(chunk));
     this.completeIfDone();
   }
 
@@ -90,7 +94,7 @@ export class OutputFilesReader {
     const file = this.current;
     if (!file || file.got < file.size) return;
     this.current = undefined;
-    if (file.path !== undefined) this.files.push({ path: file.path, data: Buffer.concat(file.parts) });
+    if (file.path !== undefined && file.data) this.files.push({ path: file.path, data: file.data });
   }
 }
 
