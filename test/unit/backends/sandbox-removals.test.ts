@@ -1,30 +1,40 @@
 import assert from 'node:assert/strict';
-import { describe, mock, test } from 'node:test';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { REMOVE_AFTER_RESULT_MS, SandboxRemovals } from '../../../src/backends/sandbox-removals.js';
 
-/** A removal that records when it started and ends when told. */
-function removal(log: string[], name: string): { remove: () => Promise<void>; end: () => void } {
-  let end!: () => void;
-  const ended = new Promise<void>((r) => (end = r));
-  return {
-    remove: () => {
+/**
+ * Removals whose starts and ends go to `log`: `schedule(name)` schedules one that ends when its
+ * `end()` is called.
+ */
+function harness(): {
+  log: string[];
+  removals: SandboxRemovals;
+  schedule: (name: string, signal?: AbortSignal) => { end: () => void };
+} {
+  const log: string[] = [];
+  const removals = new SandboxRemovals();
+  const schedule = (name: string, signal?: AbortSignal): { end: () => void } => {
+    let end!: () => void;
+    const ended = new Promise<void>((r) => (end = r));
+    const remove = (): Promise<void> => {
       log.push(`start ${name}`);
       return ended;
-    },
-    end,
+    };
+    removals.schedule(remove, () => log.push(`removed ${name}`), signal);
+    return { end };
   };
+  return { log, removals, schedule };
 }
 
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('SandboxRemovals', () => {
-  test('a removal starts REMOVE_AFTER_RESULT_MS after it is scheduled; removed() follows its end', async (t) => {
-    mock.timers.enable({ apis: ['setTimeout'] });
-    t.after(() => mock.timers.reset());
-    const log: string[] = [];
-    const removals = new SandboxRemovals();
-    const a = removal(log, 'a');
-    removals.schedule(a.remove, () => log.push('removed a'));
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
+  afterEach(() => mock.timers.reset());
+
+  test('a removal starts REMOVE_AFTER_RESULT_MS after it is scheduled; removed() follows its end', async () => {
+    const { log, removals, schedule } = harness();
+    const a = schedule('a');
     mock.timers.tick(REMOVE_AFTER_RESULT_MS - 1);
     assert.deepEqual(log, []);
     mock.timers.tick(1);
@@ -34,30 +44,21 @@ describe('SandboxRemovals', () => {
     assert.deepEqual(log, ['start a', 'removed a']);
   });
 
-  test("a cancelled run's removal (its signal aborted) starts at once", async (t) => {
-    mock.timers.enable({ apis: ['setTimeout'] });
-    t.after(() => mock.timers.reset());
-    const log: string[] = [];
-    const removals = new SandboxRemovals();
-    const a = removal(log, 'a');
-    removals.schedule(a.remove, () => log.push('removed a'), AbortSignal.abort());
+  test("a cancelled run's removal (its signal aborted) starts at once", async () => {
+    const { log, removals, schedule } = harness();
+    const a = schedule('a', AbortSignal.abort());
     assert.deepEqual(log, ['start a']);
     a.end();
     await removals.settled();
     assert.deepEqual(log, ['start a', 'removed a']);
   });
 
-  test('close() starts the waiting removals at once, and later ones without a wait; settled() waits for all', async (t) => {
-    mock.timers.enable({ apis: ['setTimeout'] });
-    t.after(() => mock.timers.reset());
-    const log: string[] = [];
-    const removals = new SandboxRemovals();
-    const [a, b, c] = [removal(log, 'a'), removal(log, 'b'), removal(log, 'c')];
-    removals.schedule(a.remove, () => log.push('removed a'));
-    removals.schedule(b.remove, () => log.push('removed b'));
+  test('close() starts the waiting removals at once, and later ones without a wait; settled() waits for all', async () => {
+    const { log, removals, schedule } = harness();
+    const [a, b] = [schedule('a'), schedule('b')];
     removals.close();
     assert.deepEqual(log, ['start a', 'start b']);
-    removals.schedule(c.remove, () => log.push('removed c'));
+    const c = schedule('c');
     assert.deepEqual(log, ['start a', 'start b', 'start c']);
     let settled = false;
     const all = removals.settled().then(() => (settled = true));
