@@ -222,6 +222,15 @@ static void write_all(int fd, const void *p, size_t n)
 	}
 }
 
+/* A keyed frame's head: the job's key, the type, u16be the payload's length. */
+static void record_head(unsigned char *p, char type, size_t len)
+{
+	memcpy(p, channel_key, KEY_LEN);
+	p[KEY_LEN] = (unsigned char)type;
+	p[KEY_LEN + 1] = (unsigned char)(len >> 8);
+	p[KEY_LEN + 2] = (unsigned char)len;
+}
+
 static void frame(char type, const void *data, size_t len)
 {
 	if (plain)
@@ -238,10 +247,7 @@ static void frame(char type, const void *data, size_t len)
 	do {
 		size_t n = len < RECORD_DATA ? len : RECORD_DATA;
 		unsigned char rec[RECORD_MAX];
-		memcpy(rec, channel_key, KEY_LEN);
-		rec[KEY_LEN] = (unsigned char)type;
-		rec[KEY_LEN + 1] = (unsigned char)(n >> 8);
-		rec[KEY_LEN + 2] = (unsigned char)n;
+		record_head(rec, type, n);
 		memcpy(rec + RECORD_HEAD, p, n);
 		write_all(1, rec, RECORD_HEAD + n); /* one write: a pipe keeps it whole */
 		p += n;
@@ -1047,10 +1053,7 @@ static void frame_file(const char *path, const char *data, size_t len)
 	if (!heads || !iov)
 		die_frame("out of memory framing a collected file");
 	unsigned char *p = heads;
-	memcpy(p, channel_key, KEY_LEN);
-	p[KEY_LEN] = 'P';
-	p[KEY_LEN + 1] = (unsigned char)((4 + plen) >> 8);
-	p[KEY_LEN + 2] = (unsigned char)(4 + plen);
+	record_head(p, 'P', 4 + plen);
 	p[RECORD_HEAD] = (unsigned char)(len >> 24);
 	p[RECORD_HEAD + 1] = (unsigned char)(len >> 16);
 	p[RECORD_HEAD + 2] = (unsigned char)(len >> 8);
@@ -1061,10 +1064,7 @@ static void frame_file(const char *path, const char *data, size_t len)
 	p += RECORD_HEAD + 4 + plen;
 	for (size_t off = 0; off < len; off += FILE_RECORD_DATA, p += RECORD_HEAD) {
 		size_t k = len - off < FILE_RECORD_DATA ? len - off : FILE_RECORD_DATA;
-		memcpy(p, channel_key, KEY_LEN);
-		p[KEY_LEN] = 'D';
-		p[KEY_LEN + 1] = (unsigned char)(k >> 8);
-		p[KEY_LEN + 2] = (unsigned char)k;
+		record_head(p, 'D', k);
 		iov[n++] = (struct iovec){p, RECORD_HEAD};
 		iov[n++] = (struct iovec){(void *)(data + off), k};
 	}
