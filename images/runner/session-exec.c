@@ -1118,6 +1118,22 @@ static int read_small(const char *path, char *buf, size_t cap)
 	return (int)n;
 }
 
+/* A SIGKILL waits for it (sent to its exec's group, not yet acted on: the group is dead all the same). */
+static int kill_pending(long pid)
+{
+	char path[64], status[4096];
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	if (read_small(path, status, sizeof status) <= 0)
+		return 0;
+	static const char *const pending[] = {"SigPnd:", "ShdPnd:"};
+	for (int i = 0; i < 2; i++) {
+		const char *at = strstr(status, pending[i]);
+		if (at && strtoull(at + strlen(pending[i]), NULL, 16) & 1ULL << (SIGKILL - 1))
+			return 1;
+	}
+	return 0;
+}
+
 void processes_reply(uint32_t id)
 {
 	DIR *d = opendir("/proc");
@@ -1145,8 +1161,8 @@ void processes_reply(uint32_t id)
 		if (!rp || sscanf(rp + 1, " %c %d %d %*d %*d %*d %u", &state, &ppid, &pgid, &flags) != 4)
 			continue;
 		/* Dead or dying (PF_EXITING: killed with its exec's group, its pipes already closed, not
-		   yet a zombie) is not alive. */
-		if (state == 'Z' || state == 'X' || (flags & 0x4))
+		   yet a zombie; or its SIGKILL not yet acted on) is not alive. */
+		if (state == 'Z' || state == 'X' || (flags & 0x4) || kill_pending(pid))
 			continue;
 		/* Outside a container (tests) only our own orphans; inside, every process but ours. */
 		if (exec_is_group(pgid) || (self != 1 && ppid != self))

@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { extract } from 'tar-stream';
 import { after, before, describe, test } from 'node:test';
@@ -62,6 +64,34 @@ async function untar(stream: AsyncIterable<Buffer>): Promise<TarEntry[]> {
   extractor.end(undefined);
   await reading;
   return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Whether a SIGKILL waits for the host process `pid` (/proc's SigPnd and ShdPnd masks). */
+function killPending(pid: number): boolean {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].some(
+    ([, mask]) => (BigInt(`0x${mask}`) & 0x100n) !== 0n,
+  );
+}
+
+/**
+ * Freezes the host process `pid` in a cgroup v1 freezer of its own (the machine's cgroups are
+ * hybrid), so a signal sent to it waits; the returned thaw lets it act, and removes the cgroup.
+ */
+async function freezeOnHost(pid: number): Promise<() => Promise<void>> {
+  const dir = `/sys/fs/cgroup/freezer/sandpit-test-${pid}`;
+  await mkdir(dir);
+  await writeFile(`${dir}/cgroup.procs`, String(pid));
+  await writeFile(`${dir}/freezer.state`, 'FROZEN');
+  assert.ok(
+    await eventually(async () => (await readFile(`${dir}/freezer.state`, 'utf8')).trim() === 'FROZEN', 5_000),
+    `${dir} froze`,
+  );
+  return async () => {
+    await writeFile(`${dir}/freezer.state`, 'THAWED');
+    await eventually(async () => (await readFile(`${dir}/cgroup.procs`, 'utf8')).trim() === '', 10_000);
+    await rmdir(dir);
+  };
 }
 
 export function sessionCases(runtime?: 'runsc'): void {
@@ -166,6 +196,34 @@ export function sessionCases(runtime?: 'runsc'): void {
       const next = await runExec(sandbox, spec, { command: ['echo', 'still here'] });
       assert.equal(next.stdout.text, 'still here\n');
     });
+
+    // The host's process table shows the container's processes under runc only.
+    if (!runtime)
+      test("a process whose SIGKILL from its exec's deadline has not landed yet is not listed (frozen on the host)", async () => {
+        const { sandbox, spec, id } = await create();
+        const exec = runExec(sandbox, spec, { shell: 'sleep 60 & echo up; wait', timeoutSeconds: 4 });
+        const [info] = await sessionContainers(backend.docker, id);
+        assert.ok(info, 'the session has its container');
+        let pid: number | undefined;
+        const found = await eventually(async () => {
+          const top = (await backend.docker.getContainer(info.Id).top({ ps_args: '-o pid,args' })) as {
+            Processes?: string[][];
+          };
+          pid = top.Processes?.find(([, args]) => args === 'sleep 60')?.map(Number)[0];
+          return pid !== undefined;
+        }, 3_000);
+        assert.ok(found && pid, "the exec's sleep 60 shows on the host within 3 s, before the deadline");
+        const thaw = await freezeOnHost(pid);
+        try {
+          const r = await exec;
+          assert.equal(r.outcome.phase, 'TimedOut', 'the deadline came while the host held sleep 60 frozen');
+          assert.ok(killPending(pid), 'sleep 60 is still there, its SIGKILL waiting: the case under test');
+          const commands = (await sandbox.processes())?.map((p) => p.command);
+          assert.ok(commands && !commands.includes('sleep 60'), `listed as alive: ${JSON.stringify(commands)}`);
+        } finally {
+          await thaw();
+        }
+      });
 
     test('output is capped like a run’s: head and tail, exact counts, binary detected', async () => {
       const { sandbox, spec } = await create({ template: 'python', resources: {} });
