@@ -243,9 +243,12 @@ export function contractCases(target: () => ContractTarget, onFailure: () => voi
   });
 
   it('output streams while the program runs', async (_t, x) => {
+    // On Kubernetes a cold run's log is followed once its status says Running: the kubelet notices
+    // the started container at its next relist (every second), then the operator and the gateway
+    // each see a watch event. The pause leaves that start two seconds to come before the 1 s bound.
     const o = await observeRun(x, {
       template: 'python',
-      code: "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second', flush=True)",
+      code: "import time\nprint('first', flush=True)\ntime.sleep(3)\nprint('second', flush=True)",
     });
     assertOutcome(o, 'Succeeded', 'Completed', 0);
     const first = o.chunks.find((c) => c.chunk.data.toString().includes('first'));

@@ -60,6 +60,28 @@ function quotaExceeded(err: KubeApiError, ctx: CallContext): AppError {
   });
 }
 
+/** `status unknown for quota: <name>, resources: <resources>`: a quota whose usage is not counted yet. */
+const QUOTA_UNCOUNTED = /status unknown for quota: ([^,\s]+)(?:, resources: (\S+))?/;
+
+/**
+ * The apiserver refuses every object a quota limits until the quota controller has counted them.
+ * For a custom resource it counts only once it has discovered the CRD, and a quota made before that
+ * waits for the controller's full resync: a chart that installs the CRDs and a tenant quota
+ * together is refused for up to 5 minutes.
+ */
+function quotaUncounted(err: KubeApiError, ctx: CallContext): AppError {
+  const m = QUOTA_UNCOUNTED.exec(err.message);
+  const name = m?.[1] ?? 'unknown';
+  const resources = m?.[2] ?? ctx.resource;
+  return busy(`ResourceQuota ${name} in namespace ${ctx.namespace} has not counted its ${resources} yet`, {
+    hint:
+      `Kubernetes' quota controller counts a custom resource once it has discovered its CRD, and a quota made ` +
+      `before then at its next full resync (--resource-quota-sync-period, 5 minutes by default); ` +
+      `\`kubectl get resourcequota ${name} -n ${ctx.namespace} -o jsonpath='{.status.used}'\` lists what it counts`,
+    cause: err,
+  });
+}
+
 /** Maps anything a call to the apiserver threw. */
 export function gatewayError(e: unknown, ctx: CallContext): AppError {
   if (e instanceof AppError && !(e instanceof KubeApiError)) return e;
@@ -80,6 +102,7 @@ export function gatewayError(e: unknown, ctx: CallContext): AppError {
       });
     case 403:
       if (/exceeded quota/i.test(err.message)) return quotaExceeded(err, ctx);
+      if (QUOTA_UNCOUNTED.test(err.message)) return quotaUncounted(err, ctx);
       return new AppError('FORBIDDEN', `the gateway may not ${what} (${err.message})`, {
         hint: rbacHint(ctx),
         cause: err,

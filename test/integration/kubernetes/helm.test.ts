@@ -22,6 +22,7 @@ import { generatedSeccompFiles } from '../../../src/policy/seccomp.js';
 import { REPO_ROOT } from '../../support/kube/env.js';
 import { type KubeCluster, kubeTest, runOk } from '../../support/kube/index.js';
 import { applyHelloSample } from './operator-harness.js';
+import { eventually } from '../../support/sessions.js';
 
 const CHART = path.join(REPO_ROOT, 'charts/sandpit');
 const BUILD_APP = path.join(REPO_ROOT, 'images/build-app.sh');
@@ -221,7 +222,20 @@ describe('charts/sandpit on the real cluster', () => {
         } finally {
           await conn.close();
         }
-        // The tenant's token: its run is a SandboxRun in its namespace, under the chart's quota.
+        // The tenant's token: its run is a SandboxRun in its namespace, under the chart's quota. On a
+        // cluster that just got the CRDs, Kubernetes' quota controller counts them only at its next
+        // full resync (up to 5 min); until then the gateway refuses the run as busy (errors.ts).
+        const counting = Date.now();
+        const counted = await eventually(async () => {
+          const q = await cluster.core.readNamespacedResourceQuota({
+            namespace: tenantNs,
+            name: `${release}-sandpit-tenant`,
+          });
+          return q.status?.used?.['count/sandboxruns.sandpit.dev'] !== undefined;
+        }, 330_000, 500);
+        assert.ok(counted, "the tenant quota counts SandboxRuns within the quota controller's resync");
+        if (Date.now() - counting > 1000)
+          t.diagnostic(`the tenant quota counted SandboxRuns after ${((Date.now() - counting) / 1000).toFixed(1)} s`);
         const tenantConn = await connectHttp(`${base}/mcp`, tenantToken);
         try {
           const result: CallToolResult = await callTool(tenantConn.client, 'run_code', {

@@ -102,6 +102,25 @@ describe('gatewayError: each refusal says what to fix', () => {
     assert.equal(bare.message, 'busy, retry later: ResourceQuota q2 in namespace agents allows no more runs');
   });
 
+  test('a quota not counted yet: the busy error (retryable), naming the quota and the resync that counts it', () => {
+    const e = gatewayError(
+      apiError(
+        403,
+        'sandboxruns.sandpit.dev "run-1" is forbidden: status unknown for quota: tenant-runs, resources: count/sandboxruns.sandpit.dev',
+        'Forbidden',
+      ),
+      ctx,
+    );
+    assert.equal(e.code, 'BUSY');
+    assert.equal(e.retryable, true);
+    assert.equal(
+      e.message,
+      'busy, retry later: ResourceQuota tenant-runs in namespace agents has not counted its count/sandboxruns.sandpit.dev yet',
+    );
+    assert.match(e.hint ?? '', /--resource-quota-sync-period/);
+    assert.doesNotMatch(e.hint ?? '', /gateway-rbac/);
+  });
+
   test('401, 413, 500 and others', () => {
     assert.equal(gatewayError(apiError(401, 'Unauthorized'), ctx).code, 'UNAUTHORIZED');
     assert.equal(gatewayError(apiError(413, 'Request entity too large'), ctx).code, 'TOO_LARGE');
