@@ -219,7 +219,10 @@ export function sessionCases(runtime?: 'runsc'): void {
           assert.equal(r.outcome.phase, 'TimedOut', 'the deadline came while the host held sleep 60 frozen');
           assert.ok(killPending(pid), 'sleep 60 is still there, its SIGKILL waiting: the case under test');
           const commands = (await sandbox.processes())?.map((p) => p.command);
-          assert.ok(commands && !commands.includes('sleep 60'), `listed as alive: ${JSON.stringify(commands)}`);
+          assert.ok(
+            commands && !commands.includes('sleep 60'),
+            `listed as alive: ${JSON.stringify(commands)}`,
+          );
         } finally {
           await thaw();
         }

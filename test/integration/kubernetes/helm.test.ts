@@ -226,16 +226,22 @@ describe('charts/sandpit on the real cluster', () => {
         // cluster that just got the CRDs, Kubernetes' quota controller counts them only at its next
         // full resync (up to 5 min); until then the gateway refuses the run as busy (errors.ts).
         const counting = Date.now();
-        const counted = await eventually(async () => {
-          const q = await cluster.core.readNamespacedResourceQuota({
-            namespace: tenantNs,
-            name: `${release}-sandpit-tenant`,
-          });
-          return q.status?.used?.['count/sandboxruns.sandpit.dev'] !== undefined;
-        }, 330_000, 500);
+        const counted = await eventually(
+          async () => {
+            const q = await cluster.core.readNamespacedResourceQuota({
+              namespace: tenantNs,
+              name: `${release}-sandpit-tenant`,
+            });
+            return q.status?.used?.['count/sandboxruns.sandpit.dev'] !== undefined;
+          },
+          330_000,
+          500,
+        );
         assert.ok(counted, "the tenant quota counts SandboxRuns within the quota controller's resync");
         if (Date.now() - counting > 1000)
-          t.diagnostic(`the tenant quota counted SandboxRuns after ${((Date.now() - counting) / 1000).toFixed(1)} s`);
+          t.diagnostic(
+            `the tenant quota counted SandboxRuns after ${((Date.now() - counting) / 1000).toFixed(1)} s`,
+          );
         const tenantConn = await connectHttp(`${base}/mcp`, tenantToken);
         try {
           const result: CallToolResult = await callTool(tenantConn.client, 'run_code', {
