@@ -202,10 +202,11 @@ export function sessionCases(runtime?: 'runsc'): void {
       test("a process whose SIGKILL from its exec's deadline has not landed yet is not listed (frozen on the host)", async () => {
         const { sandbox, spec, id } = await create();
         const exec = runExec(sandbox, spec, { shell: 'sleep 60 & echo up; wait', timeoutSeconds: 4 });
-        const [info] = await sessionContainers(backend.docker, id);
-        assert.ok(info, 'the session has its container');
         let pid: number | undefined;
         const found = await eventually(async () => {
+          // A pooled session's container takes its name after the claim, without waiting.
+          const [info] = await sessionContainers(backend.docker, id);
+          if (!info) return false;
           const top = (await backend.docker.getContainer(info.Id).top({ ps_args: '-o pid,args' })) as {
             Processes?: string[][];
           };
