@@ -123,13 +123,15 @@ export class PoolManager {
     this.refill.unref();
   }
 
-  /** Resolves once every pool holds at least `minIdle` ready containers (or the timeout passes). */
+  /**
+   * Resolves once every pool holds at least `minIdle` ready containers and no start is under way
+   * or waiting (or the timeout passes): a pool that saw claims lately fills past `minIdle`.
+   */
   filled(timeoutMs = 30_000): Promise<boolean> {
     const { minIdle } = this.deps.options;
-    return pollUntil(() => [...this.pools.values()].every((p) => p.idleCount >= minIdle), {
-      intervalMs: 50,
-      timeoutMs,
-    });
+    const quiet = (): boolean =>
+      this.starting === 0 && !this.refill && [...this.pools.values()].every((p) => p.idleCount >= minIdle);
+    return pollUntil(quiet, { intervalMs: 50, timeoutMs });
   }
 
   stats(): PoolStats[] {
