@@ -137,9 +137,12 @@ export function kubernetesTargets(
         // True after the last run here began. With one replica that run's claim turned it False
         // (no ready pod until the refill): so it is the refill's pod that the next run finds. A
         // pod this test's own watch sees ready may not be in the operator's cache yet (the run
-        // would go cold), and the old True is stale. The condition's time has whole seconds.
+        // would go cold), and the old True is stale. The condition's time has milliseconds (the
+        // operator's ISO time, kept as written in a custom resource): a True from earlier in the
+        // same second is the stale one, still there for the 200 ms the pool gathers its pods'
+        // changes after the claim before it writes False.
         ready = async () => {
-          const after = Math.floor((lastStart.get(name) ?? 0) / 1000) * 1000;
+          const after = lastStart.get(name) ?? 0;
           await cluster.waitFor<SandboxPool>(
             { path: poolsPath(ns), name },
             (p) => {
