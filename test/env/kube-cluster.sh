@@ -524,9 +524,10 @@ full_image_ref() {
   fi
 }
 
-# The images pods may need ($SANDPIT_KUBE_IMAGES when set): what the project built into dockerd under its own names, sandpit/*
-# (sandbox images, pause, app) and the aliases without a repository (python:3.11), but not the
-# intermediate rootfs images nor images other checkouts built under other names.
+# The images pods may need: $SANDPIT_KUBE_IMAGES when set, else what the project built into dockerd
+# under its own names, sandpit/* (sandbox images, pause, app) and the aliases without a repository
+# (python:3.11), but not the intermediate rootfs images nor images other checkouts built under
+# other names.
 default_images() {
   if [ -n "${SANDPIT_KUBE_IMAGES:-}" ]; then
     tr -s ' ' '\n' <<<"$SANDPIT_KUBE_IMAGES" | grep . | sort -u
