@@ -86,13 +86,15 @@ export class KubeCluster {
         },
       },
     });
-    // Pods cannot be created before the namespace's default ServiceAccount exists.
+    // Pods cannot be created before the namespace's default ServiceAccount exists. Right after an
+    // apiserver restart the controller-manager's informers re-list with a backoff of up to 30 s
+    // (their requests were refused until RBAC was loaded), so the bound is well past that.
     await waitFor(
       this.kc,
       { path: `/api/v1/namespaces/${name}/serviceaccounts`, name: 'default' },
       () => true,
       {
-        timeoutMs: 30_000,
+        timeoutMs: 90_000,
         description: `ServiceAccount ${name}/default (created by kube-controller-manager)`,
       },
     );
