@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { gatewayError, type CallContext } from '../../../../src/backends/kubernetes/errors.js';
 import { KubeApiError } from '../../../../src/kube/errors.js';
+import type { AppError } from '../../../../src/shared/errors.js';
 
 const ctx: CallContext = {
   verb: 'create',
@@ -11,6 +12,14 @@ const ctx: CallContext = {
 };
 const apiError = (status: number, message: string, reason = ''): KubeApiError =>
   new KubeApiError(`create SandboxRuns: ${message}`, { code: 'BACKEND_ERROR', status, reason });
+
+/** The apiserver's 403 Forbidden with `message`, mapped: it must be the busy error (retryable). */
+function busyFor(message: string): AppError {
+  const e = gatewayError(apiError(403, message, 'Forbidden'), ctx);
+  assert.equal(e.code, 'BUSY');
+  assert.equal(e.retryable, true);
+  return e;
+}
 
 describe('gatewayError: each refusal says what to fix', () => {
   test('apiserver unreachable: ENGINE_UNAVAILABLE naming the server, with a hint', () => {
@@ -72,16 +81,9 @@ describe('gatewayError: each refusal says what to fix', () => {
   });
 
   test('a quota: the busy error (retryable), naming the quota, its namespace and its counts', () => {
-    const e = gatewayError(
-      apiError(
-        403,
-        'sandboxruns.sandpit.dev "run-1" is forbidden: exceeded quota: tenant-runs, requested: count/sandboxruns.sandpit.dev=1, used: count/sandboxruns.sandpit.dev=2, limited: count/sandboxruns.sandpit.dev=2',
-        'Forbidden',
-      ),
-      ctx,
+    const e = busyFor(
+      'sandboxruns.sandpit.dev "run-1" is forbidden: exceeded quota: tenant-runs, requested: count/sandboxruns.sandpit.dev=1, used: count/sandboxruns.sandpit.dev=2, limited: count/sandboxruns.sandpit.dev=2',
     );
-    assert.equal(e.code, 'BUSY');
-    assert.equal(e.retryable, true);
     assert.equal(
       e.message,
       'busy, retry later: ResourceQuota tenant-runs in namespace agents allows no more runs (used count/sandboxruns.sandpit.dev=2, limited count/sandboxruns.sandpit.dev=2)',
@@ -103,16 +105,9 @@ describe('gatewayError: each refusal says what to fix', () => {
   });
 
   test('a quota not counted yet: the busy error (retryable), naming the quota and the resync that counts it', () => {
-    const e = gatewayError(
-      apiError(
-        403,
-        'sandboxruns.sandpit.dev "run-1" is forbidden: status unknown for quota: tenant-runs, resources: count/sandboxruns.sandpit.dev',
-        'Forbidden',
-      ),
-      ctx,
+    const e = busyFor(
+      'sandboxruns.sandpit.dev "run-1" is forbidden: status unknown for quota: tenant-runs, resources: count/sandboxruns.sandpit.dev',
     );
-    assert.equal(e.code, 'BUSY');
-    assert.equal(e.retryable, true);
     assert.equal(
       e.message,
       'busy, retry later: ResourceQuota tenant-runs in namespace agents has not counted its count/sandboxruns.sandpit.dev yet',
