@@ -1161,14 +1161,16 @@ void processes_reply(uint32_t id)
 		if (!rp || sscanf(rp + 1, " %c %d %d %*d %*d %*d %u", &state, &ppid, &pgid, &flags) != 4)
 			continue;
 		/* Dead or dying (PF_EXITING: killed with its exec's group, its pipes already closed, not
-		   yet a zombie; or its SIGKILL not yet acted on) is not alive. */
-		if (state == 'Z' || state == 'X' || (flags & 0x4) || kill_pending(pid))
+		   yet a zombie; or its SIGKILL not yet acted on, below) is not alive. */
+		if (state == 'Z' || state == 'X' || (flags & 0x4))
 			continue;
 		/* Outside a container (tests) only our own orphans; inside, every process but ours. */
 		if (exec_is_group(pgid) || (self != 1 && ppid != self))
 			continue;
 		if (isolated && ppid == self)
 			continue; /* an exec's init, ours */
+		if (kill_pending(pid))
+			continue;
 		snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
 		int len = read_small(path, cmd, sizeof cmd);
 		if (len < 0)
